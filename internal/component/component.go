@@ -1,0 +1,88 @@
+package component
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/flowplane/flowplane/internal/message"
+)
+
+// Kind is the role a component plays in a stream.
+type Kind string
+
+// The kinds of components.
+const (
+	KindInput     Kind = "input"
+	KindBuffer    Kind = "buffer"
+	KindProcessor Kind = "processor"
+	KindOutput    Kind = "output"
+)
+
+// Kinds lists every kind in pipeline order.
+var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput}
+
+// Resources are what a constructor may use. Logger is never nil once built
+// by the registry.
+type Resources struct {
+	StreamID string
+	Logger   *slog.Logger
+}
+
+// Input produces batches.
+//
+// The runtime calls Connect once, then Read repeatedly from one goroutine,
+// then Close once (also after a failed Connect). Read blocks until a batch is
+// ready or ctx ends; it returns message.ErrEndOfInput when a finite input is
+// exhausted. The returned AckFunc is called exactly once per batch, possibly
+// from another goroutine and after later Reads: an input must keep
+// unacknowledged data until then (at-least-once).
+type Input interface {
+	Connect(ctx context.Context) error
+	Read(ctx context.Context) (message.Batch, message.AckFunc, error)
+	Close(ctx context.Context) error
+}
+
+// Processor transforms one batch into zero or more batches.
+//
+// Process may be called concurrently from thread_num workers and must not
+// keep the batch after returning. An error means the whole batch failed: the
+// runtime routes the original batch to error_output. Returning no batches (or
+// empty ones) drops the messages, which then count as delivered.
+type Processor interface {
+	Process(ctx context.Context, b message.Batch) ([]message.Batch, error)
+	Close(ctx context.Context) error
+}
+
+// Output consumes batches.
+//
+// The runtime calls Connect once, then Write from one goroutine in input
+// order, then Close. A nil error from Write means the batch is accepted (the
+// input is then acknowledged); an error means it was not and the runtime
+// retries with backoff. Write must honour ctx.
+type Output interface {
+	Connect(ctx context.Context) error
+	Write(ctx context.Context, b message.Batch) error
+	Close(ctx context.Context) error
+}
+
+// Buffer sits between input and processors and may regroup batches (windows).
+//
+// Write is called from the input side, Read from the processor side, each
+// from one goroutine. A batch read from a buffer carries an AckFunc that
+// acknowledges every input batch it contains. Close flushes what is held so
+// that Read returns it and then message.ErrEndOfInput.
+type Buffer interface {
+	Write(ctx context.Context, b message.Batch, ack message.AckFunc) error
+	Read(ctx context.Context) (message.Batch, message.AckFunc, error)
+	Close(ctx context.Context) error
+}
+
+// Constructors build a component from its decoded configuration: the
+// component object without its "type" field, secrets already resolved and
+// the schema already checked.
+type (
+	InputCtor     func(conf map[string]any, res Resources) (Input, error)
+	BufferCtor    func(conf map[string]any, res Resources) (Buffer, error)
+	ProcessorCtor func(conf map[string]any, res Resources) (Processor, error)
+	OutputCtor    func(conf map[string]any, res Resources) (Output, error)
+)

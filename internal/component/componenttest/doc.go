@@ -1,0 +1,4 @@
+// Package componenttest checks component specs the way the configuration
+// loader will: the example parses, satisfies the spec's schema and builds.
+// It is imported only by tests.
+package componenttest
