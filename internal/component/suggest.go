@@ -1,11 +1,14 @@
 package component
 
 // Suggest returns the known name closest to name by edit distance, or "" when
-// none is close enough to be a likely typo.
+// none is close enough to be a likely typo: one edit, plus one per five
+// characters, and never a rewrite of most of a short name.
 func Suggest(name string, known []string) string {
-	best, bestD := "", len(name)/2+2
+	limit := 1 + len(name)/5
+	best, bestD := "", limit+1
 	for _, k := range known {
-		if d := distance(name, k); d < bestD {
+		d := distance(name, k)
+		if d < bestD && d < len(name) && d < len(k) {
 			best, bestD = k, d
 		}
 	}
