@@ -1,0 +1,242 @@
+package input
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/component/componenttest"
+)
+
+func TestGenerateExample(t *testing.T) {
+	conf := componenttest.Example(t, component.Default, component.KindInput, "generate")
+	in := build(t, "generate", conf)
+	ctx := testCtx(t)
+	if err := in.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(ctx)
+	got, _ := drain(t, ctx, in, 100)
+	if len(got) != 5 {
+		t.Fatalf("example emitted %d messages, want 5: %q", len(got), got)
+	}
+	for i, p := range got {
+		var v struct{ ID, V int }
+		if err := json.Unmarshal([]byte(p), &v); err != nil {
+			t.Fatalf("message %d %q: %v", i, p, err)
+		}
+		if v.ID != i+1 {
+			t.Errorf("message %d has id %d", i, v.ID)
+		}
+	}
+}
+
+func TestGenerateCountAndBatchSize(t *testing.T) {
+	tests := []struct {
+		name      string
+		count     int
+		batchSize int
+		wantSizes []int
+	}{
+		{"one per batch", 3, 1, []int{1, 1, 1}},
+		{"last batch short", 5, 2, []int{2, 2, 1}},
+		{"batch larger than count", 2, 10, []int{2}},
+		{"exact", 4, 2, []int{2, 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := build(t, "generate", map[string]any{
+				"context": `{"id": {{count}}}`, "interval": "0s",
+				"count": float64(tt.count), "batch_size": float64(tt.batchSize),
+			})
+			got, sizes := drain(t, testCtx(t), in, 100)
+			if diff := cmp.Diff(tt.wantSizes, sizes); diff != "" {
+				t.Errorf("batch sizes (-want +got):\n%s", diff)
+			}
+			var want []string
+			for i := 1; i <= tt.count; i++ {
+				want = append(want, `{"id": `+strconv.Itoa(i)+`}`)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("payloads (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestGenerateUnlimited(t *testing.T) {
+	in := build(t, "generate", map[string]any{"context": "x", "interval": "0s", "batch_size": float64(7)})
+	ctx := testCtx(t)
+	for i := range 50 {
+		b, _, err := in.Read(ctx)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if b.Len() != 7 {
+			t.Fatalf("read %d: batch of %d, want 7", i, b.Len())
+		}
+	}
+}
+
+func TestGenerateStaticPayloadIsShared(t *testing.T) {
+	in := build(t, "generate", map[string]any{"context": `{"a":1}`, "interval": "0s", "batch_size": float64(3)})
+	b, _, err := in.Read(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := b.Messages[0].Payload()
+	p2, _ := b.Messages[2].Payload()
+	if string(p0) != `{"a":1}` || &p0[0] != &p2[0] {
+		t.Errorf("payloads %q and %q are not the same shared bytes", p0, p2)
+	}
+}
+
+func TestTemplate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tests := []struct {
+		in     string
+		seq    int64
+		want   string // with {{random}} expected as R
+		static bool
+	}{
+		{`{"a":1}`, 1, `{"a":1}`, true},
+		{`{{count}}`, 42, `42`, false},
+		{`{"id": {{count}}, "n": "{{count}}"}`, 7, `{"id": 7, "n": "7"}`, false},
+		{`{{nope}} {{count`, 3, `{{nope}} {{count`, true},
+		{`{{{count}}}`, 9, `{9}`, false},
+		{`pre {{count}} mid {{x}} post`, 123456789012, `pre 123456789012 mid {{x}} post`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			tm := parseTemplate(tt.in)
+			if (tm.static != nil) != tt.static {
+				t.Fatalf("static = %v, want %v", tm.static != nil, tt.static)
+			}
+			if tt.static {
+				if string(tm.static) != tt.want {
+					t.Errorf("static = %q, want %q", tm.static, tt.want)
+				}
+				return
+			}
+			got := tm.expand(nil, tt.seq, rng)
+			if string(got) != tt.want {
+				t.Errorf("expand = %q, want %q", got, tt.want)
+			}
+			if len(got) > tm.maxLen {
+				t.Errorf("expansion of %d bytes exceeds maxLen %d", len(got), tm.maxLen)
+			}
+		})
+	}
+}
+
+func TestGenerateRandom(t *testing.T) {
+	in := build(t, "generate", map[string]any{
+		"context": `{"id": {{count}}, "v": {{random}}}`, "interval": "0s", "count": float64(500), "batch_size": float64(100),
+	})
+	got, _ := drain(t, testCtx(t), in, 10)
+	distinct := map[int]bool{}
+	for i, p := range got {
+		var v struct{ ID, V int }
+		if err := json.Unmarshal([]byte(p), &v); err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		if v.ID != i+1 || v.V < 0 || v.V >= 1_000_000 {
+			t.Fatalf("message %d = %q: want id %d and 0 <= v < 1000000", i, p, i+1)
+		}
+		distinct[v.V] = true
+	}
+	if len(distinct) < 2 {
+		t.Errorf("500 random values are all equal")
+	}
+}
+
+func TestGenerateInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := build(t, "generate", map[string]any{"context": "x", "interval": "1s", "count": float64(3)})
+		start := time.Now()
+		if _, _, err := in.Read(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("first batch after %v, want at once", d)
+		}
+		for range 2 {
+			if _, _, err := in.Read(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Errorf("three batches took %v, want 2s", d)
+		}
+
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		in2 := build(t, "generate", map[string]any{"context": "x", "interval": "1h"})
+		if _, _, err := in2.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := in2.Read(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Read while waiting for the interval = %v, want the context's error", err)
+		}
+		_ = in2.Close(ctx)
+	})
+}
+
+func TestGenerateConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		conf map[string]any
+	}{
+		{"missing context", map[string]any{}},
+		{"empty context", map[string]any{"context": ""}},
+		{"bad interval", map[string]any{"context": "x", "interval": "soon"}},
+		{"negative count", map[string]any{"context": "x", "count": float64(-1)}},
+		{"zero batch", map[string]any{"context": "x", "batch_size": float64(0)}},
+		{"unknown field", map[string]any{"context": "x", "rate": float64(3)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := component.Default.NewInput("generate", tt.conf, component.Resources{}); err == nil {
+				t.Error("built without error")
+			}
+		})
+	}
+}
+
+func BenchmarkGenerate(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		context string
+		batch   int
+	}{
+		{"template/batch=1000", `{"id": {{count}}, "v": {{random}}}`, 1000},
+		{"template/batch=1", `{"id": {{count}}, "v": {{random}}}`, 1},
+		{"static/batch=1000", `{"id": 1, "v": 2}`, 1000},
+		{"static/batch=1", `{"id": 1, "v": 2}`, 1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			in, err := NewGenerate(map[string]any{
+				"context": tc.context, "interval": "0s", "batch_size": float64(tc.batch),
+			}, component.Resources{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := in.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*tc.batch)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}

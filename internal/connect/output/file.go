@@ -1,0 +1,229 @@
+package output
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/message"
+)
+
+func init() {
+	component.Default.RegisterOutput(component.Spec{
+		Name: "file",
+		Summary: "Appends each message payload to a file, optionally rotating it by size: the full file " +
+			"becomes `<path>.1`, an existing `<path>.1` becomes `<path>.2` and so on, and the oldest beyond " +
+			"`max_backups` is deleted.",
+		Schema: object(map[string]any{
+			"path":           prop("string", "File to append to; missing parent directories are created.", nil),
+			"append_newline": appendNewlineProp(),
+			"max_bytes": func() map[string]any {
+				p := prop("integer", "Rotate before a message would make the file larger than this; "+
+					"0 disables rotation. A message larger than this gets a file of its own.", 0)
+				p["minimum"] = 0
+				return p
+			}(),
+			"max_backups": func() map[string]any {
+				p := prop("integer", "Rotated files kept (`<path>.1` is the newest).", 5)
+				p["minimum"] = 1
+				return p
+			}(),
+			"sync": prop("boolean", "fsync the file after every batch (and before rotating it).", false),
+		}, "path"),
+		Example: `type: file
+path: /tmp/flowplane-example/out.jsonl
+append_newline: true
+max_bytes: 10485760
+max_backups: 3
+sync: false
+`,
+	}, NewFile)
+}
+
+var _ component.Output = (*File)(nil)
+
+// FileConfig is the configuration of the file output.
+type FileConfig struct {
+	Path          string `json:"path"`
+	AppendNewline bool   `json:"append_newline"`
+	MaxBytes      int64  `json:"max_bytes"`
+	MaxBackups    int    `json:"max_backups"`
+	Sync          bool   `json:"sync"`
+}
+
+// File appends payloads to a file. After a failed Write the file is closed
+// and opened again by the next Write, which the runtime retries.
+type File struct {
+	conf FileConfig
+
+	// Owned by the goroutine that calls Connect, Write and Close.
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+}
+
+// NewFile builds a file output from its configuration. It does not touch
+// the file system: Connect does.
+func NewFile(conf map[string]any, _ component.Resources) (component.Output, error) {
+	c := FileConfig{AppendNewline: true, MaxBackups: 5}
+	if err := component.Decode(conf, &c); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if c.Path == "" {
+		errs = append(errs, errors.New("path: required"))
+	}
+	if c.MaxBytes < 0 {
+		errs = append(errs, errors.New("max_bytes: must not be negative"))
+	}
+	if c.MaxBackups < 1 {
+		errs = append(errs, errors.New("max_backups: must be at least 1"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &File{conf: c}, nil
+}
+
+// Connect creates the parent directories and opens the file for appending.
+func (o *File) Connect(context.Context) error {
+	if err := os.MkdirAll(filepath.Dir(o.conf.Path), 0o755); err != nil {
+		return fmt.Errorf("file output: %w", err)
+	}
+	return o.open()
+}
+
+func (o *File) open() error {
+	f, err := os.OpenFile(o.conf.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("file output: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("file output: %w", err)
+	}
+	o.f, o.size = f, st.Size()
+	if o.w == nil {
+		o.w = bufio.NewWriterSize(f, 64<<10)
+	} else {
+		o.w.Reset(f)
+	}
+	return nil
+}
+
+// Write appends every payload, rotating when max_bytes would be exceeded,
+// then flushes (and fsyncs with sync).
+func (o *File) Write(ctx context.Context, b message.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if o.f == nil {
+		if err := o.open(); err != nil {
+			return err
+		}
+	}
+	if err := o.write(b); err != nil {
+		o.abandon()
+		return fmt.Errorf("file output: %w", err)
+	}
+	return nil
+}
+
+func (o *File) write(b message.Batch) error {
+	nl := int64(0)
+	if o.conf.AppendNewline {
+		nl = 1
+	}
+	for i := range b.Messages {
+		p, err := b.Messages[i].Payload()
+		if err != nil {
+			return err
+		}
+		n := int64(len(p)) + nl
+		if o.conf.MaxBytes > 0 && o.size > 0 && o.size+n > o.conf.MaxBytes {
+			if err := o.rotate(); err != nil {
+				return err
+			}
+		}
+		if _, err := o.w.Write(p); err != nil {
+			return err
+		}
+		if nl == 1 {
+			if err := o.w.WriteByte('\n'); err != nil {
+				return err
+			}
+		}
+		o.size += n
+	}
+	return o.flush()
+}
+
+func (o *File) flush() error {
+	if err := o.w.Flush(); err != nil {
+		return err
+	}
+	if o.conf.Sync {
+		return o.f.Sync()
+	}
+	return nil
+}
+
+// rotate closes the full file, shifts the numbered backups up by one
+// (deleting the oldest) and opens a new, empty file.
+func (o *File) rotate() error {
+	if err := o.flush(); err != nil {
+		return err
+	}
+	if err := o.f.Close(); err != nil {
+		return err
+	}
+	o.f = nil
+	base := o.conf.Path
+	if err := os.Remove(backupName(base, o.conf.MaxBackups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for i := o.conf.MaxBackups - 1; i >= 1; i-- {
+		if err := os.Rename(backupName(base, i), backupName(base, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(base, backupName(base, 1)); err != nil {
+		return err
+	}
+	return o.open()
+}
+
+func backupName(path string, n int) string { return path + "." + strconv.Itoa(n) }
+
+// abandon drops the buffered bytes and closes the file after a failure so
+// that the next Write starts from a freshly opened file.
+func (o *File) abandon() {
+	if o.f != nil {
+		_ = o.f.Close()
+		o.f = nil
+	}
+	if o.w != nil {
+		o.w.Reset(nil)
+	}
+}
+
+// Close flushes, fsyncs with sync, and closes the file.
+func (o *File) Close(context.Context) error {
+	if o.f == nil {
+		return nil
+	}
+	err := o.flush()
+	err = errors.Join(err, o.f.Close())
+	o.f = nil
+	if err != nil {
+		return fmt.Errorf("file output: %w", err)
+	}
+	return nil
+}
