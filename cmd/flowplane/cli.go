@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/secretref"
+	"github.com/flowplane/flowplane/internal/telemetry"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+const usage = `flowplane — streaming-data engine, Agent and Hub in one binary.
+
+Usage:
+  flowplane --config <file> [--state-dir <dir>]   run an engine node
+  flowplane --config <file> --validate             check a configuration as start-up does, then exit
+  flowplane schema                                 print the configuration's JSON Schema
+  flowplane version                                print the version
+  flowplane --help                                 this help
+
+Configuration files are .yaml, .yml, .json or .toml. Exit status: 0 success,
+1 invalid configuration or run-time failure, 2 usage error.
+`
+
+// exit codes
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitVersion = 0
+)
+
+// run is the whole command line; main only supplies the process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "schema":
+			if len(args) > 1 {
+				fmt.Fprintf(stderr, "flowplane schema takes no arguments\n")
+				return exitUsage
+			}
+			return printSchema(stdout, stderr)
+		case "version":
+			fmt.Fprintf(stdout, "flowplane %s\n", buildVersion())
+			return exitVersion
+		}
+	}
+	fs := flag.NewFlagSet("flowplane", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configPath := fs.String("config", "", "configuration file")
+	validate := fs.Bool("validate", false, "validate the configuration and exit")
+	stateDir := fs.String("state-dir", "", "directory of durable node state")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "flowplane: %v\n\n%s", err, usage)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowplane: unexpected argument %q\n\n%s", fs.Arg(0), usage)
+		return exitUsage
+	}
+	if *configPath == "" {
+		fmt.Fprintf(stderr, "flowplane: --config <file> is required\n\n%s", usage)
+		return exitUsage
+	}
+	cfg, ok := load(*configPath, stderr)
+	if !ok {
+		return exitFailed
+	}
+	if *validate {
+		fmt.Fprintf(stdout, "OK: %s is valid (%s, %s)\n", *configPath, plural(len(cfg.Streams), "stream"), plural(len(cfg.Jobs), "job"))
+		return exitOK
+	}
+	return runNode(ctx, cfg, nodeOptions{configPath: *configPath, stateDir: *stateDir}, stdout, stderr)
+}
+
+// load runs the one materialization path and the deep build, printing every
+// problem. It is start-up and --validate alike.
+func load(path string, stderr io.Writer) (*config.Config, bool) {
+	data, format, err := config.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return nil, false
+	}
+	reg := component.Default
+	cfg, err := config.Materialize(data, format, reg, secretref.Resolver{})
+	problems := config.Problems(err)
+	if cfg != nil && len(problems) == 0 {
+		problems = engine.Check(cfg, reg)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stderr, "%s: %s:\n", path, plural(len(problems), "problem"))
+		for _, p := range problems {
+			fmt.Fprintf(stderr, "  %s\n", p.Error())
+		}
+		return nil, false
+	}
+	return cfg, true
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func printSchema(stdout, stderr io.Writer) int {
+	b, err := json.MarshalIndent(config.Schema(component.Default), "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
+	return exitOK
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "0.6.0-dev"
+}
+
+type nodeOptions struct {
+	configPath string
+	stateDir   string
+}
+
+// resolveStateDir picks --state-dir, else SVC_STATE_ROOT, else .flowplane/
+// beside the configuration file.
+func resolveStateDir(o nodeOptions) string {
+	if o.stateDir != "" {
+		return o.stateDir
+	}
+	if v := os.Getenv("SVC_STATE_ROOT"); v != "" {
+		return v
+	}
+	return filepath.Join(filepath.Dir(o.configPath), ".flowplane")
+}
+
+// runNode runs an engine node until ctx ends or every stream finished.
+func runNode(ctx context.Context, cfg *config.Config, o nodeOptions, stdout, stderr io.Writer) int {
+	log, closer, err := telemetry.NewLogger(cfg.Logging, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	defer closer.Close()
+	hc := cfg.HealthCheck
+	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {
+		log.Error("health_check.insecure_local is set: the API listens beyond loopback without a token", "address", hc.Address)
+	}
+	eng := engine.New(engine.Options{Registry: component.Default, Logger: log, StateDir: resolveStateDir(o)})
+	if err := eng.Apply(ctx, cfg); err != nil {
+		log.Error("start-up failed", "err", err)
+		eng.Shutdown(context.Background())
+		return exitFailed
+	}
+	log.Info("flowplane node started", "version", buildVersion(), "streams", len(cfg.Streams), "jobs", len(cfg.Jobs))
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping: signal received")
+			eng.Shutdown(context.Background())
+			log.Info("stopped")
+			return exitOK
+		case <-eng.Changes():
+			if len(cfg.Jobs) == 0 && eng.Finished() {
+				if failed := eng.Failed(); len(failed) > 0 {
+					log.Error("every stream ended; some failed", "failed", strings.Join(failed, ","))
+					return exitFailed
+				}
+				log.Info("every stream completed")
+				return exitOK
+			}
+		}
+	}
+}

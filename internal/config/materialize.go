@@ -1,0 +1,190 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/schema"
+	"github.com/flowplane/flowplane/internal/secretref"
+)
+
+// Problem is one thing wrong with a configuration, with its path.
+type Problem = schema.Problem
+
+// Error carries every problem found in a configuration.
+type Error struct {
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Problems extracts the problems from an error returned by this package; an
+// error of another kind becomes one problem without a path.
+func Problems(err error) []Problem {
+	if err == nil {
+		return nil
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce.Problems
+	}
+	var p Problem
+	if errors.As(err, &p) {
+		return []Problem{p}
+	}
+	return []Problem{{Message: err.Error()}}
+}
+
+// Schema returns the JSON Schema document of the configuration with the
+// components of reg.
+func Schema(reg *component.Registry) map[string]any {
+	return schema.Generate(reflect.TypeFor[Config](), reg)
+}
+
+var (
+	validatorsMu sync.Mutex // guards validators
+	validators   = map[*component.Registry]*schema.Validator{}
+)
+
+// validator compiles the schema of reg once; registration happens at init,
+// so a registry's schema does not change while the process runs.
+func validator(reg *component.Registry) (*schema.Validator, error) {
+	validatorsMu.Lock()
+	defer validatorsMu.Unlock()
+	if v, ok := validators[reg]; ok {
+		return v, nil
+	}
+	v, err := schema.Compile(Schema(reg))
+	if err != nil {
+		return nil, err
+	}
+	validators[reg] = v
+	return v, nil
+}
+
+// Materialize turns a document into a typed, defaulted, validated
+// configuration: value tree, secret references, schema, defaults, semantic
+// rules. Every problem found is returned at once in an *Error. The document
+// itself (with its references) is the caller's to keep for display; the
+// returned Config holds resolved values and must not leave the process.
+func Materialize(data []byte, f Format, reg *component.Registry, res secretref.Resolver) (*Config, error) {
+	tree, err := Tree(data, f)
+	if err != nil {
+		return nil, &Error{Problems: []Problem{{Message: err.Error()}}}
+	}
+	var problems []Problem
+	resolved, err := res.Resolve(tree)
+	if err != nil {
+		problems = append(problems, secretProblems(err)...)
+	}
+	red := newRedactor(tree, resolved)
+	v, err := validator(reg)
+	if err != nil {
+		return nil, err
+	}
+	schemaProblems := v.Validate(resolved)
+	problems = append(problems, schemaProblems...)
+	cfg, err := decode(withDefaults(resolved))
+	if err != nil {
+		// Only reachable with schema problems, which say more.
+		if len(problems) == 0 {
+			problems = append(problems, Problem{Message: err.Error()})
+		}
+		return nil, &Error{Problems: red.problems(problems)}
+	}
+	cfg.redactor = red
+	cfg.Canonicalize()
+	problems = append(problems, cfg.Validate(reg)...)
+	if len(problems) > 0 {
+		SortProblems(problems)
+		return cfg, &Error{Problems: red.problems(dedupe(problems))}
+	}
+	return cfg, nil
+}
+
+// Redact removes every value that came from a secret reference from msg.
+// Callers reporting problems found later (the deep build) pass them through it.
+func (c *Config) Redact(ps []Problem) []Problem { return c.redactor.problems(ps) }
+
+// SortProblems orders problems by path, comparing array indices as numbers.
+func SortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int { return strings.Compare(pathKey(a.Path), pathKey(b.Path)) })
+}
+
+// pathKey pads array indices so that paths sort in document order.
+func pathKey(p string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(p, '[')
+		j := strings.IndexByte(p, ']')
+		if i < 0 || j < i {
+			b.WriteString(p)
+			return b.String()
+		}
+		b.WriteString(p[:i+1])
+		fmt.Fprintf(&b, "%010s", p[i+1:j])
+		p = p[j:]
+	}
+}
+
+func dedupe(ps []Problem) []Problem {
+	seen := make(map[Problem]bool, len(ps))
+	out := ps[:0]
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func secretProblems(err error) []Problem {
+	var out []Problem
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var se *secretref.Error
+		if errors.As(err, &se) {
+			msg := strings.TrimPrefix(se.Error(), se.Path+": ")
+			out = append(out, Problem{Path: se.Path, Message: msg})
+			return
+		}
+		out = append(out, Problem{Message: err.Error()})
+	}
+	walk(err)
+	return out
+}
+
+// Canonicalize fills the defaults that depend on position.
+func (c *Config) Canonicalize() {
+	for i := range c.Streams {
+		if c.Streams[i].ID == "" {
+			c.Streams[i].ID = "stream-" + itoa(i)
+		}
+	}
+	for i := range c.Jobs {
+		for j := range c.Jobs[i].Edges {
+			e := &c.Jobs[i].Edges[j]
+			if e.ID == "" {
+				e.ID = e.From + "->" + e.To
+			}
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package config
+
+// The struct tags drive both decoding (json) and the JSON Schema (package
+// schema): `doc` is the description, `default` the documented default,
+// `enum` the allowed values separated by "|", `min` an inclusive minimum,
+// `required:"true"` a required field, `component` the kind of component
+// object a field holds.
+
+// Config is one engine configuration.
+type Config struct {
+	Streams     []Stream    `json:"streams" required:"true" doc:"Streams to run (an empty list is allowed)."`
+	Jobs        []Job       `json:"jobs,omitempty" doc:"Declarative streaming jobs; a jobs-only configuration is valid."`
+	Logging     Logging     `json:"logging" doc:"Logging."`
+	HealthCheck HealthCheck `json:"health_check" doc:"Health-check and control-plane server."`
+
+	redactor *redactor // values resolved from references, never shown
+}
+
+// Logging configures the process logger.
+type Logging struct {
+	Level    string `json:"level" enum:"debug|info|warn|error" default:"info" doc:"Minimum level logged."`
+	FilePath string `json:"file_path,omitempty" doc:"Append logs to this file instead of stdout."`
+	Format   string `json:"format" enum:"plain|json" default:"plain" doc:"Log line format."`
+}
+
+// HealthCheck configures the node's HTTP server and, with hub_urls, its Agent.
+type HealthCheck struct {
+	Enabled           bool          `json:"enabled" default:"true" doc:"Start the server."`
+	Address           string        `json:"address" default:"127.0.0.1:8080" doc:"Listen address."`
+	HealthPath        string        `json:"health_path" default:"/health" pattern:"^/" doc:"Overall health path."`
+	ReadinessPath     string        `json:"readiness_path" default:"/readiness" pattern:"^/" doc:"Readiness path."`
+	LivenessPath      string        `json:"liveness_path" default:"/liveness" pattern:"^/" doc:"Liveness path."`
+	APIPrefix         string        `json:"api_prefix" default:"/api/v1" pattern:"^/" doc:"Prefix of the versioned API."`
+	APIToken          string        `json:"api_token,omitempty" doc:"Bearer token protecting the versioned API."`
+	InsecureLocal     bool          `json:"insecure_local" default:"false" doc:"Allow a non-loopback address without api_token (logged as an error)."`
+	CORSOrigins       []string      `json:"cors_origins" doc:"Allowed browser origins; empty denies cross-origin calls."`
+	HubURLs           []string      `json:"hub_urls" doc:"Hub addresses, tried in order as failover candidates; empty means standalone."`
+	NodeID            string        `json:"node_id,omitempty" doc:"Stable identity reported to the Hub."`
+	NodeToken         string        `json:"node_token,omitempty" doc:"Shared node registration credential; never included in reports."`
+	AgentLeaseTTLMs   int           `json:"agent_lease_ttl_ms" default:"15000" min:"1" doc:"Lease duration in ms advertised to the Hub."`
+	AgentSessionTTLMs int           `json:"agent_session_ttl_ms" default:"3600000" min:"1" doc:"Hard lifetime in ms of a Hub-issued session credential."`
+	DataPort          int           `json:"data_port,omitempty" min:"1" max:"65535" doc:"Data-plane listen port for cross-node shuffle."`
+	DataHost          string        `json:"data_host,omitempty" doc:"Routable host peers use to reach the data plane; goes with data_port."`
+	Observability     Observability `json:"observability" doc:"Process-level metrics and probes."`
+}
+
+// Observability configures the metrics and probe listener.
+type Observability struct {
+	Enabled     bool   `json:"enabled" default:"true" doc:"Start the listener (when health_check is disabled)."`
+	Address     string `json:"address" default:"127.0.0.1:8081" doc:"Listen address."`
+	MetricsPath string `json:"metrics_path" default:"/metrics" pattern:"^/" doc:"Prometheus exposition, format 0.0.4."`
+	ReadyPath   string `json:"ready_path" default:"/ready" pattern:"^/" doc:"Success once the configured streams and jobs started."`
+	LivePath    string `json:"live_path" default:"/live" pattern:"^/" doc:"Success while the process runs."`
+}
+
+// Stream is one input -> buffer -> processors -> output pipeline.
+type Stream struct {
+	ID          string           `json:"id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Unique stream identifier; default stream-<index>."`
+	Input       Component        `json:"input" required:"true" component:"input" doc:"Input component (source)."`
+	Buffer      *Component       `json:"buffer,omitempty" component:"buffer" doc:"Buffer or window between input and processors."`
+	Pipeline    Pipeline         `json:"pipeline" required:"true" doc:"Processor pipeline."`
+	Output      Component        `json:"output" required:"true" component:"output" doc:"Output component (sink)."`
+	ErrorOutput *Component       `json:"error_output,omitempty" component:"output" doc:"Output receiving batches a processor failed on."`
+	Durability  *Durability      `json:"durability,omitempty" doc:"Per-stream write-ahead log."`
+	State       *StreamState     `json:"state,omitempty" doc:"State contract for legacy windows."`
+	Temporary   []map[string]any `json:"temporary,omitempty" doc:"Temporary storage tables for joins (reserved)."`
+}
+
+// Pipeline is the ordered list of processors and its worker count.
+type Pipeline struct {
+	ThreadNum  int         `json:"thread_num" default:"1" min:"1" max:"256" doc:"Worker goroutines processing batches."`
+	Processors []Component `json:"processors" required:"true" component:"processor" doc:"Processors applied in order."`
+}
+
+// Durability configures a stream's write-ahead log.
+type Durability struct {
+	Enabled         bool   `json:"enabled" default:"true" doc:"Write every batch to the WAL before processing it."`
+	Path            string `json:"path,omitempty" doc:"WAL directory; default <state dir>/wal/<stream id>."`
+	Sync            string `json:"sync" enum:"per_entry|group_commit|periodic" default:"group_commit" doc:"When appends are fsynced."`
+	SyncIntervalMs  int    `json:"sync_interval_ms" default:"100" min:"1" doc:"fsync period in ms for sync: periodic."`
+	MaxSegmentBytes int64  `json:"max_segment_bytes" default:"16777216" min:"4096" doc:"Size at which a WAL segment is rolled."`
+}
+
+// StreamState is the state contract of a stream's legacy window buffer.
+type StreamState struct {
+	Durability string `json:"durability" required:"true" enum:"ephemeral" doc:"Only ephemeral is supported: a window buffer's contents are not recovered."`
+}
+
+// Job is a declarative streaming job run by the kernel.
+type Job struct {
+	ID             string      `json:"id" required:"true" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Unique across jobs."`
+	Version        int         `json:"version" required:"true" min:"1" doc:"State-format compatibility on recovery is evaluated against it."`
+	Parallelism    int         `json:"parallelism" default:"1" min:"1" doc:"Default task parallelism."`
+	MaxParallelism int         `json:"max_parallelism" default:"128" min:"1" max:"32768" doc:"Upper bound for key-group partitioning."`
+	Operators      []Operator  `json:"operators" required:"true" doc:"Operators of the job graph."`
+	Edges          []Edge      `json:"edges" doc:"Edges between operators."`
+	Sources        []Source    `json:"sources" doc:"Inputs feeding source operators."`
+	Sinks          []Sink      `json:"sinks" doc:"Outputs fed by sink operators."`
+	State          *JobState   `json:"state,omitempty" doc:"State backend; required by stateful operators."`
+	Checkpoint     *Checkpoint `json:"checkpoint,omitempty" doc:"Barrier checkpoint policy; required by durable state."`
+	Recovery       string      `json:"recovery" enum:"latest_checkpoint|latest_savepoint|fail" default:"latest_checkpoint" doc:"What a restart restores from."`
+}
+
+// Operator is one node of a job graph.
+type Operator struct {
+	ID          string         `json:"id" required:"true" doc:"Unique within the job."`
+	Kind        string         `json:"kind" required:"true" doc:"source, map, filter, aggregate, window, sink or udf (join is reserved)."`
+	Parallelism int            `json:"parallelism,omitempty" min:"1" doc:"Overrides the job's parallelism."`
+	Config      map[string]any `json:"config,omitempty" doc:"Operator-specific settings (expression, key, window...)."`
+}
+
+// Edge connects two operators.
+type Edge struct {
+	ID          string `json:"id,omitempty" doc:"Edge identifier; default <from>-><to>."`
+	From        string `json:"from" required:"true" doc:"Upstream operator id."`
+	To          string `json:"to" required:"true" doc:"Downstream operator id."`
+	Partitioned bool   `json:"partitioned" default:"false" doc:"Key-group routing instead of same-subtask forwarding."`
+}
+
+// Source binds an input component to a source operator.
+type Source struct {
+	OperatorID string         `json:"operator_id" required:"true" doc:"The source operator fed."`
+	InputType  string         `json:"input_type" required:"true" doc:"Input component type."`
+	Config     map[string]any `json:"config,omitempty" doc:"The input component's fields."`
+	Time       *Time          `json:"time,omitempty" doc:"Event-time declaration."`
+}
+
+// Sink binds an output component to a sink operator.
+type Sink struct {
+	OperatorID string         `json:"operator_id" required:"true" doc:"The sink operator draining into the output."`
+	OutputType string         `json:"output_type" required:"true" doc:"Output component type."`
+	Config     map[string]any `json:"config,omitempty" doc:"The output component's fields."`
+}
+
+// Time is a source's event-time declaration.
+type Time struct {
+	Mode              string    `json:"mode" required:"true" enum:"event_time|processing_time" doc:"Which clock drives windows."`
+	TimestampField    string    `json:"timestamp_field,omitempty" doc:"Field read as event timestamp in event_time mode."`
+	Watermark         Watermark `json:"watermark" doc:"Watermark generation."`
+	AllowedLatenessMs int       `json:"allowed_lateness_ms" default:"0" min:"0" doc:"How far past the watermark late events are accepted."`
+	LateEventPolicy   string    `json:"late_event_policy" enum:"drop|route|update" default:"drop" doc:"What happens to late events."`
+	LateEventRoute    string    `json:"late_event_route,omitempty" doc:"Operator receiving late events when the policy is route."`
+}
+
+// Watermark is a source's watermark strategy.
+type Watermark struct {
+	Strategy         string `json:"strategy" enum:"bounded_out_of_orderness|monotonous" default:"bounded_out_of_orderness" doc:"Watermark strategy."`
+	OutOfOrdernessMs int    `json:"out_of_orderness_ms" default:"0" min:"0" doc:"Bound of out-of-orderness."`
+	IdleTimeoutMs    int    `json:"idle_timeout_ms" default:"0" min:"0" doc:"A source idle this long stops holding back the watermark; 0 disables."`
+}
+
+// JobState is a job's state backend.
+type JobState struct {
+	Backend                string `json:"backend" required:"true" doc:"State backend; embedded_kv is supported."`
+	Durability             string `json:"durability" enum:"durable|ephemeral" default:"durable" doc:"durable state requires checkpoint."`
+	Root                   string `json:"root,omitempty" doc:"Stable state root directory; default SVC_STATE_ROOT."`
+	Namespace              string `json:"namespace,omitempty" doc:"Namespace within the root; default the job id."`
+	TTLMs                  int    `json:"ttl_ms,omitempty" min:"0" doc:"State entries older than this expire; 0 keeps them."`
+	FormatVersion          int    `json:"format_version" default:"1" min:"1" doc:"State format version recovery artifacts are bound to."`
+	MaxPendingTransactions int    `json:"max_pending_transactions" default:"4096" doc:"Positive bound of pending state transactions."`
+	MaxBytes               *int64 `json:"max_bytes,omitempty" doc:"Positive live-state budget in bytes."`
+}
+
+// Checkpoint is a job's checkpoint policy.
+type Checkpoint struct {
+	IntervalMs     int    `json:"interval_ms" default:"60000" min:"1" doc:"Time between barrier checkpoints."`
+	Retention      int    `json:"retention" default:"3" min:"1" doc:"Completed checkpoints kept."`
+	ObjectStoreURI string `json:"object_store_uri" required:"true" pattern:"^(file|s3)://" doc:"Where artifacts go: file:// or s3:// URI."`
+}

@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/flowplane/flowplane/internal/component"
+)
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func at(path string, format string, args ...any) Problem {
+	return Problem{Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks the rules a schema cannot express. It assumes the
+// configuration passed the schema check and Canonicalize.
+func (c *Config) Validate(reg *component.Registry) []Problem {
+	var ps []Problem
+	ps = append(ps, c.HealthCheck.validate()...)
+	ids := map[string]int{}
+	for i, s := range c.Streams {
+		p := "streams[" + itoa(i) + "]"
+		if first, dup := ids[s.ID]; dup {
+			ps = append(ps, at(p+".id", "duplicate stream id %q (also streams[%d])", s.ID, first))
+		} else {
+			ids[s.ID] = i
+		}
+		if s.Buffer != nil && IsWindow(s.Buffer.Type) && (s.State == nil || s.State.Durability != "ephemeral") {
+			ps = append(ps, at(p+".state", "buffer %q is a window whose contents are not recovered; declare state: {durability: ephemeral} to accept that", s.Buffer.Type))
+		}
+	}
+	jobIDs := map[string]int{}
+	for i := range c.Jobs {
+		p := "jobs[" + itoa(i) + "]"
+		if first, dup := jobIDs[c.Jobs[i].ID]; dup {
+			ps = append(ps, at(p+".id", "duplicate job id %q (also jobs[%d])", c.Jobs[i].ID, first))
+		} else {
+			jobIDs[c.Jobs[i].ID] = i
+		}
+		ps = append(ps, c.Jobs[i].validate(p, reg)...)
+	}
+	return ps
+}
+
+// IsWindow reports whether a buffer type is a legacy window.
+func IsWindow(bufferType string) bool { return strings.HasSuffix(bufferType, "_window") }
+
+func (h *HealthCheck) validate() []Problem {
+	var ps []Problem
+	if (h.DataPort == 0) != (h.DataHost == "") {
+		ps = append(ps, at("health_check.data_port", "data_port and data_host go together: set both for a network data plane, or neither"))
+	}
+	for i, u := range h.HubURLs {
+		pu, err := url.Parse(u)
+		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			ps = append(ps, at("health_check.hub_urls["+itoa(i)+"]", "%q is not an http:// or https:// URL", u))
+		}
+	}
+	if len(h.HubURLs) > 0 && h.NodeToken == "" {
+		ps = append(ps, at("health_check.node_token", "a node with hub_urls needs node_token to register with the Hub"))
+	}
+	if h.Enabled {
+		if _, _, err := net.SplitHostPort(h.Address); err != nil {
+			ps = append(ps, at("health_check.address", "%q is not host:port", h.Address))
+		} else if !IsLoopback(h.Address) && h.APIToken == "" && !h.InsecureLocal {
+			ps = append(ps, at("health_check.address", "%q is not a loopback address; set api_token to protect the API (or insecure_local: true to run unprotected)", h.Address))
+		}
+	}
+	if h.Observability.Enabled && !h.Enabled {
+		if _, _, err := net.SplitHostPort(h.Observability.Address); err != nil {
+			ps = append(ps, at("health_check.observability.address", "%q is not host:port", h.Observability.Address))
+		}
+	}
+	return ps
+}
+
+// IsLoopback reports whether a host:port listens on loopback only.
+// "localhost" counts; an empty host (all interfaces) does not.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

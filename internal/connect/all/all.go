@@ -1,0 +1,12 @@
+// Package all registers every built-in component into component.Default by
+// importing the component packages for their init functions. Binaries and
+// tests that need the full set import it for its side effect; it holds no
+// code of its own.
+package all
+
+import (
+	_ "github.com/flowplane/flowplane/internal/connect/buffer"
+	_ "github.com/flowplane/flowplane/internal/connect/input"
+	_ "github.com/flowplane/flowplane/internal/connect/output"
+	_ "github.com/flowplane/flowplane/internal/connect/processor"
+)

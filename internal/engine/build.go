@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wal"
+)
+
+// built holds the constructed components of one stream.
+type built struct {
+	input       component.Input
+	buffer      component.Buffer
+	processors  []component.Processor
+	output      component.Output
+	errorOutput component.Output
+}
+
+func (b *built) close(ctx context.Context) {
+	if b.input != nil {
+		_ = b.input.Close(ctx)
+	}
+	if b.buffer != nil {
+		_ = b.buffer.Close(ctx)
+	}
+	for _, p := range b.processors {
+		_ = p.Close(ctx)
+	}
+	if b.output != nil {
+		_ = b.output.Close(ctx)
+	}
+	if b.errorOutput != nil {
+		_ = b.errorOutput.Close(ctx)
+	}
+}
+
+// buildStream constructs every component of s. Problems carry the
+// configuration path of the component that failed (prefix is the stream's
+// path, e.g. "streams[0]").
+func buildStream(reg *component.Registry, prefix string, s config.Stream, res component.Resources) (*built, []config.Problem) {
+	var ps []config.Problem
+	fail := func(path string, err error) {
+		ps = append(ps, config.Problem{Path: prefix + "." + path, Message: err.Error()})
+	}
+	b := &built{}
+	var err error
+	if b.input, err = reg.NewInput(s.Input.Type, s.Input.Fields, res); err != nil {
+		fail("input", err)
+	}
+	if s.Buffer != nil {
+		if b.buffer, err = reg.NewBuffer(s.Buffer.Type, s.Buffer.Fields, res); err != nil {
+			fail("buffer", err)
+		}
+	}
+	for i, pc := range s.Pipeline.Processors {
+		p, err := reg.NewProcessor(pc.Type, pc.Fields, res)
+		if err != nil {
+			fail(fmt.Sprintf("pipeline.processors[%d]", i), err)
+			continue
+		}
+		b.processors = append(b.processors, p)
+	}
+	if b.output, err = reg.NewOutput(s.Output.Type, s.Output.Fields, res); err != nil {
+		fail("output", err)
+	}
+	if s.ErrorOutput != nil {
+		if b.errorOutput, err = reg.NewOutput(s.ErrorOutput.Type, s.ErrorOutput.Fields, res); err != nil {
+			fail("error_output", err)
+		}
+	}
+	if len(ps) > 0 {
+		b.close(context.Background())
+		return nil, ps
+	}
+	return b, nil
+}
+
+// Check is the deep build: it constructs every component of every stream
+// and job source and sink, then releases them, and returns every problem
+// with its path. It starts nothing and binds nothing.
+func Check(cfg *config.Config, reg *component.Registry) []config.Problem {
+	var ps []config.Problem
+	for i, s := range cfg.Streams {
+		b, sp := buildStream(reg, fmt.Sprintf("streams[%d]", i), s, component.Resources{StreamID: s.ID})
+		ps = append(ps, sp...)
+		if b != nil {
+			b.close(context.Background())
+		}
+	}
+	for i, j := range cfg.Jobs {
+		for k, src := range j.Sources {
+			if in, err := reg.NewInput(src.InputType, src.Config, component.Resources{}); err != nil {
+				if !isUnknown(err) { // unknown types are reported by validation
+					ps = append(ps, config.Problem{Path: fmt.Sprintf("jobs[%d].sources[%d].config", i, k), Message: err.Error()})
+				}
+			} else {
+				_ = in.Close(context.Background())
+			}
+		}
+		for k, snk := range j.Sinks {
+			if out, err := reg.NewOutput(snk.OutputType, snk.Config, component.Resources{}); err != nil {
+				if !isUnknown(err) {
+					ps = append(ps, config.Problem{Path: fmt.Sprintf("jobs[%d].sinks[%d].config", i, k), Message: err.Error()})
+				}
+			} else {
+				_ = out.Close(context.Background())
+			}
+		}
+	}
+	return ps
+}
+
+func isUnknown(err error) bool {
+	var u *component.UnknownError
+	return errors.As(err, &u)
+}
+
+// walFor opens the WAL of a stream with durability enabled.
+func walFor(s config.Stream, stateDir string, res component.Resources) (*streamWAL, error) {
+	d := s.Durability
+	if d == nil || !d.Enabled {
+		return nil, nil
+	}
+	dir := d.Path
+	if dir == "" {
+		dir = filepath.Join(stateDir, "wal", s.ID)
+	}
+	w, rec, err := wal.Open(wal.Options{
+		Dir:          dir,
+		Sync:         wal.SyncMode(d.Sync),
+		SyncInterval: time.Duration(d.SyncIntervalMs) * time.Millisecond,
+		SegmentBytes: d.MaxSegmentBytes,
+		Logger:       res.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rec.TruncatedBytes > 0 || rec.CorruptSegment != "" {
+		res.Logger.Warn("WAL recovered a damaged tail", "truncated_bytes", rec.TruncatedBytes, "segment", rec.CorruptSegment)
+	}
+	if rec.Pending > 0 {
+		res.Logger.Info("WAL replays unacknowledged batches", "pending", rec.Pending)
+	}
+	return &streamWAL{w: w}, nil
+}
+
+var _ stream.WAL = (*streamWAL)(nil)

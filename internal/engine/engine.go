@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/stream"
+)
+
+// Options configure an engine.
+type Options struct {
+	Registry *component.Registry
+	Logger   *slog.Logger
+	Metrics  *stream.Metrics // optional
+	// StateDir holds the node's durable state (WALs under wal/<stream id>).
+	StateDir string
+	// StopTimeout bounds a graceful stream stop; 0 means the runtime default.
+	StopTimeout time.Duration
+}
+
+// ErrStreamNotFound is returned for an unknown stream id.
+var ErrStreamNotFound = errors.New("stream not found")
+
+// Engine owns the streams of one node. Its methods are safe for concurrent use.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+
+	// opMu serializes the operations that change which streams run (Apply,
+	// Start, Stop, Shutdown); they may wait for streams to stop while
+	// holding it. mu guards the fields below and is only held briefly.
+	opMu    sync.Mutex
+	mu      sync.Mutex
+	streams map[string]*instance
+	order   []string // stream ids in configuration order
+
+	changes chan struct{} // buffered(1): a stream changed state
+}
+
+// instance is one configured stream and, while it runs, its runtime.
+type instance struct {
+	conf config.Stream
+	path string // configuration path, e.g. streams[2]
+
+	rt     *stream.Stream
+	wal    *streamWAL
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	err    error         // Run's result, valid after done
+}
+
+// New returns an engine with no streams.
+func New(opts Options) *Engine {
+	if opts.Registry == nil {
+		opts.Registry = component.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, changes: make(chan struct{}, 1)}
+}
+
+// Changes is signalled (coalesced) whenever a stream starts or ends.
+func (e *Engine) Changes() <-chan struct{} { return e.changes }
+
+func (e *Engine) notify() {
+	select {
+	case e.changes <- struct{}{}:
+	default:
+	}
+}
+
+// Apply makes the running streams match cfg: streams whose configuration is
+// unchanged keep running, changed ones restart, removed ones stop and new
+// ones start. It returns once every stop finished and every start was
+// launched; problems building a stream are returned joined, and the other
+// streams are applied all the same.
+func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	want := map[string]int{}
+	for i, s := range cfg.Streams {
+		want[s.ID] = i
+	}
+	var errs []error
+	e.mu.Lock()
+	old := slices.Clone(e.order)
+	e.mu.Unlock()
+	for _, id := range old {
+		in := e.get(id)
+		if i, keep := want[id]; keep && reflect.DeepEqual(in.conf, cfg.Streams[i]) {
+			continue
+		}
+		e.stop(ctx, in)
+		e.mu.Lock()
+		delete(e.streams, id)
+		e.mu.Unlock()
+	}
+	var fresh []*instance
+	e.mu.Lock()
+	e.order = e.order[:0]
+	for i, s := range cfg.Streams {
+		e.order = append(e.order, s.ID)
+		path := fmt.Sprintf("streams[%d]", i)
+		if in, kept := e.streams[s.ID]; kept {
+			in.path = path
+			continue
+		}
+		in := &instance{conf: s, path: path}
+		e.streams[s.ID] = in
+		fresh = append(fresh, in)
+	}
+	e.mu.Unlock()
+	for _, in := range fresh {
+		if err := e.start(in); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.notify()
+	return errors.Join(errs...)
+}
+
+func (e *Engine) get(id string) *instance {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.streams[id]
+}
+
+// start builds and launches one stream. The caller holds e.opMu.
+func (e *Engine) start(in *instance) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	log := e.log.With("stream", in.conf.ID)
+	res := component.Resources{StreamID: in.conf.ID, Logger: log}
+	b, ps := buildStream(e.opts.Registry, in.path, in.conf, res)
+	if len(ps) > 0 {
+		in.err = &config.Error{Problems: ps}
+		in.done = closedChan()
+		return in.err
+	}
+	w, err := walFor(in.conf, e.opts.StateDir, res)
+	if err != nil {
+		b.close(context.Background())
+		in.err = fmt.Errorf("%s.durability: %w", in.path, err)
+		in.done = closedChan()
+		return in.err
+	}
+	sc := stream.Config{
+		ID:          in.conf.ID,
+		Input:       b.input,
+		Buffer:      b.buffer,
+		Processors:  b.processors,
+		ThreadNum:   in.conf.Pipeline.ThreadNum,
+		Output:      b.output,
+		ErrorOutput: b.errorOutput,
+		StopTimeout: e.opts.StopTimeout,
+		Logger:      log,
+		Metrics:     e.opts.Metrics,
+	}
+	if w != nil {
+		sc.WAL = w
+	}
+	rt, err := stream.New(sc)
+	if err != nil {
+		b.close(context.Background())
+		if w != nil {
+			_ = w.Close()
+		}
+		in.err = fmt.Errorf("%s: %w", in.path, err)
+		in.done = closedChan()
+		return in.err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in.rt, in.wal, in.cancel, in.done, in.err = rt, w, cancel, make(chan struct{}), nil
+	go func() {
+		err := rt.Run(ctx)
+		if w != nil {
+			if cerr := w.Close(); cerr != nil {
+				log.Error("close WAL", "err", cerr)
+			}
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("stream ended with an error", "err", err)
+		}
+		e.mu.Lock()
+		in.err = err
+		e.mu.Unlock()
+		close(in.done)
+		e.notify()
+	}()
+	return nil
+}
+
+// stop stops one stream and waits for it (bounded by the runtime's stop
+// timeout, and by ctx). The caller holds e.opMu.
+func (e *Engine) stop(ctx context.Context, in *instance) {
+	e.mu.Lock()
+	cancel, done := in.cancel, in.done
+	in.cancel = nil
+	e.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// Stop stops one stream; it stays configured and can be started again.
+func (e *Engine) Stop(ctx context.Context, id string) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	in := e.get(id)
+	if in == nil {
+		return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+	}
+	e.stop(ctx, in)
+	e.notify()
+	return nil
+}
+
+// Start starts a configured stream that is not running.
+func (e *Engine) Start(ctx context.Context, id string) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	in := e.get(id)
+	if in == nil {
+		return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+	}
+	e.mu.Lock()
+	done := in.done
+	e.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		return nil // running
+	}
+	return e.start(in)
+}
+
+// Restart stops and starts one stream.
+func (e *Engine) Restart(ctx context.Context, id string) error {
+	if err := e.Stop(ctx, id); err != nil {
+		return err
+	}
+	return e.Start(ctx, id)
+}
+
+// Shutdown stops every stream, waiting for graceful stops bounded by ctx.
+func (e *Engine) Shutdown(ctx context.Context) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	e.mu.Lock()
+	var dones []chan struct{}
+	for _, id := range e.order {
+		in := e.streams[id]
+		if in.cancel != nil {
+			in.cancel()
+			in.cancel = nil
+		}
+		dones = append(dones, in.done)
+	}
+	e.mu.Unlock()
+	for _, done := range dones {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// StreamStatus is one stream's observed view.
+type StreamStatus struct {
+	stream.Status
+	Path string
+}
+
+// Streams returns every configured stream's status in configuration order.
+func (e *Engine) Streams() []StreamStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]StreamStatus, 0, len(e.order))
+	for _, id := range e.order {
+		out = append(out, e.statusLocked(e.streams[id]))
+	}
+	return out
+}
+
+func (e *Engine) statusLocked(in *instance) StreamStatus {
+	st := StreamStatus{Path: in.path}
+	if in.rt != nil {
+		st.Status = in.rt.Status()
+	} else {
+		st.ID, st.State = in.conf.ID, stream.StateFailed
+	}
+	if in.err != nil && st.LastError == "" {
+		st.LastError = in.err.Error()
+	}
+	if in.rt != nil && in.cancel == nil && st.State != stream.StateCompleted && st.State != stream.StateFailed {
+		st.State = stream.StateStopped
+	}
+	return st
+}
+
+// Finished reports whether at least one stream is configured and every
+// stream has ended by itself (completed or failed), which is when a
+// standalone node with only finite inputs exits.
+func (e *Engine) Finished() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.order) == 0 {
+		return false
+	}
+	for _, id := range e.order {
+		in := e.streams[id]
+		select {
+		case <-in.done:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Failed returns the ids of streams that ended with an error.
+func (e *Engine) Failed() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for _, id := range e.order {
+		in := e.streams[id]
+		select {
+		case <-in.done:
+			if in.err != nil && !errors.Is(in.err, context.Canceled) {
+				ids = append(ids, id)
+			}
+		default:
+		}
+	}
+	return ids
+}

@@ -1,0 +1,14 @@
+// Package stream is the runtime of one stream: it reads batches from an
+// input, optionally passes them through a buffer, runs them through the
+// processors on thread_num workers, and writes the results to the output in
+// input order (or routes failed batches to error_output). It gives
+// at-least-once delivery: an input batch is acknowledged with nil only after
+// everything made from it was accepted downstream. It bounds the batches in
+// flight (back-pressure), retries output failures with capped exponential
+// backoff, can put a write-ahead log in front of the pipeline, and reports
+// its state and counters.
+//
+// It must not read configuration or build components: the caller (the
+// engine) constructs every component and hands them over in a Config. It
+// must not know concrete component types.
+package stream

@@ -1,0 +1,129 @@
+package stream
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// kind names the part of a stream an error, retry or send belongs to; it is
+// the value of the "component" metric label.
+type kind string
+
+const (
+	kindInput       kind = "input"
+	kindBuffer      kind = "buffer"
+	kindProcessor   kind = "processor"
+	kindOutput      kind = "output"
+	kindErrorOutput kind = "error_output"
+	kindWAL         kind = "wal"
+)
+
+var allKinds = []kind{kindInput, kindBuffer, kindProcessor, kindOutput, kindErrorOutput, kindWAL}
+
+// Metrics are the Prometheus collectors shared by every stream of a
+// process. Labels are the stream id and, where useful, the component kind;
+// never message content.
+type Metrics struct {
+	received   *prometheus.CounterVec
+	sent       *prometheus.CounterVec
+	errors     *prometheus.CounterVec
+	dropped    *prometheus.CounterVec
+	retries    *prometheus.CounterVec
+	inFlight   *prometheus.GaugeVec
+	processing *prometheus.HistogramVec
+}
+
+// NewMetrics creates the stream collectors and registers them with reg
+// (nil: not registered). Collectors already registered under the same
+// names are reused, so calling it twice with one registry is harmless.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_stream_received_total", Help: "Messages read from the stream's input or replayed from its WAL.",
+		}, []string{"stream"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_stream_sent_total", Help: "Messages accepted by the output or error_output.",
+		}, []string{"stream", "component"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_stream_errors_total", Help: "Failures by component kind (each failed attempt counts).",
+		}, []string{"stream", "component"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_stream_dropped_total", Help: "Messages dropped after a processor failure with no error_output.",
+		}, []string{"stream"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "svc_stream_retries_total", Help: "Retried writes and reads by component kind.",
+		}, []string{"stream", "component"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "svc_stream_in_flight_batches", Help: "Batches in the pipeline, not yet acknowledged.",
+		}, []string{"stream"}),
+		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "svc_stream_processing_seconds",
+			Help:    "Time the processors spent on one input batch, failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(1e-5, 4, 10),
+		}, []string{"stream"}),
+	}
+	if reg != nil {
+		m.received = register(reg, m.received)
+		m.sent = register(reg, m.sent)
+		m.errors = register(reg, m.errors)
+		m.dropped = register(reg, m.dropped)
+		m.retries = register(reg, m.retries)
+		m.inFlight = register(reg, m.inFlight)
+		m.processing = register(reg, m.processing)
+	}
+	return m
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if old, ok := are.ExistingCollector.(C); ok {
+				return old
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+// Forget deletes the series of one stream, e.g. once it is removed from the
+// configuration.
+func (m *Metrics) Forget(streamID string) {
+	l := prometheus.Labels{"stream": streamID}
+	m.received.DeletePartialMatch(l)
+	m.sent.DeletePartialMatch(l)
+	m.errors.DeletePartialMatch(l)
+	m.dropped.DeletePartialMatch(l)
+	m.retries.DeletePartialMatch(l)
+	m.inFlight.DeletePartialMatch(l)
+	m.processing.DeletePartialMatch(l)
+}
+
+// streamMetrics holds one stream's series, resolved once so the hot path
+// does no label lookups.
+type streamMetrics struct {
+	received, sentOut, sentErr, dropped prometheus.Counter
+	errors, retries                     map[kind]prometheus.Counter
+	inFlight                            prometheus.Gauge
+	processing                          prometheus.Observer
+}
+
+func (m *Metrics) forStream(id string) *streamMetrics {
+	sm := &streamMetrics{
+		received:   m.received.WithLabelValues(id),
+		sentOut:    m.sent.WithLabelValues(id, string(kindOutput)),
+		sentErr:    m.sent.WithLabelValues(id, string(kindErrorOutput)),
+		dropped:    m.dropped.WithLabelValues(id),
+		errors:     make(map[kind]prometheus.Counter, len(allKinds)),
+		retries:    make(map[kind]prometheus.Counter, len(allKinds)),
+		inFlight:   m.inFlight.WithLabelValues(id),
+		processing: m.processing.WithLabelValues(id),
+	}
+	for _, k := range allKinds {
+		sm.errors[k] = m.errors.WithLabelValues(id, string(k))
+		sm.retries[k] = m.retries.WithLabelValues(id, string(k))
+	}
+	return sm
+}

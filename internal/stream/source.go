@@ -1,0 +1,194 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/message"
+)
+
+// abandonDrainTimeout bounds how long, after the stop deadline, the stream
+// waits for a closed buffer to hand back what it still holds.
+const abandonDrainTimeout = time.Second
+
+// readLoop owns input.Read. It replays the WAL first, then reads until the
+// input ends or the stream stops, and then ends the entry chain.
+func (p *pipeline) readLoop() {
+	s := p.s
+	defer func() {
+		if s.cfg.WAL != nil {
+			close(p.walWork)
+			close(p.walOrder)
+		} else {
+			p.endStage()
+		}
+	}()
+	if s.cfg.WAL != nil && !p.replay() {
+		return
+	}
+	for attempt := 0; ; {
+		b, ack, err := s.cfg.Input.Read(p.stop)
+		if err != nil {
+			if errors.Is(err, message.ErrEndOfInput) {
+				p.inputEnded.Store(true)
+				return
+			}
+			if p.stop.Err() != nil {
+				return
+			}
+			attempt++
+			s.recordError(kindInput, err)
+			s.log.Warn("input read failed, will retry", "attempt", attempt, "err", err)
+			if !sleep(p.stop, s.cfg.Retry.Delay(attempt)) {
+				return
+			}
+			s.recordRetry(kindInput)
+			continue
+		}
+		attempt = 0
+		if ack == nil {
+			ack = message.NoopAck
+		}
+		n := b.Len()
+		if n == 0 {
+			p.ack(ack, nil)
+			continue
+		}
+		s.received.Add(uint64(n))
+		if s.m != nil {
+			s.m.received.Add(float64(n))
+		}
+		if s.cfg.WAL != nil {
+			p.walEnqueue(b, ack)
+		} else {
+			p.toStage(b, ack)
+		}
+	}
+}
+
+// replay feeds the WAL's unacknowledged entries to the pipeline. It
+// reports whether reading may go on.
+func (p *pipeline) replay() bool {
+	s := p.s
+	n := 0
+	err := s.cfg.WAL.Replay(p.stop, func(seq uint64, b message.Batch) error {
+		if err := p.stop.Err(); err != nil {
+			return err
+		}
+		n++
+		s.received.Add(uint64(b.Len()))
+		if s.m != nil {
+			s.m.received.Add(float64(b.Len()))
+		}
+		p.toStage(b, p.walAck(seq))
+		return nil
+	})
+	if n > 0 {
+		s.log.Info("replayed WAL entries", "batches", n)
+	}
+	if err != nil && p.stop.Err() == nil {
+		s.recordError(kindWAL, err)
+		p.fail(fmt.Errorf("%w: %w", ErrReplay, err))
+		return false
+	}
+	return p.stop.Err() == nil
+}
+
+// toStage passes a batch to the buffer, or straight to the workers.
+func (p *pipeline) toStage(b message.Batch, ack message.AckFunc) {
+	s := p.s
+	if s.cfg.Buffer == nil {
+		p.submit(b, ack)
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.cfg.Buffer.Write(p.hard, b, ack)
+		if err == nil {
+			return
+		}
+		if p.hard.Err() != nil {
+			p.abandon(ack)
+			return
+		}
+		s.recordError(kindBuffer, err)
+		s.log.Warn("buffer write failed, will retry", "attempt", attempt, "err", err)
+		if !sleep(p.hard, s.cfg.Retry.Delay(attempt)) {
+			p.abandon(ack)
+			return
+		}
+		s.recordRetry(kindBuffer)
+	}
+}
+
+// endStage is called once when nothing more enters the stage after the
+// input (and WAL): the buffer is closed so that it flushes, or the intake
+// of the workers is closed.
+func (p *pipeline) endStage() {
+	s := p.s
+	if s.cfg.Buffer == nil {
+		p.closeIntake()
+		return
+	}
+	p.bufferClosed.Store(true)
+	if err := s.cfg.Buffer.Close(p.hard); err != nil {
+		s.recordError(kindBuffer, fmt.Errorf("close: %w", err))
+		s.log.Error("buffer close failed", "err", err)
+	}
+}
+
+// bufferLoop owns buffer.Read and submits what the buffer hands out until
+// it reports the end of its input (after endStage closed it).
+func (p *pipeline) bufferLoop() {
+	s := p.s
+	defer p.closeIntake()
+	for attempt := 0; ; {
+		b, ack, err := s.cfg.Buffer.Read(p.hard)
+		if err != nil {
+			if errors.Is(err, message.ErrEndOfInput) {
+				return
+			}
+			if p.hard.Err() != nil {
+				p.drainAbandon()
+				return
+			}
+			attempt++
+			s.recordError(kindBuffer, err)
+			s.log.Warn("buffer read failed, will retry", "attempt", attempt, "err", err)
+			if !sleep(p.hard, s.cfg.Retry.Delay(attempt)) {
+				p.drainAbandon()
+				return
+			}
+			s.recordRetry(kindBuffer)
+			continue
+		}
+		attempt = 0
+		if ack == nil {
+			ack = message.NoopAck
+		}
+		if b.Len() == 0 {
+			p.ack(ack, nil)
+			continue
+		}
+		p.submit(b, ack)
+	}
+}
+
+// drainAbandon gives back what a buffer still holds at the stop deadline.
+// The buffer has been (or is being) closed, so Read hands out its content
+// and then ErrEndOfInput; a buffer that does not is given up on after
+// abandonDrainTimeout.
+func (p *pipeline) drainAbandon() {
+	ctx, cancel := context.WithTimeout(p.ackCtx, abandonDrainTimeout)
+	defer cancel()
+	for {
+		_, ack, err := p.s.cfg.Buffer.Read(ctx)
+		if err != nil {
+			return
+		}
+		if ack != nil {
+			p.abandon(ack)
+		}
+	}
+}
