@@ -339,6 +339,18 @@ func (e *Engine) Finished() bool {
 	return true
 }
 
+// Ready reports whether every configured stream has started: it is running,
+// or it already completed. A stream that failed to start keeps the node
+// unready, as does one still starting.
+func (e *Engine) Ready() bool {
+	for _, st := range e.Streams() {
+		if st.State != stream.StateRunning && st.State != stream.StateCompleted {
+			return false
+		}
+	}
+	return true
+}
+
 // Failed returns the ids of streams that ended with an error.
 func (e *Engine) Failed() []string {
 	e.mu.Lock()

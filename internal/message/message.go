@@ -2,9 +2,10 @@ package message
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/goccy/go-json"
 )
 
 // Metadata describes where a message came from. Fields is free-form and nil

@@ -63,15 +63,11 @@ func (p *JSON) Process(_ context.Context, b message.Batch) ([]message.Batch, err
 			}
 			continue
 		}
-		if m.HasStructured() {
-			continue
-		}
-		pl, _ := m.Payload() // cannot fail without a structured value
-		v, err := decodeJSON(pl)
-		if err != nil {
+		// Structured keeps the payload bytes valid beside the parsed
+		// value, so an unchanged message is written out as it came in.
+		if _, err := m.Structured(); err != nil {
 			return nil, fmt.Errorf("json: message %d: %w", i, err)
 		}
-		m.SetStructured(v)
 	}
 	return []message.Batch{b}, nil
 }

@@ -1,0 +1,237 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	_ "github.com/flowplane/flowplane/internal/connect/all"
+	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/secretref"
+	"github.com/flowplane/flowplane/internal/stream"
+)
+
+func materialize(t *testing.T, doc string) *config.Config {
+	t.Helper()
+	cfg, err := config.Materialize([]byte(doc), config.YAML, component.Default, secretref.Resolver{})
+	if err != nil {
+		t.Fatalf("materialize: %v", err)
+	}
+	return cfg
+}
+
+// waitFor polls cond until it holds; the bound only keeps a broken engine
+// from hanging the test, it is not a timing assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func statusOf(e *engine.Engine, id string) (engine.StreamStatus, bool) {
+	for _, s := range e.Streams() {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return engine.StreamStatus{}, false
+}
+
+func newEngine(t *testing.T) *engine.Engine {
+	t.Helper()
+	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e.Shutdown(ctx)
+	})
+	return e
+}
+
+func streamDoc(id, interval string) string {
+	return `
+  - id: ` + id + `
+    input: {type: generate, context: '{"n": {{count}}}', interval: ` + interval + `}
+    pipeline: {processors: [{type: json}]}
+    output: {type: drop}
+`
+}
+
+func TestApplyByDiff(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	if err := e.Apply(ctx, materialize(t, "streams:"+streamDoc("a", "5ms")+streamDoc("b", "5ms")+streamDoc("c", "5ms"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three running streams", func() bool { return e.Ready() && len(e.Streams()) == 3 })
+	before := map[string]time.Time{}
+	for _, s := range e.Streams() {
+		before[s.ID] = s.StartedAt
+	}
+	waitFor(t, "a to receive messages", func() bool { s, _ := statusOf(e, "a"); return s.Received > 0 })
+
+	// a unchanged, b changed, c removed, d added.
+	if err := e.Apply(ctx, materialize(t, "streams:"+streamDoc("d", "5ms")+streamDoc("a", "5ms")+streamDoc("b", "7ms"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new configuration to run", e.Ready)
+	var ids []string
+	for _, s := range e.Streams() {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "d,a,b" {
+		t.Errorf("streams after apply = %v, want configuration order d,a,b", ids)
+	}
+	a, _ := statusOf(e, "a")
+	if !a.StartedAt.Equal(before["a"]) || a.Received == 0 {
+		t.Errorf("unchanged stream a was restarted (started %v, before %v, received %d)", a.StartedAt, before["a"], a.Received)
+	}
+	if a.Path != "streams[1]" {
+		t.Errorf("a's path = %q, want streams[1]", a.Path)
+	}
+	b, _ := statusOf(e, "b")
+	if b.StartedAt.Equal(before["b"]) {
+		t.Error("changed stream b kept its old runtime")
+	}
+	if _, ok := statusOf(e, "c"); ok {
+		t.Error("removed stream c is still configured")
+	}
+}
+
+func TestStopStartRestart(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	if err := e.Apply(ctx, materialize(t, "streams:"+streamDoc("s", "5ms"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "running", e.Ready)
+	if err := e.Stop(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := statusOf(e, "s"); s.State != stream.StateStopped {
+		t.Errorf("after Stop state = %s", s.State)
+	}
+	if e.Ready() {
+		t.Error("a stopped stream leaves the node ready")
+	}
+	if err := e.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "running again", e.Ready)
+	first, _ := statusOf(e, "s")
+	if err := e.Restart(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "running after restart", e.Ready)
+	if s, _ := statusOf(e, "s"); s.StartedAt.Equal(first.StartedAt) {
+		t.Error("Restart did not start a new runtime")
+	}
+	for _, op := range []func(context.Context, string) error{e.Stop, e.Start, e.Restart} {
+		if err := op(ctx, "nope"); !errors.Is(err, engine.ErrStreamNotFound) {
+			t.Errorf("unknown stream: err = %v", err)
+		}
+	}
+}
+
+func TestFiniteStreamsFinish(t *testing.T) {
+	e := newEngine(t)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	doc := `streams:
+  - id: f
+    input: {type: memory, messages: ['{"a":1}', '{"a":2}', '{"a":3}']}
+    pipeline: {thread_num: 2, processors: [{type: json}, {type: filter, condition: 'this.a != 2'}]}
+    output: {type: file, path: ` + out + `}
+`
+	if err := e.Apply(context.Background(), materialize(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "completion", e.Finished)
+	if f := e.Failed(); len(f) != 0 {
+		t.Fatalf("failed streams: %v", f)
+	}
+	s, _ := statusOf(e, "f")
+	if s.State != stream.StateCompleted || s.Received != 3 {
+		t.Errorf("status = %+v", s.Status)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); got != "{\"a\":1}\n{\"a\":3}\n" {
+		t.Errorf("output = %q", got)
+	}
+}
+
+func TestDurableStreamUsesStateDir(t *testing.T) {
+	dir := t.TempDir()
+	e := engine.New(engine.Options{StateDir: dir})
+	doc := `streams:
+  - id: durable
+    input: {type: memory, messages: ['x', 'y']}
+    pipeline: {processors: []}
+    output: {type: drop}
+    durability: {sync: per_entry}
+`
+	if err := e.Apply(context.Background(), materialize(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "completion", e.Finished)
+	e.Shutdown(context.Background())
+	if _, err := os.Stat(filepath.Join(dir, "wal", "durable")); err != nil {
+		t.Errorf("WAL directory: %v", err)
+	}
+}
+
+func TestUnopenableWALFailsThatStream(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t)
+	doc := "streams:" + streamDoc("ok", "5ms") + `
+  - id: broken
+    input: {type: memory, messages: ['x']}
+    pipeline: {processors: []}
+    output: {type: drop}
+    durability: {path: ` + filepath.Join(blocker, "wal") + `}
+`
+	err := e.Apply(context.Background(), materialize(t, doc))
+	if err == nil || !strings.Contains(err.Error(), "streams[1].durability") {
+		t.Fatalf("err = %v, want the broken stream's durability path", err)
+	}
+	waitFor(t, "the healthy stream to run", func() bool { s, _ := statusOf(e, "ok"); return s.State == stream.StateRunning })
+	if s, _ := statusOf(e, "broken"); s.State != stream.StateFailed || s.LastError == "" {
+		t.Errorf("broken stream status = %+v", s.Status)
+	}
+}
+
+func TestCheckReportsBuildProblemsWithPaths(t *testing.T) {
+	cfg := materialize(t, `streams:
+  - input: {type: generate, context: '{}', count: 1}
+    pipeline:
+      processors:
+        - type: json
+        - type: mapping
+          expression: 'this.v +* 2'
+    output: {type: drop}
+`)
+	ps := engine.Check(cfg, component.Default)
+	if len(ps) != 1 || ps[0].Path != "streams[0].pipeline.processors[1]" {
+		t.Fatalf("problems = %v", ps)
+	}
+	if ps := engine.Check(materialize(t, "streams:"+streamDoc("fine", "1s")), component.Default); len(ps) != 0 {
+		t.Errorf("a good configuration has problems: %v", ps)
+	}
+}
