@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
