@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
@@ -18,6 +19,9 @@ import (
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 )
+
+// processStart approximates the process start for the ready_ms figure.
+var processStart = time.Now()
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
@@ -177,8 +181,20 @@ func runNode(ctx context.Context, cfg *config.Config, o nodeOptions, stdout, std
 		return exitFailed
 	}
 	log.Info("flowplane node started", "version", buildVersion(), "streams", len(cfg.Streams), "jobs", len(cfg.Jobs))
+	// Readiness is polled briefly at start-up only, to report how long it took.
+	readyTick := time.NewTicker(time.Millisecond)
+	defer readyTick.Stop()
 	for {
 		select {
+		case <-readyTick.C:
+			switch {
+			case eng.Ready():
+				log.Info("ready", "ready_ms", float64(time.Since(processStart).Microseconds())/1000)
+				readyTick.Stop()
+			case time.Since(processStart) > 30*time.Second:
+				log.Warn("not ready after 30s; a stream did not start", "failed", strings.Join(eng.Failed(), ","))
+				readyTick.Stop()
+			}
 		case <-ctx.Done():
 			log.Info("stopping: signal received")
 			eng.Shutdown(context.Background())

@@ -6,12 +6,20 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	_ "github.com/flowplane/flowplane/internal/connect/all"
 )
 
 func main() {
+	// The engine's live heap is small (batches in flight) and churns fast,
+	// so the default GC target of 100% spends a third of the CPU collecting.
+	// 400% measured 1.3-1.6x the throughput for tens of MiB more heap under
+	// load (bench/). GOGC in the environment still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -190,6 +190,11 @@ func (e *Engine) start(in *instance) error {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("stream ended with an error", "err", err)
 		}
+		st := rt.Status()
+		elapsed := time.Since(st.StartedAt)
+		log.Info("stream ended", "state", st.State, "received", st.Received, "sent", st.Sent,
+			"dropped", st.Dropped, "errors", st.Errors, "elapsed_ms", elapsed.Milliseconds(),
+			"msgs_per_sec", int64(float64(st.Received)/max(elapsed.Seconds(), 1e-9)))
 		e.mu.Lock()
 		in.err = err
 		e.mu.Unlock()
@@ -360,7 +365,9 @@ func (e *Engine) Failed() []string {
 		in := e.streams[id]
 		select {
 		case <-in.done:
-			if in.err != nil && !errors.Is(in.err, context.Canceled) {
+			// A stream that could not be built has no runtime; one that ran
+			// failed only if it says so (a stop past its deadline is stopped).
+			if in.rt == nil && in.err != nil || in.rt != nil && in.rt.Status().State == stream.StateFailed {
 				ids = append(ids, id)
 			}
 		default:

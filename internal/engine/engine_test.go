@@ -235,3 +235,25 @@ func TestCheckReportsBuildProblemsWithPaths(t *testing.T) {
 		t.Errorf("a good configuration has problems: %v", ps)
 	}
 }
+
+func TestFailedListsOnlyFailedStreams(t *testing.T) {
+	e := newEngine(t)
+	// A file input on a missing path fails Connect, which fails its stream.
+	doc := `streams:
+  - id: done
+    input: {type: memory, messages: ['x']}
+    pipeline: {processors: []}
+    output: {type: drop}
+  - id: broken
+    input: {type: file, path: ` + filepath.Join(t.TempDir(), "missing.txt") + `}
+    pipeline: {processors: []}
+    output: {type: drop}
+`
+	if err := e.Apply(context.Background(), materialize(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both streams to end", e.Finished)
+	if got := e.Failed(); len(got) != 1 || got[0] != "broken" {
+		t.Errorf("Failed() = %v, want [broken]", got)
+	}
+}

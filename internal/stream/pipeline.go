@@ -210,6 +210,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 		batches = next
 	}
 	sl.out = batches
+	clear(orig) // do not keep the batch's payloads alive until the next one
 }
 
 func (p *pipeline) failed(sl *slot, i int, err error, orig []message.Message, scratch *[]message.Message) {
@@ -274,7 +275,9 @@ func (p *pipeline) deliverFailed(sl *slot) {
 	orig := message.Batch{Messages: sl.orig}
 	if s.cfg.ErrorOutput == nil {
 		n := orig.Len()
-		s.log.Error("processor failed, batch dropped (no error_output)", "err", sl.err, "messages", n)
+		if ok, held := s.dropLog.allow(time.Now()); ok {
+			s.log.Error("processor failed, batch dropped (no error_output)", "err", sl.err, "messages", n, "suppressed_since_last", held)
+		}
 		s.dropped.Add(uint64(n))
 		if s.m != nil {
 			s.m.dropped.Add(float64(n))

@@ -55,6 +55,8 @@ type Stream struct {
 
 	ran atomic.Bool // Run was called
 
+	dropLog logSampler // paces "batch dropped" lines
+
 	received, sent, errors, dropped, retries atomic.Uint64
 	inFlight, abandoned                      atomic.Int64
 
@@ -84,7 +86,7 @@ func New(cfg Config) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting}
+	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID)
 	}
