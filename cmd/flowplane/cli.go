@@ -17,6 +17,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/secretref"
+	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/telemetry"
 )
 
@@ -174,7 +175,13 @@ func runNode(ctx context.Context, cfg *config.Config, o nodeOptions, stdout, std
 	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {
 		log.Error("health_check.insecure_local is set: the API listens beyond loopback without a token", "address", hc.Address)
 	}
-	eng := engine.New(engine.Options{Registry: component.Default, Logger: log, StateDir: resolveStateDir(o)})
+	metrics := telemetry.NewRegistry()
+	eng := engine.New(engine.Options{
+		Registry: component.Default,
+		Logger:   log,
+		StateDir: resolveStateDir(o),
+		Metrics:  stream.NewMetrics(metrics),
+	})
 	if err := eng.Apply(ctx, cfg); err != nil {
 		log.Error("start-up failed", "err", err)
 		eng.Shutdown(context.Background())

@@ -10,7 +10,17 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// childEnv makes the test binary run the real command line instead of the
+// tests, so crash tests can start flowplane as a child process and SIGKILL it.
+const childEnv = "FLOWPLANE_TEST_CHILD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	testscript.Main(m, map[string]func(){
 		"flowplane": func() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,71 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/telemetry"
+)
+
+func TestNewLogger(t *testing.T) {
+	var out bytes.Buffer
+	log, closer, err := telemetry.NewLogger(config.Logging{Level: "warn", Format: "json"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	log.Info("hidden")
+	log.Warn("shown", "k", "v")
+	if got := out.String(); strings.Contains(got, "hidden") || !strings.Contains(got, `"msg":"shown"`) || !strings.Contains(got, `"k":"v"`) {
+		t.Errorf("json log at warn = %q", got)
+	}
+
+	out.Reset()
+	log, _, err = telemetry.NewLogger(config.Logging{Level: "debug", Format: "plain"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Debug("dbg")
+	if !strings.Contains(out.String(), "level=DEBUG msg=dbg") {
+		t.Errorf("plain log = %q", out.String())
+	}
+}
+
+func TestLoggerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.log")
+	if err := os.WriteFile(path, []byte("earlier\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log, closer, err := telemetry.NewLogger(config.Logging{Level: "info", Format: "plain", FilePath: path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("appended")
+	closer.Close()
+	b, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(b), "earlier\n") || !strings.Contains(string(b), "msg=appended") {
+		t.Errorf("log file = %q", b)
+	}
+	_, _, err = telemetry.NewLogger(config.Logging{Level: "info", FilePath: filepath.Join(path, "sub", "x.log")}, nil)
+	if err == nil || !strings.Contains(err.Error(), "logging.file_path: cannot open the log file") {
+		t.Errorf("unopenable file: err = %v", err)
+	}
+}
+
+func TestRegistryGathers(t *testing.T) {
+	mfs, err := telemetry.NewRegistry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	if !names["go_goroutines"] || !names["process_resident_memory_bytes"] {
+		t.Errorf("registry lacks runtime/process metrics: %v", names)
+	}
+}
