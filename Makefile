@@ -24,6 +24,11 @@ bench:
 
 # Run each fuzz target briefly (FUZZTIME=30s make fuzz for longer).
 FUZZTIME ?= 10s
+FUZZ_TARGETS := internal/secretref:FuzzResolve internal/config:FuzzMaterialize \
+	internal/wal:FuzzDecodeBatch internal/wal:FuzzOpen internal/wal:FuzzOpenRecords
 fuzz:
-	$(GO) test ./internal/secretref -run '^$$' -fuzz FuzzResolve -fuzztime $(FUZZTIME)
-	$(GO) test ./internal/config -run '^$$' -fuzz FuzzMaterialize -fuzztime $(FUZZTIME)
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg)"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done

@@ -103,6 +103,9 @@ func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
 		e.mu.Lock()
 		delete(e.streams, id)
 		e.mu.Unlock()
+		if _, kept := want[id]; !kept && e.opts.Metrics != nil {
+			e.opts.Metrics.Forget(id)
+		}
 	}
 	var fresh []*instance
 	e.mu.Lock()
