@@ -11,14 +11,21 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/telemetry"
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // processStart approximates the process start for the ready_ms figure.
@@ -84,33 +91,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flowplane: --config <file> is required\n\n%s", usage)
 		return exitUsage
 	}
-	cfg, ok := load(*configPath, stderr)
-	if !ok {
-		return exitFailed
-	}
 	if *validate {
+		cfg, ok := load(*configPath, stderr)
+		if !ok {
+			return exitFailed
+		}
 		fmt.Fprintf(stdout, "OK: %s is valid (%s, %s)\n", *configPath, plural(len(cfg.Streams), "stream"), plural(len(cfg.Jobs), "job"))
 		return exitOK
 	}
-	return runNode(ctx, cfg, nodeOptions{configPath: *configPath, stateDir: *stateDir}, stdout, stderr)
+	return runNode(ctx, nodeOptions{configPath: *configPath, stateDir: *stateDir}, stdout, stderr)
 }
 
-// load runs the one materialization path and the deep build, printing every
-// problem. It is start-up and --validate alike.
+// load runs the one materialization path and the deep build on a file,
+// printing every problem. It is what --validate does.
 func load(path string, stderr io.Writer) (*config.Config, bool) {
 	data, format, err := config.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: %v\n", err)
 		return nil, false
 	}
+	return materialize(path, data, format, stderr)
+}
+
+// materialize is the walk shared by --validate and start-up.
+func materialize(name string, data []byte, format config.Format, stderr io.Writer) (*config.Config, bool) {
 	reg := component.Default
 	cfg, err := config.Materialize(data, format, reg, secretref.Resolver{})
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
-		problems = engine.Check(cfg, reg)
+		problems = cfg.Redact(engine.Check(cfg, reg))
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(stderr, "%s: %s:\n", path, plural(len(problems), "problem"))
+		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(len(problems), "problem"))
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "  %s\n", p.Error())
 		}
@@ -164,7 +176,31 @@ func resolveStateDir(o nodeOptions) string {
 }
 
 // runNode runs an engine node until ctx ends or every stream finished.
-func runNode(ctx context.Context, cfg *config.Config, o nodeOptions, stdout, stderr io.Writer) int {
+func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
+	data, format, err := config.ReadFile(o.configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	// The file must be valid even when a later applied version will run.
+	if _, ok := materialize(o.configPath, data, format, stderr); !ok {
+		return exitFailed
+	}
+	stateDir := resolveStateDir(o)
+	hist, err := history.Open(filepath.Join(stateDir, "config"), time.Now)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: configuration history: %v\n", err)
+		return exitFailed
+	}
+	version, _, err := hist.Boot(data, format, o.configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: configuration history: %v\n", err)
+		return exitFailed
+	}
+	cfg, ok := materialize(version.ID+" (applied configuration)", version.Content, version.Format, stderr)
+	if !ok {
+		return exitFailed
+	}
 	log, closer, err := telemetry.NewLogger(cfg.Logging, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: %v\n", err)
@@ -175,19 +211,57 @@ func runNode(ctx context.Context, cfg *config.Config, o nodeOptions, stdout, std
 	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {
 		log.Error("health_check.insecure_local is set: the API listens beyond loopback without a token", "address", hc.Address)
 	}
+	nodeID, err := node.LoadNodeID(hc.NodeID, stateDir)
+	if err != nil {
+		log.Error("start-up failed", "err", err)
+		return exitFailed
+	}
 	metrics := telemetry.NewRegistry()
+	// Event ids continue across restarts: they start from the clock.
+	events := eventlog.New(eventlog.Options{LastID: time.Now().UnixMilli() * 1000})
+	var nd atomic.Pointer[node.Node]
 	eng := engine.New(engine.Options{
 		Registry: component.Default,
 		Logger:   log,
-		StateDir: resolveStateDir(o),
+		StateDir: stateDir,
 		Metrics:  stream.NewMetrics(metrics),
+		OnState: func(id string, st stream.State) {
+			if n := nd.Load(); n != nil {
+				n.OnStreamState(id, st)
+			}
+		},
 	})
-	if err := eng.Apply(ctx, cfg); err != nil {
+	n := node.New(node.Options{
+		Engine: eng, Registry: component.Default, Events: events, Logger: log,
+		NodeID: nodeID, BootID: uuid.Must(uuid.NewV7()).String(), Version: buildVersion(),
+	}, cfg, version.ID)
+	n.AttachHistory(hist, secretref.Resolver{}, cfg)
+	nd.Store(n)
+	hopts := node.HandlerOptions{HealthCheck: hc, Events: events, Metrics: metrics, Logger: log}
+	ln, err := n.Listen(hopts)
+	if err != nil {
 		log.Error("start-up failed", "err", err)
-		eng.Shutdown(context.Background())
 		return exitFailed
 	}
-	log.Info("flowplane node started", "version", buildVersion(), "streams", len(cfg.Streams), "jobs", len(cfg.Jobs))
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	if ln != nil {
+		log.Info("listening", "listener", ln.Kind, "address", ln.Addr().String())
+		go func() { served <- ln.Serve(serveCtx) }()
+	}
+	defer func() {
+		stopServing()
+		if ln != nil {
+			if err := <-served; err != nil {
+				log.Error("listener", "err", err)
+			}
+		}
+	}()
+	events.Append(wire.Event{Kind: wire.EventNodeStarted, NodeID: nodeID, Message: "node started with configuration " + version.ID, Data: map[string]any{"config_version": version.ID, "version": buildVersion()}})
+	if err := eng.Apply(ctx, cfg); err != nil {
+		log.Error("a stream failed to start", "err", err)
+	}
+	log.Info("flowplane node started", "version", buildVersion(), "node_id", nodeID, "config_version", version.ID, "streams", len(cfg.Streams), "jobs", len(cfg.Jobs))
 	// Readiness is polled briefly at start-up only, to report how long it took.
 	readyTick := time.NewTicker(time.Millisecond)
 	defer readyTick.Stop()

@@ -24,6 +24,9 @@ type Options struct {
 	StateDir string
 	// StopTimeout bounds a graceful stream stop; 0 means the runtime default.
 	StopTimeout time.Duration
+	// OnState, when set, is called with every state a stream's runtime
+	// enters, in order per stream; it must not block.
+	OnState func(streamID string, state stream.State)
 }
 
 // ErrStreamNotFound is returned for an unknown stream id.
@@ -50,11 +53,12 @@ type instance struct {
 	conf config.Stream
 	path string // configuration path, e.g. streams[2]
 
-	rt     *stream.Stream
-	wal    *streamWAL
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Run returned
-	err    error         // Run's result, valid after done
+	rt      *stream.Stream
+	wal     *streamWAL
+	stopped bool // stopped on request (not ended by itself)
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when Run returned
+	err     error         // Run's result, valid after done
 }
 
 // New returns an engine with no streams.
@@ -181,8 +185,12 @@ func (e *Engine) start(in *instance) error {
 		in.done = closedChan()
 		return in.err
 	}
+	if hook := e.opts.OnState; hook != nil {
+		id := in.conf.ID
+		rt.Subscribe(func(st stream.State) { hook(id, st) })
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	in.rt, in.wal, in.cancel, in.done, in.err = rt, w, cancel, make(chan struct{}), nil
+	in.rt, in.wal, in.cancel, in.done, in.err, in.stopped = rt, w, cancel, make(chan struct{}), nil, false
 	go func() {
 		err := rt.Run(ctx)
 		if w != nil {
@@ -213,6 +221,9 @@ func (e *Engine) stop(ctx context.Context, in *instance) {
 	e.mu.Lock()
 	cancel, done := in.cancel, in.done
 	in.cancel = nil
+	if cancel != nil {
+		in.stopped = true
+	}
 	e.mu.Unlock()
 	if cancel == nil {
 		return
@@ -329,7 +340,8 @@ func (e *Engine) statusLocked(in *instance) StreamStatus {
 
 // Finished reports whether at least one stream is configured and every
 // stream has ended by itself (completed or failed), which is when a
-// standalone node with only finite inputs exits.
+// standalone node with only finite inputs exits. A stream stopped on
+// request did not end by itself: the node stays up to be managed.
 func (e *Engine) Finished() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -340,6 +352,9 @@ func (e *Engine) Finished() bool {
 		in := e.streams[id]
 		select {
 		case <-in.done:
+			if in.stopped {
+				return false
+			}
 		default:
 			return false
 		}

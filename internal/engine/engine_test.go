@@ -257,3 +257,17 @@ func TestFailedListsOnlyFailedStreams(t *testing.T) {
 		t.Errorf("Failed() = %v, want [broken]", got)
 	}
 }
+
+func TestStoppedStreamIsNotFinished(t *testing.T) {
+	e := newEngine(t)
+	if err := e.Apply(context.Background(), materialize(t, "streams:"+streamDoc("s", "5ms"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "running", e.Ready)
+	if err := e.Stop(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	if e.Finished() {
+		t.Error("a stream stopped on request makes the engine finished; the node would exit")
+	}
+}

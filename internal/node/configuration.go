@@ -1,0 +1,232 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/secretref"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// ConfigResource is the resource id of configuration operations.
+const ConfigResource = "configuration"
+
+// Document is a configuration as a client sent it: the text keeps its
+// secret references.
+type Document struct {
+	Format  config.Format
+	Content []byte
+}
+
+// Report is the answer of a validation.
+type Report struct {
+	Valid  bool             `json:"valid"`
+	Errors []config.Problem `json:"errors"`
+}
+
+// ValidationError is returned when a document to apply is invalid.
+type ValidationError struct{ Report Report }
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("configuration has %d problems", len(e.Report.Errors))
+}
+
+// ErrVersionNotFound is returned for an unknown configuration version.
+var ErrVersionNotFound = errors.New("configuration version not found")
+
+// configState is the node's configuration: the history and the resolved
+// configuration the engine runs. It is guarded by Node.mu.
+type configState struct {
+	hist     *history.Store
+	resolver secretref.Resolver
+	current  *config.Config
+}
+
+// AttachHistory gives the node its configuration history and the resolved
+// configuration of the applied version. Without it the configuration
+// routes answer 503.
+func (n *Node) AttachHistory(h *history.Store, res secretref.Resolver, current *config.Config) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.conf = configState{hist: h, resolver: res, current: current}
+}
+
+// Validate runs the one materialization path and the deep build on doc.
+func (n *Node) Validate(doc Document) (Report, *config.Config) {
+	n.mu.Lock()
+	res := n.conf.resolver
+	n.mu.Unlock()
+	cfg, err := config.Materialize(doc.Content, doc.Format, n.opts.Registry, res)
+	problems := config.Problems(err)
+	if cfg != nil && len(problems) == 0 {
+		problems = cfg.Redact(engine.Check(cfg, n.opts.Registry))
+	}
+	if problems == nil {
+		problems = []config.Problem{}
+	}
+	return Report{Valid: len(problems) == 0, Errors: problems}, cfg
+}
+
+// Configuration returns the applied version.
+func (n *Node) Configuration() (history.Version, error) {
+	h, err := n.history()
+	if err != nil {
+		return history.Version{}, err
+	}
+	return h.Applied()
+}
+
+// Versions lists the history, oldest first.
+func (n *Node) Versions() ([]history.Version, error) {
+	h, err := n.history()
+	if err != nil {
+		return nil, err
+	}
+	return h.List(), nil
+}
+
+// SaveDraft stores a working draft (valid or not) and reports on it.
+func (n *Node) SaveDraft(doc Document) (history.Draft, Report, error) {
+	h, err := n.history()
+	if err != nil {
+		return history.Draft{}, Report{}, err
+	}
+	rep, _ := n.Validate(doc)
+	d, err := h.SaveDraft(doc.Content, doc.Format, n.opts.Now())
+	return d, rep, err
+}
+
+// Draft returns the saved draft.
+func (n *Node) Draft() (history.Draft, bool, error) {
+	h, err := n.history()
+	if err != nil {
+		return history.Draft{}, false, err
+	}
+	d, ok := h.Draft()
+	return d, ok, nil
+}
+
+func (n *Node) history() (*history.Store, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.conf.hist == nil {
+		return nil, errors.New("configuration history is not available")
+	}
+	return n.conf.hist, nil
+}
+
+// Apply validates doc, appends it to the history as a new version and
+// queues its application: unchanged streams keep running.
+func (n *Node) Apply(doc Document, req Request) (wire.Operation, error) {
+	return n.apply(doc, "api", "", OpApply, req)
+}
+
+// Rollback re-applies the text of an earlier version as a new version.
+func (n *Node) Rollback(versionID string, req Request) (wire.Operation, error) {
+	h, err := n.history()
+	if err != nil {
+		return wire.Operation{}, err
+	}
+	v, err := h.Get(versionID)
+	if errors.Is(err, history.ErrNotFound) {
+		return wire.Operation{}, fmt.Errorf("%w: %q", ErrVersionNotFound, versionID)
+	}
+	if err != nil {
+		return wire.Operation{}, err
+	}
+	return n.apply(Document{Format: v.Format, Content: v.Content}, "rollback", v.ID, OpRollback, req)
+}
+
+func (n *Node) apply(doc Document, source, from, opName string, req Request) (wire.Operation, error) {
+	h, err := n.history()
+	if err != nil {
+		return wire.Operation{}, err
+	}
+	rep, cfg := n.Validate(doc)
+	if !rep.Valid {
+		return wire.Operation{}, &ValidationError{Report: rep}
+	}
+	v, err := h.Append(doc.Content, doc.Format, source, history.Meta{Actor: req.Actor, CorrelationID: req.CorrelationID, RolledBackFrom: from})
+	if err != nil {
+		return wire.Operation{}, err
+	}
+	opID := n.opts.NewID()
+	o := &op{
+		rec: wire.Operation{
+			OperationID: opID, IntentID: opID, Operation: opName, NodeID: n.opts.NodeID, ResourceID: ConfigResource,
+			Convergence: wire.ConvergenceApplying, CorrelationID: req.CorrelationID, Actor: req.Actor,
+		},
+		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req) },
+	}
+	rec := n.ops.submit(o)
+	n.event(wire.Event{Kind: wire.EventIntentAccepted, ResourceID: ConfigResource, OperationID: opID, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "accepted", Message: opName + " of " + v.ID + " accepted", Data: map[string]any{"operation": opName, "config_version": v.ID}})
+	return rec, nil
+}
+
+// ApplyResult is the result field of an apply or rollback operation.
+type ApplyResult struct {
+	ConfigVersion string   `json:"config_version"`
+	Added         []string `json:"added"`
+	Removed       []string `json:"removed"`
+	Changed       []string `json:"changed"`
+	Unchanged     []string `json:"unchanged"`
+}
+
+func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Config, req Request) (any, error) {
+	n.mu.Lock()
+	old := n.conf.current
+	n.mu.Unlock()
+	res := diffStreams(old, cfg)
+	res.ConfigVersion = v.ID
+	applyErr := n.opts.Engine.Apply(ctx, cfg)
+	if err := n.conf.hist.MarkApplied(v.ID); err != nil {
+		return res, err
+	}
+	changed := map[string]bool{}
+	for _, id := range slices.Concat(res.Added, res.Changed) {
+		changed[id] = true
+	}
+	n.mu.Lock()
+	n.conf.current = cfg
+	n.setConfigLocked(cfg, v.ID, changed)
+	n.mu.Unlock()
+	n.event(wire.Event{Kind: wire.EventConfigurationApplied, ResourceID: ConfigResource, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "applied", Message: "configuration " + v.ID + " applied", Data: map[string]any{"config_version": v.ID, "added": len(res.Added), "removed": len(res.Removed), "changed": len(res.Changed)}})
+	if applyErr != nil {
+		return res, &opError{Class: "engine", Code: "stream_start_failed", Message: "configuration applied, but a stream failed to start: " + applyErr.Error()}
+	}
+	return res, nil
+}
+
+// diffStreams compares two configurations' streams by id.
+func diffStreams(a, b *config.Config) ApplyResult {
+	r := ApplyResult{Added: []string{}, Removed: []string{}, Changed: []string{}, Unchanged: []string{}}
+	old := map[string]config.Stream{}
+	if a != nil {
+		for _, s := range a.Streams {
+			old[s.ID] = s
+		}
+	}
+	for _, s := range b.Streams {
+		o, ok := old[s.ID]
+		switch {
+		case !ok:
+			r.Added = append(r.Added, s.ID)
+		case reflect.DeepEqual(o, s):
+			r.Unchanged = append(r.Unchanged, s.ID)
+		default:
+			r.Changed = append(r.Changed, s.ID)
+		}
+		delete(old, s.ID)
+	}
+	for id := range old {
+		r.Removed = append(r.Removed, id)
+	}
+	slices.Sort(r.Removed)
+	return r
+}

@@ -1,0 +1,60 @@
+package node
+
+import (
+	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Desired-state values of a stream.
+const (
+	DesiredRunning = "running"
+	DesiredStopped = "stopped"
+)
+
+// desired is what the operator asked of one stream. Generation counts
+// every accepted write (it is the ETag); Target is the generation of the
+// newest write not cancelled, which is what the engine must carry out.
+type desired struct {
+	State         string
+	Generation    int64
+	Target        int64
+	ConfigVersion string
+	ActionID      string // the last restart's action id
+}
+
+// applied is what the engine last carried out for one stream.
+type applied struct {
+	Generation    int64
+	ConfigVersion string
+	ActionID      string
+}
+
+// convergence compares desired with observed as one pure function
+// (API.md): unknown without a desire; applying while an operation is queued
+// or the runtime is between states; degraded when the stream failed;
+// in_sync when the observed state, generation, configuration version and
+// (for a restart) action id all match.
+func convergence(d *desired, observed stream.State, a applied, pending bool) string {
+	switch {
+	case d == nil:
+		return wire.ConvergenceUnknown
+	case pending:
+		return wire.ConvergenceApplying
+	case observed == stream.StateFailed:
+		return wire.ConvergenceDegraded
+	}
+	if a.Generation != d.Target || a.ConfigVersion != d.ConfigVersion || d.ActionID != "" && a.ActionID != d.ActionID {
+		return wire.ConvergenceApplying
+	}
+	switch d.State {
+	case DesiredRunning:
+		if observed == stream.StateRunning || observed == stream.StateCompleted {
+			return wire.ConvergenceInSync
+		}
+	case DesiredStopped:
+		if observed == stream.StateStopped {
+			return wire.ConvergenceInSync
+		}
+	}
+	return wire.ConvergenceApplying
+}

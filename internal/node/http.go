@@ -1,0 +1,475 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// MaxBodyBytes caps a Node API request body.
+const MaxBodyBytes = 1 << 20
+
+// server serves the Node API of one node.
+type server struct {
+	n       *Node
+	events  *eventlog.Log
+	schema  map[string]any
+	metrics http.Handler
+	log     *slog.Logger
+}
+
+// HandlerOptions configure the node's HTTP surfaces.
+type HandlerOptions struct {
+	HealthCheck config.HealthCheck
+	Events      *eventlog.Log
+	Metrics     *prometheus.Registry
+	Logger      *slog.Logger
+}
+
+func newServer(n *Node, o HandlerOptions) *server {
+	return &server{
+		n: n, events: o.Events, log: o.Logger,
+		schema:  config.Schema(n.opts.Registry),
+		metrics: promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{ErrorLog: nil}),
+	}
+}
+
+// Handler returns the control-plane router: every Node API route, the
+// probes and the observability endpoints, behind the token when one is set.
+func (n *Node) Handler(o HandlerOptions) *httpapi.Router {
+	s := newServer(n, o)
+	hc := o.HealthCheck
+	var auth httpapi.Authenticator
+	if hc.APIToken != "" {
+		auth = httpapi.BearerToken(hc.APIToken, "operator")
+	}
+	return httpapi.NewRouter(s.routes(hc), httpapi.Options{
+		Logger: o.Logger, Auth: auth, AllowedOrigins: hc.CORSOrigins, MaxBodyBytes: MaxBodyBytes,
+	})
+}
+
+// ObservabilityHandler serves only the observability endpoints, for the
+// listener that runs when the control-plane server is disabled.
+func (n *Node) ObservabilityHandler(o HandlerOptions) *httpapi.Router {
+	s := newServer(n, o)
+	ob := o.HealthCheck.Observability
+	return httpapi.NewRouter([]httpapi.Route{
+		{Method: "GET", Pattern: ob.MetricsPath, Handler: s.getMetrics, Public: true},
+		{Method: "GET", Pattern: ob.ReadyPath, Handler: s.getReadiness, Public: true},
+		{Method: "GET", Pattern: ob.LivePath, Handler: s.getLiveness, Public: true},
+	}, httpapi.Options{Logger: o.Logger, MaxBodyBytes: MaxBodyBytes})
+}
+
+func (s *server) routes(hc config.HealthCheck) []httpapi.Route {
+	ob := hc.Observability
+	routes := []httpapi.Route{
+		{Method: "GET", Pattern: "/system", Handler: s.getSystem},
+		{Method: "GET", Pattern: "/status", Handler: s.getStatus},
+		{Method: "GET", Pattern: "/nodes", Handler: s.getNodes},
+		{Method: "GET", Pattern: "/node", Handler: s.getNode},
+		{Method: "GET", Pattern: "/streams", Handler: s.getStreams},
+		{Method: "GET", Pattern: "/streams/{id}", Handler: s.getStream},
+		{Method: "POST", Pattern: "/streams/{id}/start", Handler: s.postAction(OpStart)},
+		{Method: "POST", Pattern: "/streams/{id}/stop", Handler: s.postAction(OpStop)},
+		{Method: "POST", Pattern: "/streams/{id}/restart", Handler: s.postAction(OpRestart)},
+		{Method: "GET", Pattern: "/operations", Handler: s.getOperations},
+		{Method: "GET", Pattern: "/operations/{id}", Handler: s.getOperation},
+		{Method: "DELETE", Pattern: "/operations/{id}", Handler: s.deleteOperation},
+		{Method: "GET", Pattern: "/events", Handler: s.getEvents},
+		{Method: "GET", Pattern: "/configuration", Handler: s.getConfiguration},
+		{Method: "GET", Pattern: "/config", Handler: s.getConfiguration},
+		{Method: "POST", Pattern: "/configuration/validate", Handler: s.postValidate},
+		{Method: "POST", Pattern: "/config/validate", Handler: s.postValidate},
+		{Method: "GET", Pattern: "/configuration/draft", Handler: s.getDraft},
+		{Method: "PUT", Pattern: "/configuration/draft", Handler: s.putDraft},
+		{Method: "GET", Pattern: "/configuration/diff", Handler: s.getDiff},
+		{Method: "GET", Pattern: "/configuration/versions", Handler: s.getVersions},
+		{Method: "GET", Pattern: "/config/versions", Handler: s.getVersions},
+		{Method: "POST", Pattern: "/configuration/apply", Handler: s.postApply},
+		{Method: "POST", Pattern: "/config/apply", Handler: s.postApply},
+		{Method: "POST", Pattern: "/configuration/rollback/{id}", Handler: s.postRollback},
+		{Method: "POST", Pattern: "/config/rollback/{id}", Handler: s.postRollback},
+		{Method: "GET", Pattern: "/components", Handler: s.getComponents},
+		{Method: "GET", Pattern: "/components/{kind}/{name}", Handler: s.getComponent},
+		{Method: "GET", Pattern: "/schema", Handler: s.getSchema},
+		// Probes and metrics stay open whatever the token.
+		{Method: "GET", Pattern: "/metrics", Handler: s.getMetrics, Public: true},
+		{Method: "GET", Pattern: hc.HealthPath, Handler: s.getHealth, Public: true},
+		{Method: "GET", Pattern: hc.ReadinessPath, Handler: s.getReadiness, Public: true},
+		{Method: "GET", Pattern: hc.LivenessPath, Handler: s.getLiveness, Public: true},
+		{Method: "GET", Pattern: ob.MetricsPath, Handler: s.getMetrics, Public: true},
+		{Method: "GET", Pattern: ob.ReadyPath, Handler: s.getReadiness, Public: true},
+		{Method: "GET", Pattern: ob.LivePath, Handler: s.getLiveness, Public: true},
+	}
+	// A configured probe path may equal another route's; the first wins.
+	seen := map[string]bool{}
+	out := routes[:0]
+	for _, r := range routes {
+		if key := r.Method + " " + r.Pattern; !seen[key] {
+			seen[key] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *server) getSystem(w http.ResponseWriter, r *http.Request) error {
+	return httpapi.WriteJSON(w, http.StatusOK, s.n.System())
+}
+
+func (s *server) getStatus(w http.ResponseWriter, r *http.Request) error {
+	return httpapi.WriteJSON(w, http.StatusOK, s.n.Status())
+}
+
+func (s *server) getNodes(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate([]View{s.n.View()}, page, size))
+}
+
+func (s *server) getNode(w http.ResponseWriter, r *http.Request) error {
+	return httpapi.WriteJSON(w, http.StatusOK, s.n.View())
+}
+
+func (s *server) getStreams(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(s.n.Streams(), page, size))
+}
+
+func (s *server) getStream(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.n.Stream(r.PathValue("id"))
+	if err != nil {
+		return s.problem(err)
+	}
+	w.Header().Set("ETag", httpapi.ETag(v.Desired.Generation))
+	return httpapi.WriteJSON(w, http.StatusOK, v)
+}
+
+func (s *server) request(r *http.Request) Request {
+	return Request{Actor: httpapi.Principal(r.Context()), CorrelationID: httpapi.CorrelationID(r.Context())}
+}
+
+func (s *server) postAction(action string) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		req := s.request(r)
+		gen, any, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
+		if err != nil {
+			return err
+		}
+		if present && !any {
+			req.IfMatch = &gen
+		}
+		rec, d, err := s.n.StreamAction(id, action, req)
+		if err != nil {
+			return s.problem(err, id)
+		}
+		w.Header().Set("Location", "/operations/"+url.PathEscape(rec.OperationID))
+		w.Header().Set("ETag", httpapi.ETag(d.Generation))
+		return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{
+			OperationID: rec.OperationID, IntentID: rec.IntentID, NodeID: rec.NodeID, StreamID: id,
+			Generation: d.Generation, DesiredState: d.State, ConfigVersion: d.ConfigVersion, ActionID: d.ActionID,
+			Convergence: rec.Convergence,
+		})
+	}
+}
+
+func (s *server) getOperations(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := opFilter{NodeID: q.Get("node_id"), ResourceID: q.Get("resource_id"), Operation: q.Get("operation"), State: q.Get("state"), CorrelationID: q.Get("correlation_id")}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(s.n.Operations(f), page, size))
+}
+
+func (s *server) getOperation(w http.ResponseWriter, r *http.Request) error {
+	rec, ok := s.n.Operation(r.PathValue("id"))
+	if !ok {
+		return httpapi.NotFound("operation_not_found", "no operation with that id")
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, rec)
+}
+
+func (s *server) deleteOperation(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.n.CancelOperation(r.PathValue("id"), s.request(r))
+	switch {
+	case errors.Is(err, errOpNotFound):
+		return httpapi.NotFound("operation_not_found", "no operation with that id")
+	case errors.Is(err, errOpNotCancellable):
+		e := httpapi.Conflict("operation_not_cancellable", "the operation already ran or is running; its outcome stays visible")
+		e.Details = map[string]any{"state": rec.State}
+		return e
+	case err != nil:
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, rec)
+}
+
+func (s *server) getEvents(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	f, err := eventlog.FilterFromQuery(r.URL.Query())
+	if err != nil {
+		return httpapi.BadRequest("invalid_query", err.Error())
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, s.events.Query(f, page, size))
+}
+
+// versionView is a configuration version on the wire.
+type versionView struct {
+	ID             string    `json:"id"`
+	Format         string    `json:"format"`
+	SHA256         string    `json:"sha256"`
+	Source         string    `json:"source"`
+	RolledBackFrom string    `json:"rolled_back_from,omitempty"`
+	CreatedAt      wire.Time `json:"created_at"`
+	Actor          string    `json:"actor,omitempty"`
+	CorrelationID  string    `json:"correlation_id,omitempty"`
+	Applied        bool      `json:"applied"`
+	Content        *string   `json:"content,omitempty"`
+}
+
+func viewOf(v history.Version, applied string, withContent bool) versionView {
+	vv := versionView{ID: v.ID, Format: string(v.Format), SHA256: v.SHA256, Source: v.Source, RolledBackFrom: v.RolledBackFrom,
+		CreatedAt: wire.At(v.CreatedAt), Actor: v.Actor, CorrelationID: v.CorrelationID, Applied: v.ID == applied}
+	if withContent {
+		c := string(v.Content)
+		vv.Content = &c
+	}
+	return vv
+}
+
+func (s *server) getConfiguration(w http.ResponseWriter, r *http.Request) error {
+	v, err := s.n.Configuration()
+	if err != nil {
+		return s.problem(err)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, viewOf(v, v.ID, true))
+}
+
+func (s *server) getVersions(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	vs, err := s.n.Versions()
+	if err != nil {
+		return s.problem(err)
+	}
+	applied := s.n.ConfigVersion()
+	views := make([]versionView, len(vs))
+	for i, v := range vs {
+		views[i] = viewOf(v, applied, false)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(views, page, size))
+}
+
+// document reads a configuration body: JSON {"format", "content"}, or the
+// raw document as application/yaml, text/yaml or application/toml.
+func document(r *http.Request) (Document, error) {
+	mt, body, err := httpapi.ReadBody(r, MaxBodyBytes, "application/json", "application/yaml", "text/yaml", "application/x-yaml", "application/toml")
+	if err != nil {
+		return Document{}, err
+	}
+	if len(body) == 0 {
+		return Document{}, httpapi.BadRequest("invalid_json", "a configuration body is required")
+	}
+	mt, _, _ = mime.ParseMediaType(mt)
+	switch mt {
+	case "application/yaml", "text/yaml", "application/x-yaml":
+		return Document{Format: config.YAML, Content: body}, nil
+	case "application/toml":
+		return Document{Format: config.TOML, Content: body}, nil
+	}
+	var in struct {
+		Format  string `json:"format"`
+		Content string `json:"content"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return Document{}, httpapi.BadRequest("invalid_json", "the body must be {\"format\": \"yaml|json|toml\", \"content\": \"...\"} with no other fields")
+	}
+	f, err := config.ParseFormat(in.Format)
+	if err != nil {
+		return Document{}, httpapi.Validation([]httpapi.FieldProblem{{Path: "format", Message: "must be yaml, json or toml"}})
+	}
+	return Document{Format: f, Content: []byte(in.Content)}, nil
+}
+
+func (s *server) postValidate(w http.ResponseWriter, r *http.Request) error {
+	doc, err := document(r)
+	if err != nil {
+		return err
+	}
+	rep, _ := s.n.Validate(doc)
+	return httpapi.WriteJSON(w, http.StatusOK, rep)
+}
+
+// draftView is the draft on the wire.
+type draftView struct {
+	Format    string    `json:"format"`
+	Content   string    `json:"content"`
+	SHA256    string    `json:"sha256"`
+	UpdatedAt wire.Time `json:"updated_at"`
+}
+
+func (s *server) getDraft(w http.ResponseWriter, r *http.Request) error {
+	d, ok, err := s.n.Draft()
+	if err != nil {
+		return s.problem(err)
+	}
+	if !ok {
+		return httpapi.NotFound("not_found", "no draft saved")
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, draftView{Format: string(d.Format), Content: string(d.Content), SHA256: d.SHA256, UpdatedAt: wire.At(d.UpdatedAt)})
+}
+
+func (s *server) putDraft(w http.ResponseWriter, r *http.Request) error {
+	doc, err := document(r)
+	if err != nil {
+		return err
+	}
+	d, rep, err := s.n.SaveDraft(doc)
+	if err != nil {
+		return s.problem(err)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, struct {
+		Draft  draftView `json:"draft"`
+		Report Report    `json:"report"`
+	}{draftView{Format: string(d.Format), Content: string(d.Content), SHA256: d.SHA256, UpdatedAt: wire.At(d.UpdatedAt)}, rep})
+}
+
+func (s *server) getDiff(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	rep, err := s.n.Diff(q.Get("from"), q.Get("to"))
+	if err != nil {
+		return s.problem(err)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, rep)
+}
+
+func (s *server) accepted(w http.ResponseWriter, rec wire.Operation) error {
+	w.Header().Set("Location", "/operations/"+url.PathEscape(rec.OperationID))
+	return httpapi.WriteJSON(w, http.StatusAccepted, rec)
+}
+
+func (s *server) postApply(w http.ResponseWriter, r *http.Request) error {
+	doc, err := document(r)
+	if err != nil {
+		return err
+	}
+	rec, err := s.n.Apply(doc, s.request(r))
+	if err != nil {
+		return s.problem(err)
+	}
+	return s.accepted(w, rec)
+}
+
+func (s *server) postRollback(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.n.Rollback(r.PathValue("id"), s.request(r))
+	if err != nil {
+		return s.problem(err)
+	}
+	return s.accepted(w, rec)
+}
+
+func (s *server) getComponents(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(s.n.Components(), page, size))
+}
+
+func (s *server) getComponent(w http.ResponseWriter, r *http.Request) error {
+	d, ok := s.n.Component(r.PathValue("kind"), r.PathValue("name"))
+	if !ok {
+		return httpapi.NotFound("component_not_found", "no "+r.PathValue("kind")+" component named "+r.PathValue("name"))
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, d)
+}
+
+func (s *server) getSchema(w http.ResponseWriter, r *http.Request) error {
+	return httpapi.WriteJSON(w, http.StatusOK, s.schema)
+}
+
+func (s *server) getMetrics(w http.ResponseWriter, r *http.Request) error {
+	s.metrics.ServeHTTP(w, r)
+	return nil
+}
+
+func probe(w http.ResponseWriter, p Probe, ok bool) error {
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusServiceUnavailable
+	}
+	return httpapi.WriteJSON(w, status, p)
+}
+
+func (s *server) getHealth(w http.ResponseWriter, r *http.Request) error {
+	p, ok := s.n.Health()
+	return probe(w, p, ok)
+}
+
+func (s *server) getReadiness(w http.ResponseWriter, r *http.Request) error {
+	p, ok := s.n.Readiness()
+	return probe(w, p, ok)
+}
+
+func (s *server) getLiveness(w http.ResponseWriter, r *http.Request) error {
+	return probe(w, s.n.Liveness(), true)
+}
+
+// problem maps the node's errors to problems. Messages never carry a
+// secret, a token or a file path.
+func (s *server) problem(err error, streamID ...string) error {
+	var gc *GenerationConflictError
+	var ve *ValidationError
+	switch {
+	case errors.As(err, &gc):
+		res := map[string]any{"node_id": s.n.ID()}
+		if len(streamID) > 0 {
+			res["stream_id"] = streamID[0]
+		}
+		return httpapi.GenerationConflict(gc.Expected, gc.Current, res)
+	case errors.As(err, &ve):
+		ps := make([]httpapi.FieldProblem, len(ve.Report.Errors))
+		for i, p := range ve.Report.Errors {
+			ps[i] = httpapi.FieldProblem{Path: p.Path, Message: p.Message}
+		}
+		return httpapi.Validation(ps)
+	case errors.Is(err, ErrStreamNotFound):
+		return httpapi.NotFound("stream_not_found", "no stream with that id on this node")
+	case errors.Is(err, ErrVersionNotFound):
+		return httpapi.NotFound("configuration_version_not_found", strings.TrimPrefix(err.Error(), ErrVersionNotFound.Error()+": "))
+	case errors.Is(err, history.ErrNotFound):
+		return httpapi.NotFound("configuration_version_not_found", "no applied configuration version")
+	case errors.Is(err, history.ErrStorage):
+		return httpapi.Unavailable("storage_unavailable", "the configuration history cannot be written").WithCause(err)
+	}
+	return err
+}

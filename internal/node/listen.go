@@ -1,0 +1,70 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Listener is the node's one HTTP listener: the control-plane server when
+// health_check.enabled (it also serves the observability endpoints, so no
+// second listener starts), else the observability listener when
+// observability.enabled, else none.
+type Listener struct {
+	// Kind is "control-plane" or "observability".
+	Kind string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// Listen binds the listener the configuration asks for; it returns nil
+// when there is nothing to serve. Binding happens here, before the engine
+// starts, so a taken port fails start-up at once.
+func (n *Node) Listen(o HandlerOptions) (*Listener, error) {
+	hc := o.HealthCheck
+	var (
+		addr, kind string
+		h          http.Handler
+	)
+	switch {
+	case hc.Enabled:
+		addr, kind, h = hc.Address, "control-plane", n.Handler(o)
+	case hc.Observability.Enabled:
+		addr, kind, h = hc.Observability.Address, "observability", n.ObservabilityHandler(o)
+	default:
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener on %s: %w", kind, addr, err)
+	}
+	return &Listener{Kind: kind, ln: ln, srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}}, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Serve serves until ctx ends, then shuts down gracefully within 5 s.
+func (l *Listener) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- l.srv.Serve(l.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := l.srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

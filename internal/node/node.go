@@ -1,0 +1,300 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// EventSink receives the node's events; the event log implements it.
+type EventSink interface {
+	Append(ev wire.Event) wire.Event
+}
+
+// Options are a Node's dependencies. Now and NewID default to the clock and
+// UUIDv7.
+type Options struct {
+	Engine   *engine.Engine
+	Registry *component.Registry
+	Events   EventSink
+	Logger   *slog.Logger
+	Now      func() time.Time
+	NewID    func() string
+	NodeID   string
+	BootID   string
+	Version  string
+}
+
+// Errors the API maps to problems.
+var (
+	ErrStreamNotFound     = errors.New("stream not found")
+	ErrGenerationConflict = errors.New("generation conflict")
+)
+
+// GenerationConflictError carries the generations of a failed If-Match.
+type GenerationConflictError struct {
+	Expected, Current int64
+}
+
+func (e *GenerationConflictError) Error() string {
+	return fmt.Sprintf("generation %d is not the current generation %d", e.Expected, e.Current)
+}
+
+func (e *GenerationConflictError) Unwrap() error { return ErrGenerationConflict }
+
+// Node is the node-local control plane over one engine.
+type Node struct {
+	opts    Options
+	log     *slog.Logger
+	ops     *operations
+	started time.Time
+
+	mu         sync.Mutex // guards the fields below
+	desired    map[string]*desired
+	applied    map[string]applied
+	order      []string // stream ids in configuration order
+	cfgVersion string
+	conf       configState
+}
+
+// New returns a node whose streams are those of cfg, applied as version
+// cfgVersion (the engine already runs them).
+func New(opts Options, cfg *config.Config, cfgVersion string) *Node {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{opts: opts, log: opts.Logger, started: opts.Now(), desired: map[string]*desired{}, applied: map[string]applied{}}
+	n.ops = newOperations(opts.Now, n.operationDone)
+	n.setConfigLocked(cfg, cfgVersion, nil)
+	return n
+}
+
+// setConfigLocked makes cfg the desired configuration: every stream desired
+// running at version v. Streams whose configuration changed (or that are
+// new) get a new generation; changed reports which, nil meaning all.
+func (n *Node) setConfigLocked(cfg *config.Config, v string, changed map[string]bool) {
+	n.cfgVersion = v
+	next := map[string]*desired{}
+	n.order = n.order[:0]
+	for _, s := range cfg.Streams {
+		n.order = append(n.order, s.ID)
+		d, ok := n.desired[s.ID]
+		switch {
+		case !ok:
+			d = &desired{State: DesiredRunning, Generation: 1, Target: 1}
+		case changed == nil || changed[s.ID]:
+			d.Generation++
+			d.Target = d.Generation
+			d.State, d.ActionID = DesiredRunning, ""
+		}
+		d.ConfigVersion = v
+		next[s.ID] = d
+		// The engine applied it as part of the configuration.
+		n.applied[s.ID] = applied{Generation: d.Target, ConfigVersion: v, ActionID: d.ActionID}
+	}
+	for id := range n.applied {
+		if next[id] == nil {
+			delete(n.applied, id)
+		}
+	}
+	n.desired = next
+}
+
+// ID is the node's identity.
+func (n *Node) ID() string { return n.opts.NodeID }
+
+func (n *Node) event(ev wire.Event) {
+	if n.opts.Events == nil {
+		return
+	}
+	ev.NodeID = n.opts.NodeID
+	n.opts.Events.Append(ev)
+}
+
+// OnStreamState is the engine's state hook: it records a
+// stream_state_changed event.
+func (n *Node) OnStreamState(id string, st stream.State) {
+	n.event(wire.Event{Kind: wire.EventStreamStateChanged, ResourceID: id, Message: "stream " + string(st), Data: map[string]any{"state": string(st)}})
+}
+
+// operationDone records the event of a finished operation.
+func (n *Node) operationDone(rec wire.Operation) {
+	kind, outcome := wire.EventCommandSucceeded, "succeeded"
+	msg := rec.Operation + " succeeded"
+	if rec.State == wire.OpFailed {
+		kind, outcome = wire.EventCommandFailed, "failed"
+		msg = rec.Operation + " failed: " + rec.Failure.Message
+	}
+	n.event(wire.Event{Kind: kind, ResourceID: rec.ResourceID, OperationID: rec.OperationID, CorrelationID: rec.CorrelationID, Actor: rec.Actor, Outcome: outcome, Message: msg, Data: map[string]any{"operation": rec.Operation, "generation": rec.Generation}})
+}
+
+// Request carries the metadata of the API request behind an operation.
+type Request struct {
+	Actor         string
+	CorrelationID string
+	// IfMatch is the expected generation; nil means no precondition.
+	IfMatch *int64
+}
+
+// StreamAction records a node-local desired-state write (start, stop) or
+// one-shot command (restart) and queues it behind the stream's earlier
+// operations. It returns the accepted operation and the new desired view.
+func (n *Node) StreamAction(id, action string, req Request) (wire.Operation, wire.StreamDesired, error) {
+	n.mu.Lock()
+	d, ok := n.desired[id]
+	if !ok {
+		n.mu.Unlock()
+		return wire.Operation{}, wire.StreamDesired{}, fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+	}
+	if req.IfMatch != nil && *req.IfMatch != d.Generation {
+		cur := d.Generation
+		n.mu.Unlock()
+		return wire.Operation{}, wire.StreamDesired{}, &GenerationConflictError{Expected: *req.IfMatch, Current: cur}
+	}
+	prev := *d
+	d.Generation++
+	d.Target = d.Generation
+	switch action {
+	case OpStart:
+		d.State = DesiredRunning
+	case OpStop:
+		d.State = DesiredStopped
+	case OpRestart:
+		d.State, d.ActionID = DesiredRunning, n.opts.NewID()
+	default:
+		n.mu.Unlock()
+		return wire.Operation{}, wire.StreamDesired{}, fmt.Errorf("unknown stream action %q", action)
+	}
+	want := *d
+	view := desiredView(d)
+	n.mu.Unlock()
+
+	opID := n.opts.NewID()
+	o := &op{
+		rec: wire.Operation{
+			OperationID: opID, IntentID: opID, Operation: action, NodeID: n.opts.NodeID, ResourceID: id,
+			Generation: want.Generation, Convergence: wire.ConvergenceApplying,
+			CorrelationID: req.CorrelationID, Actor: req.Actor,
+		},
+		run: func(ctx context.Context) (any, error) { return nil, n.runAction(ctx, id, action, want) },
+		onCancel: func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			// Undo the desire only if no newer write replaced it.
+			if cur := n.desired[id]; cur != nil && cur.Generation == want.Generation {
+				cur.State, cur.ActionID, cur.Target = prev.State, prev.ActionID, prev.Target
+			}
+		},
+	}
+	rec := n.ops.submit(o)
+	n.event(wire.Event{Kind: wire.EventIntentAccepted, ResourceID: id, OperationID: opID, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "accepted", Message: action + " accepted", Data: map[string]any{"operation": action, "generation": want.Generation}})
+	return rec, view, nil
+}
+
+func (n *Node) runAction(ctx context.Context, id, action string, want desired) error {
+	var err error
+	switch action {
+	case OpStart:
+		err = n.opts.Engine.Start(ctx, id)
+	case OpStop:
+		err = n.opts.Engine.Stop(ctx, id)
+	case OpRestart:
+		err = n.opts.Engine.Restart(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.applied[id] = applied{Generation: want.Target, ConfigVersion: want.ConfigVersion, ActionID: want.ActionID}
+	n.mu.Unlock()
+	return nil
+}
+
+func desiredView(d *desired) wire.StreamDesired {
+	return wire.StreamDesired{State: d.State, Generation: d.Generation, ConfigVersion: d.ConfigVersion, ActionID: d.ActionID}
+}
+
+// Streams returns every stream's views in configuration order.
+func (n *Node) Streams() []wire.Stream {
+	statuses := n.opts.Engine.Streams()
+	out := make([]wire.Stream, 0, len(statuses))
+	for _, st := range statuses {
+		out = append(out, n.view(st))
+	}
+	return out
+}
+
+// Stream returns one stream's views.
+func (n *Node) Stream(id string) (wire.Stream, error) {
+	for _, st := range n.opts.Engine.Streams() {
+		if st.ID == id {
+			return n.view(st), nil
+		}
+	}
+	return wire.Stream{}, fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+}
+
+func (n *Node) view(st engine.StreamStatus) wire.Stream {
+	pending := n.ops.active(st.ID)
+	n.mu.Lock()
+	d := n.desired[st.ID]
+	a := n.applied[st.ID]
+	var dv wire.StreamDesired
+	if d != nil {
+		dv = desiredView(d)
+	}
+	conv := convergence(d, st.State, a, pending)
+	n.mu.Unlock()
+	v := wire.Stream{
+		ID: st.ID, NodeID: n.opts.NodeID, Desired: dv, Convergence: conv,
+		Observed: wire.StreamObserved{
+			State: string(st.State), Generation: a.Generation, ConfigVersion: a.ConfigVersion, ActionID: a.ActionID,
+			LastError: st.LastError, LastErrorAt: wire.At(st.LastErrorAt), StartedAt: wire.At(st.StartedAt),
+			Counters: wire.StreamCounters{Received: st.Received, Sent: st.Sent, Errors: st.Errors, Dropped: st.Dropped, Retries: st.Retries, InFlight: st.InFlight, Abandoned: st.Abandoned},
+		},
+	}
+	if op, ok := n.ops.latest(st.ID); ok {
+		v.LatestOperation = &op
+	}
+	return v
+}
+
+// Operation returns one operation record.
+func (n *Node) Operation(id string) (wire.Operation, bool) { return n.ops.get(id) }
+
+// Operations lists operation records newest first.
+func (n *Node) Operations(f opFilter) []wire.Operation { return n.ops.list(f) }
+
+// CancelOperation cancels a pending operation and records the event.
+func (n *Node) CancelOperation(id string, req Request) (wire.Operation, error) {
+	rec, err := n.ops.cancel(id)
+	if err != nil {
+		return rec, err
+	}
+	n.event(wire.Event{Kind: wire.EventOperationCancelled, ResourceID: rec.ResourceID, OperationID: rec.OperationID, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "cancelled", Message: rec.Operation + " cancelled before it ran"})
+	return rec, nil
+}
+
+// ConfigVersion is the applied configuration version.
+func (n *Node) ConfigVersion() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cfgVersion
+}

@@ -1,0 +1,181 @@
+package node
+
+import (
+	"slices"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// StreamTotals counts streams by observed state.
+type StreamTotals struct {
+	Total     int `json:"total"`
+	Running   int `json:"running"`
+	Failed    int `json:"failed"`
+	Stopped   int `json:"stopped"`
+	Completed int `json:"completed"`
+	Starting  int `json:"starting"`
+}
+
+func (n *Node) totals() StreamTotals {
+	var t StreamTotals
+	for _, s := range n.opts.Engine.Streams() {
+		t.Total++
+		switch s.State {
+		case stream.StateRunning:
+			t.Running++
+		case stream.StateFailed:
+			t.Failed++
+		case stream.StateStopped, stream.StateStopping:
+			t.Stopped++
+		case stream.StateCompleted:
+			t.Completed++
+		case stream.StateStarting:
+			t.Starting++
+		}
+	}
+	return t
+}
+
+// System is the static descriptor of GET /system.
+type System struct {
+	NodeID          string    `json:"node_id"`
+	BootID          string    `json:"boot_id"`
+	Role            string    `json:"role"`
+	Version         string    `json:"version"`
+	ProtocolVersion int       `json:"protocol_version"`
+	StartedAt       wire.Time `json:"started_at"`
+	Capabilities    []string  `json:"capabilities"`
+}
+
+// System describes the node.
+func (n *Node) System() System {
+	var caps []string
+	for _, s := range n.opts.Registry.Specs() {
+		caps = append(caps, string(s.Kind)+":"+s.Name)
+	}
+	return System{
+		NodeID: n.opts.NodeID, BootID: n.opts.BootID, Role: "node", Version: n.opts.Version,
+		ProtocolVersion: wire.ProtocolVersion, StartedAt: wire.At(n.started), Capabilities: caps,
+	}
+}
+
+// Status is the runtime status of GET /status.
+type Status struct {
+	NodeID        string       `json:"node_id"`
+	Ready         bool         `json:"ready"`
+	Version       string       `json:"version"`
+	ConfigVersion string       `json:"config_version"`
+	UptimeMs      int64        `json:"uptime_ms"`
+	Streams       StreamTotals `json:"streams"`
+}
+
+// Status reports the node's runtime status.
+func (n *Node) Status() Status {
+	return Status{
+		NodeID: n.opts.NodeID, Ready: n.opts.Engine.Ready(), Version: n.opts.Version,
+		ConfigVersion: n.ConfigVersion(), UptimeMs: n.opts.Now().Sub(n.started).Milliseconds(), Streams: n.totals(),
+	}
+}
+
+// View is the node as GET /node and the items of GET /nodes show it.
+type View struct {
+	NodeID        string       `json:"node_id"`
+	Status        string       `json:"status"`
+	Mode          string       `json:"mode"`
+	BootID        string       `json:"boot_id"`
+	Version       string       `json:"version"`
+	ConfigVersion string       `json:"config_version"`
+	StartedAt     wire.Time    `json:"started_at"`
+	Streams       StreamTotals `json:"streams"`
+}
+
+// View returns the node view. A standalone node is always online and active.
+func (n *Node) View() View {
+	return View{
+		NodeID: n.opts.NodeID, Status: "online", Mode: "active", BootID: n.opts.BootID, Version: n.opts.Version,
+		ConfigVersion: n.ConfigVersion(), StartedAt: wire.At(n.started), Streams: n.totals(),
+	}
+}
+
+// Probe is the JSON body of the probe endpoints.
+type Probe struct {
+	Status   string   `json:"status"`
+	UptimeMs int64    `json:"uptime_ms"`
+	NotReady []string `json:"not_ready,omitempty"`
+	Failed   []string `json:"failed,omitempty"`
+}
+
+// Liveness is true while the process runs.
+func (n *Node) Liveness() Probe {
+	return Probe{Status: "live", UptimeMs: n.opts.Now().Sub(n.started).Milliseconds()}
+}
+
+// Readiness is ready once every configured stream started.
+func (n *Node) Readiness() (Probe, bool) {
+	p := Probe{Status: "ready", UptimeMs: n.opts.Now().Sub(n.started).Milliseconds()}
+	for _, s := range n.opts.Engine.Streams() {
+		if s.State != stream.StateRunning && s.State != stream.StateCompleted {
+			p.NotReady = append(p.NotReady, s.ID)
+		}
+	}
+	if len(p.NotReady) > 0 {
+		p.Status = "not_ready"
+		return p, false
+	}
+	return p, true
+}
+
+// Health is healthy when ready and no stream failed.
+func (n *Node) Health() (Probe, bool) {
+	p, ready := n.Readiness()
+	p.Failed = n.opts.Engine.Failed()
+	for _, s := range n.opts.Engine.Streams() {
+		if s.State == stream.StateFailed && !slices.Contains(p.Failed, s.ID) {
+			p.Failed = append(p.Failed, s.ID)
+		}
+	}
+	switch {
+	case len(p.Failed) > 0:
+		p.Status = "unhealthy"
+		return p, false
+	case !ready:
+		p.Status = "starting"
+		return p, false
+	}
+	p.Status = "healthy"
+	return p, true
+}
+
+// ComponentInfo is an item of GET /components.
+type ComponentInfo struct {
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
+// ComponentDetail is GET /components/{kind}/{name}.
+type ComponentDetail struct {
+	ComponentInfo
+	Schema  map[string]any `json:"schema"`
+	Example string         `json:"example"`
+}
+
+// Components lists the registered components.
+func (n *Node) Components() []ComponentInfo {
+	var out []ComponentInfo
+	for _, s := range n.opts.Registry.Specs() {
+		out = append(out, ComponentInfo{Kind: string(s.Kind), Name: s.Name, Summary: s.Summary})
+	}
+	return out
+}
+
+// Component returns one component's schema and example.
+func (n *Node) Component(kind, name string) (ComponentDetail, bool) {
+	s, ok := n.opts.Registry.Lookup(component.Kind(kind), name)
+	if !ok {
+		return ComponentDetail{}, false
+	}
+	return ComponentDetail{ComponentInfo: ComponentInfo{Kind: kind, Name: name, Summary: s.Summary}, Schema: s.Schema, Example: s.Example}, true
+}

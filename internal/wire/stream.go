@@ -1,0 +1,55 @@
+package wire
+
+// StreamDesired is the operator's target for a stream.
+type StreamDesired struct {
+	State         string `json:"state"`
+	Generation    int64  `json:"generation"`
+	ConfigVersion string `json:"config_version"`
+	ActionID      string `json:"action_id,omitempty"`
+}
+
+// StreamCounters are a stream's message counters since it started.
+type StreamCounters struct {
+	Received  uint64 `json:"received"`
+	Sent      uint64 `json:"sent"`
+	Errors    uint64 `json:"errors"`
+	Dropped   uint64 `json:"dropped"`
+	Retries   uint64 `json:"retries"`
+	InFlight  int    `json:"in_flight"`
+	Abandoned int    `json:"abandoned"`
+}
+
+// StreamObserved is what the node last saw of a stream.
+type StreamObserved struct {
+	State         string         `json:"state"`
+	Generation    int64          `json:"generation"`
+	ConfigVersion string         `json:"config_version"`
+	ActionID      string         `json:"action_id,omitempty"`
+	LastError     string         `json:"last_error,omitempty"`
+	LastErrorAt   Time           `json:"last_error_at,omitzero"`
+	StartedAt     Time           `json:"started_at,omitzero"`
+	Counters      StreamCounters `json:"counters"`
+}
+
+// Stream is the three independent views of one stream.
+type Stream struct {
+	ID              string         `json:"id"`
+	NodeID          string         `json:"node_id"`
+	Desired         StreamDesired  `json:"desired"`
+	Observed        StreamObserved `json:"observed"`
+	Convergence     string         `json:"convergence"`
+	LatestOperation *Operation     `json:"latest_operation,omitempty"`
+}
+
+// DesiredStateResponse is the 202 body of a desired-state write or action.
+type DesiredStateResponse struct {
+	OperationID   string `json:"operation_id"`
+	IntentID      string `json:"intent_id"`
+	NodeID        string `json:"node_id"`
+	StreamID      string `json:"stream_id"`
+	Generation    int64  `json:"generation"`
+	DesiredState  string `json:"desired_state"`
+	ConfigVersion string `json:"config_version"`
+	ActionID      string `json:"action_id,omitempty"`
+	Convergence   string `json:"convergence"`
+}
