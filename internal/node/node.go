@@ -277,10 +277,56 @@ func (n *Node) view(st engine.StreamStatus) wire.Stream {
 }
 
 // Operation returns one operation record.
-func (n *Node) Operation(id string) (wire.Operation, bool) { return n.ops.get(id) }
+func (n *Node) Operation(id string) (wire.Operation, bool) {
+	rec, ok := n.ops.get(id)
+	if ok {
+		rec = n.decorate(rec, n.streamViews())
+	}
+	return rec, ok
+}
 
 // Operations lists operation records newest first.
-func (n *Node) Operations(f opFilter) []wire.Operation { return n.ops.list(f) }
+func (n *Node) Operations(f opFilter) []wire.Operation {
+	recs := n.ops.list(f)
+	views := n.streamViews()
+	for i := range recs {
+		recs[i] = n.decorate(recs[i], views)
+	}
+	return recs
+}
+
+func (n *Node) streamViews() map[string]wire.Stream {
+	m := map[string]wire.Stream{}
+	for _, v := range n.Streams() {
+		m[v.ID] = v
+	}
+	return m
+}
+
+// decorate fills the fields of a record that are derived when it is read:
+// its convergence and, for stream operations, the latest observation.
+func (n *Node) decorate(rec wire.Operation, views map[string]wire.Stream) wire.Operation {
+	v, isStream := views[rec.ResourceID]
+	if isStream {
+		obs := v.Observed
+		rec.Observed = &obs
+	}
+	switch {
+	case rec.State == wire.OpPending:
+		rec.Convergence = wire.ConvergencePending
+	case rec.State == wire.OpDispatched:
+		rec.Convergence = wire.ConvergenceApplying
+	case rec.State == wire.OpFailed:
+		rec.Convergence = wire.ConvergenceDegraded
+	case isStream:
+		rec.Convergence = v.Convergence
+	case rec.ResourceID == ConfigResource && rec.State == wire.OpSucceeded:
+		rec.Convergence = wire.ConvergenceInSync
+	default:
+		rec.Convergence = wire.ConvergenceUnknown
+	}
+	return rec
+}
 
 // CancelOperation cancels a pending operation and records the event.
 func (n *Node) CancelOperation(id string, req Request) (wire.Operation, error) {
