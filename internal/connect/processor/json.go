@@ -15,8 +15,8 @@ func init() {
 			"again (`parse`), or turns structured values back into payload bytes (`serialize`).",
 		Schema: object(map[string]any{
 			"operation": enumProp("`parse`: parse each payload as JSON and keep the structured value "+
-				"(a payload that is not JSON fails the batch; the payload is serialized again from the value "+
-				"when needed, with object keys sorted). `serialize`: make sure each message has payload bytes, "+
+				"beside the original payload bytes (a payload that is not JSON fails the batch; a message a later "+
+				"processor changes is serialized again, with object keys sorted). `serialize`: make sure each message has payload bytes, "+
 				"serializing its structured value as JSON.", "parse", "parse", "serialize"),
 		}),
 		Example: `type: json
