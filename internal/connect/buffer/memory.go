@@ -16,10 +16,10 @@ func init() {
 		Name: "memory",
 		Summary: "Gathers input batches into larger batches: emits what it holds once `capacity` " +
 			"messages are held or `timeout` after the oldest arrived. Writes wait while it is full.",
-		Schema: object(map[string]any{
+		Schema: component.ObjectSchema(map[string]any{
 			"capacity": countProp("Most messages held; the input waits while this many are held "+
 				"(back-pressure). An input batch larger than this is taken alone.", 1000),
-			"timeout": durationProp("Emit what is held this long after the oldest held message "+
+			"timeout": component.DurationProp("Emit what is held this long after the oldest held message "+
 				"arrived, even if fewer than capacity.", "1s"),
 		}),
 		Example: `type: memory

@@ -15,8 +15,8 @@ func init() {
 		Name: "session_window",
 		Summary: "Groups messages into sessions: a session ends when no message arrived for `gap` " +
 			"and is then emitted as one batch.",
-		Schema: object(map[string]any{
-			"gap": durationProp("Quiet time (processing time) that ends a session.", nil),
+		Schema: component.ObjectSchema(map[string]any{
+			"gap": component.DurationProp("Quiet time (processing time) that ends a session.", nil),
 		}, "gap"),
 		Example: `type: session_window
 gap: 100ms

@@ -21,9 +21,9 @@ func init() {
 			"messages are held, the oldest `window_size` are emitted as one batch and the window slides " +
 			"forward by `slide_size` messages. An input batch is acknowledged once every window holding " +
 			"any of its messages was.",
-		Schema: object(map[string]any{
+		Schema: component.ObjectSchema(map[string]any{
 			"window_size": countProp("Messages in each window.", nil),
-			"interval": durationProp("Time between window emissions (processing time, starting when the "+
+			"interval": component.DurationProp("Time between window emissions (processing time, starting when the "+
 				"buffer is built); at most one window is emitted per interval.", nil),
 			"slide_size": countProp("Messages the window moves forward after each emission; at most "+
 				"window_size. Messages in the overlap appear in several windows.", nil),

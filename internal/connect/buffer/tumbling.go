@@ -15,8 +15,8 @@ func init() {
 		Name: "tumbling_window",
 		Summary: "Groups messages into consecutive, non-overlapping windows of `interval` processing " +
 			"time and emits each window as one batch when it ends (windows without messages emit nothing).",
-		Schema: object(map[string]any{
-			"interval": durationProp("Length of each window. Windows start when the buffer is built "+
+		Schema: component.ObjectSchema(map[string]any{
+			"interval": component.DurationProp("Length of each window. Windows start when the buffer is built "+
 				"and follow each other without gaps.", nil),
 		}, "interval"),
 		Example: `type: tumbling_window

@@ -24,18 +24,18 @@ func init() {
 		Summary: "Reads a file line by line (`lines`, `json` documents or `csv` rows), once or following " +
 			"appended lines like `tail -f`. Delivery is at-least-once within a run: a failed batch is read " +
 			"again, but no offset is persisted, so a restart reads the file from its beginning.",
-		Schema: object(map[string]any{
-			"path": prop("string", "Path of the file to read.", nil),
+		Schema: component.ObjectSchema(map[string]any{
+			"path": component.Prop("string", "Path of the file to read.", nil),
 			"format": func() map[string]any {
-				p := prop("string", "`lines`: each line is a message; `json`: each line is a JSON document "+
+				p := component.Prop("string", "`lines`: each line is a message; `json`: each line is a JSON document "+
 					"(invalid lines are logged and skipped); `csv`: the first line is the header and each "+
 					"following row becomes a JSON object of header to string value (one record per line).", "lines")
 				p["enum"] = []any{"lines", "json", "csv"}
 				return p
 			}(),
-			"follow": prop("boolean", "Keep reading lines appended to the file instead of ending at its end. "+
+			"follow": component.Prop("boolean", "Keep reading lines appended to the file instead of ending at its end. "+
 				"A file that shrinks is read again from its beginning.", false),
-			"poll_interval": durationProp("How often a followed file is checked for new lines.", "250ms"),
+			"poll_interval": component.DurationProp("How often a followed file is checked for new lines.", "250ms"),
 			"batch_size":    batchSizeProp(),
 		}, "path"),
 		Example: `type: file

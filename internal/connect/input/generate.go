@@ -19,13 +19,13 @@ func init() {
 		Summary: "Emits a templated payload at a fixed interval, optionally a fixed number of times. " +
 			"In `context`, `{{count}}` becomes the 1-based sequence number of the message and " +
 			"`{{random}}` a random integer in [0, 1000000).",
-		Schema: object(map[string]any{
-			"context": prop("string", "Payload of every message, usually JSON. `{{count}}` is replaced by the "+
+		Schema: component.ObjectSchema(map[string]any{
+			"context": component.Prop("string", "Payload of every message, usually JSON. `{{count}}` is replaced by the "+
 				"1-based sequence number of the message and `{{random}}` by a random integer in [0, 1000000); "+
 				"any other text is kept as is.", nil),
-			"interval": durationProp("Pause between batches; \"0s\" emits as fast as possible.", "1s"),
+			"interval": component.DurationProp("Pause between batches; \"0s\" emits as fast as possible.", "1s"),
 			"count": func() map[string]any {
-				p := prop("integer", "Total number of messages, after which the input ends; 0 means unlimited.", 0)
+				p := component.Prop("integer", "Total number of messages, after which the input ends; 0 means unlimited.", 0)
 				p["minimum"] = 0
 				return p
 			}(),

@@ -21,23 +21,23 @@ import (
 )
 
 func init() {
-	authProp := func(desc string) map[string]any { return prop("string", desc, nil) }
+	authProp := func(desc string) map[string]any { return component.Prop("string", desc, nil) }
 	component.Default.RegisterInput(component.Spec{
 		Name: "http",
 		Summary: "An HTTP server: each POST body becomes a batch. The request is answered 200 only once the " +
 			"stream has accepted the batch (written to its WAL or delivered), and 503 when it failed or the " +
 			"stream stopped, so clients retry.",
-		Schema: object(map[string]any{
-			"address": prop("string", "Listening address, host:port.", "127.0.0.1:8000"),
+		Schema: component.ObjectSchema(map[string]any{
+			"address": component.Prop("string", "Listening address, host:port.", "127.0.0.1:8000"),
 			"path": func() map[string]any {
-				p := prop("string", "Path that accepts POST requests; other methods on it are answered 405.", "/")
+				p := component.Prop("string", "Path that accepts POST requests; other methods on it are answered 405.", "/")
 				p["pattern"] = `^/[^{}?#\s]*$`
 				return p
 			}(),
 			"auth": func() map[string]any {
-				p := object(map[string]any{
+				p := component.ObjectSchema(map[string]any{
 					"type": func() map[string]any {
-						p := prop("string", "`bearer` (Authorization: Bearer <token>) or `basic`.", nil)
+						p := component.Prop("string", "`bearer` (Authorization: Bearer <token>) or `basic`.", nil)
 						p["enum"] = []any{"bearer", "basic"}
 						return p
 					}(),
@@ -61,13 +61,13 @@ func init() {
 				return p
 			}(),
 			"max_body_bytes": func() map[string]any {
-				p := prop("integer", "Largest accepted body; larger ones are answered 413.", 1<<20)
+				p := component.Prop("integer", "Largest accepted body; larger ones are answered 413.", 1<<20)
 				p["minimum"] = 1
 				return p
 			}(),
-			"split_array": prop("boolean", "When the body is a JSON array, emit one message per element "+
+			"split_array": component.Prop("boolean", "When the body is a JSON array, emit one message per element "+
 				"(all in one batch) instead of one message for the whole body.", false),
-			"cors_enabled": prop("boolean", "Allow cross-origin requests from any origin "+
+			"cors_enabled": component.Prop("boolean", "Allow cross-origin requests from any origin "+
 				"(Access-Control-Allow-Origin: * and OPTIONS preflight).", false),
 		}),
 		Example: `type: http

@@ -12,9 +12,9 @@ func init() {
 	component.Default.RegisterInput(component.Spec{
 		Name:    "memory",
 		Summary: "Emits a fixed list of messages from the configuration, then ends.",
-		Schema: object(map[string]any{
+		Schema: component.ObjectSchema(map[string]any{
 			"messages": func() map[string]any {
-				p := prop("array", "Payloads to emit, one message per entry, in order.", nil)
+				p := component.Prop("array", "Payloads to emit, one message per entry, in order.", nil)
 				p["items"] = map[string]any{"type": "string"}
 				return p
 			}(),

@@ -18,7 +18,7 @@ func init() {
 	component.Default.RegisterInput(component.Spec{
 		Name:    "stdin",
 		Summary: "Reads lines from standard input, one message per line, and ends at end of file.",
-		Schema: object(map[string]any{
+		Schema: component.ObjectSchema(map[string]any{
 			"batch_size": batchSizeProp(),
 		}),
 		Example: `type: stdin

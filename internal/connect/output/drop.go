@@ -11,7 +11,7 @@ func init() {
 	component.Default.RegisterOutput(component.Spec{
 		Name:    "drop",
 		Summary: "Discards every batch (benchmarks, or streams kept only for their side effects).",
-		Schema:  object(map[string]any{}),
+		Schema:  component.ObjectSchema(map[string]any{}),
 		Example: "type: drop\n",
 	}, NewDrop)
 }

@@ -20,21 +20,21 @@ func init() {
 		Summary: "Appends each message payload to a file, optionally rotating it by size: the full file " +
 			"becomes `<path>.1`, an existing `<path>.1` becomes `<path>.2` and so on, and the oldest beyond " +
 			"`max_backups` is deleted.",
-		Schema: object(map[string]any{
-			"path":           prop("string", "File to append to; missing parent directories are created.", nil),
+		Schema: component.ObjectSchema(map[string]any{
+			"path":           component.Prop("string", "File to append to; missing parent directories are created.", nil),
 			"append_newline": appendNewlineProp(),
 			"max_bytes": func() map[string]any {
-				p := prop("integer", "Rotate before a message would make the file larger than this; "+
+				p := component.Prop("integer", "Rotate before a message would make the file larger than this; "+
 					"0 disables rotation. A message larger than this gets a file of its own.", 0)
 				p["minimum"] = 0
 				return p
 			}(),
 			"max_backups": func() map[string]any {
-				p := prop("integer", "Rotated files kept (`<path>.1` is the newest).", 5)
+				p := component.Prop("integer", "Rotated files kept (`<path>.1` is the newest).", 5)
 				p["minimum"] = 1
 				return p
 			}(),
-			"sync": prop("boolean", "fsync the file after every batch (and before rotating it).", false),
+			"sync": component.Prop("boolean", "fsync the file after every batch (and before rotating it).", false),
 		}, "path"),
 		Example: `type: file
 path: /tmp/flowplane-example/out.jsonl

@@ -23,33 +23,33 @@ func init() {
 		Summary: "Sends messages to an HTTP endpoint, one request per message or one JSON array per batch. " +
 			"Connection errors, 5xx and 429 are retried `retry_count` times with a short capped backoff; " +
 			"any other final non-2xx answer fails the batch.",
-		Schema: object(map[string]any{
-			"url": prop("string", "Absolute http:// or https:// URL to send to.", nil),
+		Schema: component.ObjectSchema(map[string]any{
+			"url": component.Prop("string", "Absolute http:// or https:// URL to send to.", nil),
 			"method": func() map[string]any {
-				p := prop("string", "HTTP method.", "POST")
+				p := component.Prop("string", "HTTP method.", "POST")
 				p["enum"] = []any{"POST", "PUT", "PATCH", "DELETE", "GET"}
 				return p
 			}(),
 			"headers": func() map[string]any {
-				p := prop("object", "Request headers (values may be secret references; they are never logged). "+
+				p := component.Prop("object", "Request headers (values may be secret references; they are never logged). "+
 					"Content-Type defaults to application/json, or application/octet-stream for a "+
 					"per_message payload that is not JSON.", map[string]any{})
 				p["additionalProperties"] = map[string]any{"type": "string"}
 				return p
 			}(),
 			"timeout_ms": func() map[string]any {
-				p := prop("integer", "Timeout of one request, in milliseconds.", 5000)
+				p := component.Prop("integer", "Timeout of one request, in milliseconds.", 5000)
 				p["minimum"] = 1
 				return p
 			}(),
 			"retry_count": func() map[string]any {
-				p := prop("integer", "Retries of a request after a connection error, 5xx or 429, "+
+				p := component.Prop("integer", "Retries of a request after a connection error, 5xx or 429, "+
 					"with backoff 100ms, 200ms, 400ms ... capped at 1s.", 0)
 				p["minimum"] = 0
 				return p
 			}(),
 			"body": func() map[string]any {
-				p := prop("string", "`per_message`: one request per message, the payload as body; "+
+				p := component.Prop("string", "`per_message`: one request per message, the payload as body; "+
 					"`batch_json_array`: one request per batch whose body is a JSON array of the payloads "+
 					"(a payload that is not JSON becomes a JSON string).", "per_message")
 				p["enum"] = []any{"per_message", "batch_json_array"}

@@ -1,27 +1,7 @@
 package output
 
-// object is the schema of a component's fields beside "type".
-func object(props map[string]any, required ...string) map[string]any {
-	s := map[string]any{
-		"type":                 "object",
-		"additionalProperties": false,
-		"properties":           props,
-	}
-	if len(required) > 0 {
-		s["required"] = required
-	}
-	return s
-}
-
-// prop is one property; def is omitted when nil (required fields).
-func prop(typ, desc string, def any) map[string]any {
-	p := map[string]any{"type": typ, "description": desc}
-	if def != nil {
-		p["default"] = def
-	}
-	return p
-}
+import "github.com/flowplane/flowplane/internal/component"
 
 func appendNewlineProp() map[string]any {
-	return prop("boolean", "Write a newline after each message.", true)
+	return component.Prop("boolean", "Write a newline after each message.", true)
 }

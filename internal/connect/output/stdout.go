@@ -15,7 +15,7 @@ func init() {
 	component.Default.RegisterOutput(component.Spec{
 		Name:    "stdout",
 		Summary: "Writes each message payload to standard output, flushed after every batch.",
-		Schema: object(map[string]any{
+		Schema: component.ObjectSchema(map[string]any{
 			"append_newline": appendNewlineProp(),
 		}),
 		Example: "type: stdout\nappend_newline: true\n",

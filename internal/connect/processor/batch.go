@@ -14,14 +14,14 @@ func init() {
 		Summary: "Splits each batch it is handed into batches of at most `count` messages. It does not " +
 			"gather messages across input batches: use a `memory` buffer (`capacity`, `timeout`) for that, " +
 			"which acknowledges the inputs only once the merged batch is delivered.",
-		Schema: object(map[string]any{
+		Schema: component.ObjectSchema(map[string]any{
 			"count": func() map[string]any {
-				p := prop("integer", "Maximum number of messages per output batch.", nil)
+				p := component.Prop("integer", "Maximum number of messages per output batch.", nil)
 				p["minimum"] = 1
 				return p
 			}(),
 			"timeout_ms": func() map[string]any {
-				p := prop("integer", "Accepted for ArkFlow compatibility and ignored: a processor returns "+
+				p := component.Prop("integer", "Accepted for ArkFlow compatibility and ignored: a processor returns "+
 					"its batches at once and never holds messages; configure a `memory` buffer's `timeout` "+
 					"to wait for more messages.", 1000)
 				p["minimum"] = 0

@@ -15,8 +15,8 @@ func init() {
 		Name: "filter",
 		Summary: "Keeps the messages for which an expr-lang condition over `this` and `meta` is true " +
 			"and drops the others; a result that is not a boolean fails the batch.",
-		Schema: object(map[string]any{
-			"condition": prop("string", "expr-lang boolean expression compiled once when the stream is "+
+		Schema: component.ObjectSchema(map[string]any{
+			"condition": component.Prop("string", "expr-lang boolean expression compiled once when the stream is "+
 				"built, over `this` (the message's structured value) and `meta` (its metadata fields). "+
 				"Messages for which it is false are dropped (and count as delivered). A missing field is "+
 				"`nil`, which is not a boolean: write `this.flag ?? false` when a field may be absent.", nil),

@@ -13,8 +13,8 @@ func init() {
 		Name: "json",
 		Summary: "Parses JSON payloads into structured values once, so later processors do not parse " +
 			"again (`parse`), or turns structured values back into payload bytes (`serialize`).",
-		Schema: object(map[string]any{
-			"operation": enumProp("`parse`: parse each payload as JSON and keep the structured value "+
+		Schema: component.ObjectSchema(map[string]any{
+			"operation": component.EnumProp("`parse`: parse each payload as JSON and keep the structured value "+
 				"beside the original payload bytes (a payload that is not JSON fails the batch; a message a later "+
 				"processor changes is serialized again, with object keys sorted). `serialize`: make sure each message has payload bytes, "+
 				"serializing its structured value as JSON.", "parse", "parse", "serialize"),

@@ -14,10 +14,10 @@ func init() {
 	component.Default.RegisterProcessor(component.Spec{
 		Name:    "log",
 		Summary: "Logs one line per message through the stream's logger and passes the batch on unchanged.",
-		Schema: object(map[string]any{
-			"level": enumProp("Log level of the lines; when the logger does not record this level "+
+		Schema: component.ObjectSchema(map[string]any{
+			"level": component.EnumProp("Log level of the lines; when the logger does not record this level "+
 				"the processor costs almost nothing.", "info", "debug", "info", "warn", "error"),
-			"message": prop("string", "expr-lang expression over `this` and `meta` producing the line; "+
+			"message": component.Prop("string", "expr-lang expression over `this` and `meta` producing the line; "+
 				"a string is logged as is, any other value as JSON. Empty logs the payload.", ""),
 		}),
 		Example: `type: log

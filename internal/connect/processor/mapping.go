@@ -17,8 +17,8 @@ func init() {
 			"others write `merge(this, {\"w\": this.v * 2})`: as the whole expression this is also the " +
 			"fastest form, since the object literal is never built and a value parsed from the payload is " +
 			"extended in place.",
-		Schema: object(map[string]any{
-			"expression": prop("string", "expr-lang expression (https://expr-lang.org) compiled once when "+
+		Schema: component.ObjectSchema(map[string]any{
+			"expression": component.Prop("string", "expr-lang expression (https://expr-lang.org) compiled once when "+
 				"the stream is built. `this` is the message's structured value (its JSON payload parsed "+
 				"on demand), `meta` its metadata fields; helpers: `merge(a, b, ...)` (new object, later "+
 				"fields win), `uuid()` (UUIDv7), `now()` and expr's builtins. The result becomes the new "+
