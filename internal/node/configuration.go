@@ -40,6 +40,10 @@ func (e *ValidationError) Error() string {
 // ErrVersionNotFound is returned for an unknown configuration version.
 var ErrVersionNotFound = errors.New("configuration version not found")
 
+// errNoHistory is returned by the configuration calls before AttachHistory;
+// the API answers 503.
+var errNoHistory = errors.New("configuration history is not available")
+
 // configState is the node's configuration: the history and the resolved
 // configuration the engine runs. It is guarded by Node.mu.
 type configState struct {
@@ -116,7 +120,7 @@ func (n *Node) history() (*history.Store, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.conf.hist == nil {
-		return nil, errors.New("configuration history is not available")
+		return nil, errNoHistory
 	}
 	return n.conf.hist, nil
 }
@@ -160,7 +164,7 @@ func (n *Node) apply(doc Document, source, from, opName string, req Request) (wi
 	o := &op{
 		rec: wire.Operation{
 			OperationID: opID, IntentID: opID, Operation: opName, NodeID: n.opts.NodeID, ResourceID: ConfigResource,
-			Convergence: wire.ConvergenceApplying, CorrelationID: req.CorrelationID, Actor: req.Actor,
+			Convergence: wire.ConvergencePending, CorrelationID: req.CorrelationID, Actor: req.Actor,
 		},
 		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req) },
 	}
@@ -198,7 +202,7 @@ func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Conf
 	n.mu.Unlock()
 	n.event(wire.Event{Kind: wire.EventConfigurationApplied, ResourceID: ConfigResource, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "applied", Message: "configuration " + v.ID + " applied", Data: map[string]any{"config_version": v.ID, "added": len(res.Added), "removed": len(res.Removed), "changed": len(res.Changed)}})
 	if applyErr != nil {
-		return res, &opError{Class: "engine", Code: "stream_start_failed", Message: "configuration applied, but a stream failed to start: " + applyErr.Error()}
+		return res, &opError{Class: "engine", Code: "stream_start_failed", Message: "configuration applied, but a stream failed to start: " + n.redact(applyErr.Error())}
 	}
 	return res, nil
 }
@@ -229,4 +233,20 @@ func diffStreams(a, b *config.Config) ApplyResult {
 	}
 	slices.Sort(r.Removed)
 	return r
+}
+
+// redact removes from msg every value a secret reference of the running
+// configuration resolved to: engine and runtime errors (an address in use,
+// say) may quote them, and no response may.
+func (n *Node) redact(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	n.mu.Lock()
+	cur := n.conf.current
+	n.mu.Unlock()
+	if cur == nil {
+		return msg
+	}
+	return cur.Redact([]config.Problem{{Message: msg}})[0].Message
 }

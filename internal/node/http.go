@@ -2,8 +2,8 @@ package node
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -170,6 +170,11 @@ func (s *server) request(r *http.Request) Request {
 
 func (s *server) postAction(action string) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		// No body is needed; one that is sent must be a JSON object
+		// without fields (415 for another media type, 400 otherwise).
+		if _, err := httpapi.DecodeOptionalJSON(r, &struct{}{}, MaxBodyBytes); err != nil {
+			return err
+		}
 		id := r.PathValue("id")
 		req := s.request(r)
 		gen, any, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
@@ -308,10 +313,10 @@ func document(r *http.Request) (Document, error) {
 		Format  string `json:"format"`
 		Content string `json:"content"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return Document{}, httpapi.BadRequest("invalid_json", "the body must be {\"format\": \"yaml|json|toml\", \"content\": \"...\"} with no other fields")
+	// The shared decoder names an unknown field and rejects trailing data.
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := httpapi.DecodeJSON(r, &in, MaxBodyBytes); err != nil {
+		return Document{}, err
 	}
 	f, err := config.ParseFormat(in.Format)
 	if err != nil {
@@ -468,6 +473,8 @@ func (s *server) problem(err error, streamID ...string) error {
 		return httpapi.NotFound("configuration_version_not_found", strings.TrimPrefix(err.Error(), ErrVersionNotFound.Error()+": "))
 	case errors.Is(err, history.ErrNotFound):
 		return httpapi.NotFound("configuration_version_not_found", "no applied configuration version")
+	case errors.Is(err, errNoHistory):
+		return httpapi.Unavailable("unavailable", "the configuration history is not available")
 	case errors.Is(err, history.ErrStorage):
 		return httpapi.Unavailable("storage_unavailable", "the configuration history cannot be written").WithCause(err)
 	}

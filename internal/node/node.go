@@ -190,7 +190,7 @@ func (n *Node) StreamAction(id, action string, req Request) (wire.Operation, wir
 	o := &op{
 		rec: wire.Operation{
 			OperationID: opID, IntentID: opID, Operation: action, NodeID: n.opts.NodeID, ResourceID: id,
-			Generation: want.Generation, Convergence: wire.ConvergenceApplying,
+			Generation: want.Generation, Convergence: wire.ConvergencePending,
 			CorrelationID: req.CorrelationID, Actor: req.Actor,
 		},
 		run: func(ctx context.Context) (any, error) { return nil, n.runAction(ctx, id, action, want) },
@@ -219,7 +219,8 @@ func (n *Node) runAction(ctx context.Context, id, action string, want desired) e
 		err = n.opts.Engine.Restart(ctx, id)
 	}
 	if err != nil {
-		return err
+		// Engine errors may quote resolved secret values.
+		return &opError{Class: "engine", Code: "engine_error", Message: n.redact(err.Error())}
 	}
 	n.mu.Lock()
 	n.applied[id] = applied{Generation: want.Target, ConfigVersion: want.ConfigVersion, ActionID: want.ActionID}
@@ -266,7 +267,7 @@ func (n *Node) view(st engine.StreamStatus) wire.Stream {
 		ID: st.ID, NodeID: n.opts.NodeID, Desired: dv, Convergence: conv,
 		Observed: wire.StreamObserved{
 			State: string(st.State), Generation: a.Generation, ConfigVersion: a.ConfigVersion, ActionID: a.ActionID,
-			LastError: st.LastError, LastErrorAt: wire.At(st.LastErrorAt), StartedAt: wire.At(st.StartedAt),
+			LastError: n.redact(st.LastError), LastErrorAt: wire.At(st.LastErrorAt), StartedAt: wire.At(st.StartedAt),
 			Counters: wire.StreamCounters{Received: st.Received, Sent: st.Sent, Errors: st.Errors, Dropped: st.Dropped, Retries: st.Retries, InFlight: st.InFlight, Abandoned: st.Abandoned},
 		},
 	}
