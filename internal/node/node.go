@@ -272,6 +272,8 @@ func (n *Node) view(st engine.StreamStatus) wire.Stream {
 		},
 	}
 	if op, ok := n.ops.latest(st.ID); ok {
+		op = n.decorate(op, map[string]wire.Stream{st.ID: {ID: st.ID, Convergence: conv}})
+		op.Observed = nil // the view itself holds the observation
 		v.LatestOperation = &op
 	}
 	return v
