@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates the "Examples" part of docs/node-api.md from a running node:
-# build bin/flowplane into /tmp/n1 with node.yaml (see the doc) and run this.
-cd /tmp/n1 && rm -rf .flowplane
+# Prints the "Examples" part of docs/node-api.md, captured from a real node
+# on 127.0.0.1:18181: bash docs/tools/capture-node-api-examples.sh > /tmp/ex.md
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'pkill -f "flowplane --config node.yaml"; rm -rf "$work"' EXIT
+go build -C "$repo" -o "$work/flowplane" ./cmd/flowplane
+cd "$work"
+printf 'logging: {level: warn}\nhealth_check: {address: 127.0.0.1:18181}\nstreams:\n  - id: orders\n    input: {type: generate, context: \x27{"id": {{count}}, "v": {{random}}}\x27, interval: 100ms}\n    pipeline: {processors: [{type: json}]}\n    output: {type: drop}\n' > node.yaml
 (./flowplane --config node.yaml > log 2>&1 &) ; sleep 0.6; B=http://127.0.0.1:18181
 show() { echo "### \`$1 $2\`"; echo; echo '```'; echo "\$ curl -s -X $1 ${3:-}$B$2"; curl -s -X $1 $3 "$B$2" | python3 -m json.tool 2>/dev/null | head -${4:-40}; echo '```'; echo; }
 printf 'streams:\n  - input: {type: generat}\n    pipeline: {processors: []}\n    output: {type: drop}\n' > bad.yaml
@@ -36,4 +42,3 @@ show GET /readiness
 show GET /health
 show GET /liveness
 show DELETE /streams
-pkill -f "flowplane --config node.yaml"
