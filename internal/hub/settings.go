@@ -1,0 +1,111 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// DefaultAddress is where the Hub listens when SVC_HUB_ADDRESS is unset.
+const DefaultAddress = "127.0.0.1:8090"
+
+// Environment variables of the Hub (spec, "Authentication" rule 3).
+const (
+	EnvAddress       = "SVC_HUB_ADDRESS"
+	EnvStorage       = "SVC_HUB_STORAGE"
+	EnvOperatorToken = "SVC_OPERATOR_TOKEN"
+	EnvNodeToken     = "SVC_NODE_TOKEN"
+	EnvInsecureLocal = "SVC_HUB_INSECURE_LOCAL"
+)
+
+// Settings are the Hub's start-up settings. Tokens come only from the
+// environment, never from flags, so that they do not show in process lists.
+type Settings struct {
+	Address       string
+	Storage       string // SQLite path; "" means volatile (insecure local only)
+	OperatorToken string
+	NodeToken     string
+	InsecureLocal bool
+}
+
+// ErrInsecure is returned when the fail-closed rules refuse to start.
+var ErrInsecure = errors.New("refusing to start the Hub")
+
+// SettingsFromEnv reads the settings and applies the fail-closed rules:
+// without SVC_HUB_INSECURE_LOCAL=1 storage and both tokens are required
+// whatever the address; with it only a loopback address is accepted, and
+// what is missing is allowed but announced in the returned warnings (to be
+// logged at error level). Flag values, when non-empty, override the
+// environment's address and storage.
+func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorage string) (Settings, []string, error) {
+	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
+	s := Settings{
+		Address:       get(EnvAddress),
+		Storage:       get(EnvStorage),
+		OperatorToken: get(EnvOperatorToken),
+		NodeToken:     get(EnvNodeToken),
+	}
+	switch v := get(EnvInsecureLocal); v {
+	case "", "0", "false":
+	case "1", "true":
+		s.InsecureLocal = true
+	default:
+		return s, nil, fmt.Errorf("%w: %s must be 1 or unset, got %q", ErrInsecure, EnvInsecureLocal, v)
+	}
+	if flagAddress != "" {
+		s.Address = flagAddress
+	}
+	if flagStorage != "" {
+		s.Storage = flagStorage
+	}
+	if s.Address == "" {
+		s.Address = DefaultAddress
+	}
+	if _, _, err := net.SplitHostPort(s.Address); err != nil {
+		return s, nil, fmt.Errorf("%w: %s %q is not host:port", ErrInsecure, EnvAddress, s.Address)
+	}
+	var missing []string
+	if s.Storage == "" {
+		missing = append(missing, EnvStorage+" (durable SQLite path)")
+	}
+	if s.OperatorToken == "" {
+		missing = append(missing, EnvOperatorToken+" (operator API token)")
+	}
+	if s.NodeToken == "" {
+		missing = append(missing, EnvNodeToken+" (Agent registration token)")
+	}
+	if !s.InsecureLocal {
+		if len(missing) > 0 {
+			return s, nil, fmt.Errorf("%w: set %s, or %s=1 with a loopback %s for local development",
+				ErrInsecure, strings.Join(missing, ", "), EnvInsecureLocal, EnvAddress)
+		}
+		return s, nil, nil
+	}
+	if !isLoopback(s.Address) {
+		return s, nil, fmt.Errorf("%w: %s=1 accepts only a loopback %s, got %q", ErrInsecure, EnvInsecureLocal, EnvAddress, s.Address)
+	}
+	var warnings []string
+	if s.Storage == "" {
+		warnings = append(warnings, "no "+EnvStorage+": Hub state is volatile and lost at exit")
+	}
+	if s.OperatorToken == "" {
+		warnings = append(warnings, "no "+EnvOperatorToken+": the operator API is open to anyone who can reach "+s.Address)
+	}
+	if s.NodeToken == "" {
+		warnings = append(warnings, "no "+EnvNodeToken+": any process that can reach "+s.Address+" can register as a node")
+	}
+	return s, warnings, nil
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

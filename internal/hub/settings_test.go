@@ -1,0 +1,73 @@
+package hub
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSettingsFromEnv(t *testing.T) {
+	full := map[string]string{EnvStorage: "/var/lib/hub.db", EnvOperatorToken: "op-secret", EnvNodeToken: "node-secret"}
+	with := func(extra map[string]string, base map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name         string
+		env          map[string]string
+		flagAddr     string
+		wantErr      string // substring; "" = no error
+		wantWarnings int
+		wantAddr     string
+	}{
+		{"secure defaults", full, "", "", 0, DefaultAddress},
+		{"secure beyond loopback", with(map[string]string{EnvAddress: "0.0.0.0:8090"}, full), "", "", 0, "0.0.0.0:8090"},
+		{"flag overrides address", full, "127.0.0.1:9999", "", 0, "127.0.0.1:9999"},
+		{"nothing set", map[string]string{}, "", "set SVC_HUB_STORAGE (durable SQLite path), SVC_OPERATOR_TOKEN (operator API token), SVC_NODE_TOKEN (Agent registration token)", 0, ""},
+		{"token missing on loopback too", map[string]string{EnvStorage: "x.db", EnvNodeToken: "n"}, "", "set SVC_OPERATOR_TOKEN", 0, ""},
+		{"insecure local, nothing else", map[string]string{EnvInsecureLocal: "1"}, "", "", 3, DefaultAddress},
+		{"insecure local with storage", map[string]string{EnvInsecureLocal: "1", EnvStorage: "x.db"}, "", "", 2, DefaultAddress},
+		{"insecure local refuses non-loopback", map[string]string{EnvInsecureLocal: "1", EnvAddress: "0.0.0.0:8090"}, "", "accepts only a loopback SVC_HUB_ADDRESS", 0, ""},
+		{"insecure local refuses non-loopback flag", map[string]string{EnvInsecureLocal: "1"}, "10.1.2.3:80", "accepts only a loopback", 0, ""},
+		{"insecure local ipv6 loopback", map[string]string{EnvInsecureLocal: "1", EnvAddress: "[::1]:8090"}, "", "", 3, "[::1]:8090"},
+		{"bad insecure value", map[string]string{EnvInsecureLocal: "yes"}, "", `must be 1 or unset, got "yes"`, 0, ""},
+		{"bad address", with(map[string]string{EnvAddress: "nohost"}, full), "", `"nohost" is not host:port`, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, warnings, err := SettingsFromEnv(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }, tt.flagAddr, "")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrInsecure) {
+					t.Fatalf("err = %v, want ErrInsecure containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) != tt.wantWarnings || s.Address != tt.wantAddr {
+				t.Errorf("address %q warnings %v; want %q and %d warnings", s.Address, warnings, tt.wantAddr, tt.wantWarnings)
+			}
+			for _, w := range append(warnings, errString(err)) {
+				for _, secret := range []string{"op-secret", "node-secret"} {
+					if strings.Contains(w, secret) {
+						t.Errorf("message leaks a token: %s", w)
+					}
+				}
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
