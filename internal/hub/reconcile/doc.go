@@ -1,0 +1,67 @@
+// Package reconcile holds the pure decisions of the Hub's reconciler:
+// convergence of one resource, the dispatch plan for the outbox, attempt
+// expiry and retry backoff.
+//
+// Every function is a pure function of its input, now included: the package
+// must not do I/O, read the clock, start goroutines, log or keep state. The
+// Hub maps its store rows onto these input structs and applies the output
+// in its own transaction.
+//
+// # Convergence
+//
+// Convergence(in) is decided by the first row that applies (API.md
+// "States"). "Matches" means same state, generation and config_version, and
+// for a restart (Desired.ActionID set) the same action_id. "Erroring" means
+// the observation carries a LastError (within ErrorWindow of LastErrorAt
+// when both are set).
+//
+//	desired absent                                       unknown   no_desired
+//	observation matches, erroring                        degraded  erroring
+//	observation matches                                  in_sync   match
+//	no attempt, no observation                           unknown   no_observation
+//	no attempt, observation state failed                 degraded  observed_failed
+//	no attempt, observation erroring                     degraded  erroring
+//	no attempt, observation differs                      degraded  drift
+//	attempt pending, node online lacks a capability      blocked   incompatible_capability
+//	attempt pending, node draining / in maintenance      blocked   draining / maintenance
+//	attempt pending, intent expired                      blocked   expired
+//	attempt pending, retry under way                     degraded  retrying
+//	attempt pending, node not online                     pending   node_offline
+//	attempt pending                                      pending   not_dispatched
+//	attempt dispatched/acknowledged, retry under way     degraded  retrying
+//	attempt dispatched / acknowledged                    applying  dispatched / acknowledged
+//	attempt succeeded, observed generation >= desired    degraded  observed_failed / erroring / drift
+//	attempt succeeded, observation older or absent       applying  awaiting_report
+//	attempt failed/timed_out, permanent code             blocked   <code>
+//	attempt failed/timed_out, intent expired             blocked   expired
+//	attempt failed/timed_out, retry, node suspended      blocked   draining / maintenance
+//	attempt failed/timed_out, retry under way            degraded  retrying
+//	attempt failed/timed_out, no retry                   blocked   <code> or failed / timed_out
+//	attempt cancelled                                    blocked   cancelled
+//	attempt superseded                                   pending   superseded
+//	attempt in any other state                           unknown   unknown_attempt_state
+//
+// Permanent codes are incompatible_capability, expired and node_unavailable.
+// Acknowledgement never yields in_sync, and a matching observation yields
+// in_sync whatever the attempt's state: convergence comes from reports.
+//
+// # Dispatch
+//
+// PlanDispatch(in) gives every outbox row exactly one decision, first row
+// that applies. Rows compete for a node's queue oldest first (CreatedAt,
+// then IntentID).
+//
+//	intent expired (now >= ExpiresAt), node not online   fail      node_unavailable
+//	intent expired                                       fail      expired
+//	node not online (unavailable, unknown, missing)      wait      node_offline, NextAt = expiry
+//	node lacks a required capability                    fail      incompatible_capability
+//	node draining / in maintenance                       wait      draining / maintenance
+//	backoff since LastFinishedAt not elapsed             wait      backoff, NextAt = end of backoff
+//	Active + dispatched in this plan >= QueueBound       wait      capacity (Code capacity)
+//	otherwise                                            dispatch  attempt expiry = min(now+TTL, intent expiry)
+//
+// Draining and maintenance suppress new dispatch only: attempts in flight
+// are not PlanDispatch's input and are never touched. ExpireAttempts turns
+// attempts in flight past their expiry into timed_out; Backoff(n) is the wait
+// after the n-th attempt: initial * 2^(n-1), capped.
+package reconcile

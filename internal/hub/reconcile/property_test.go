@@ -1,0 +1,298 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+var (
+	opStates   = []string{wire.OpPending, wire.OpDispatched, wire.OpAcknowledged, wire.OpSucceeded, wire.OpFailed, wire.OpTimedOut, wire.OpCancelled, wire.OpSuperseded}
+	statuses   = []string{StatusOnline, StatusUnavailable, StatusUnknown}
+	modes      = []string{ModeActive, ModeDraining, ModeMaintenance}
+	codes      = []string{"", CodeCapacity, CodeExpired, CodeIncompatibleCapability, CodeNodeUnavailable, "engine_error"}
+	caps       = []string{"network_shuffle", "data_address"}
+	convValues = []string{wire.ConvergenceUnknown, wire.ConvergencePending, wire.ConvergenceApplying, wire.ConvergenceInSync, wire.ConvergenceDegraded, wire.ConvergenceBlocked}
+)
+
+func genNode(t *rapid.T, label string) Node {
+	return Node{
+		// Weighted towards online and active, so that rows compete for queues.
+		Status:       rapid.SampledFrom(append([]string{StatusOnline, StatusOnline}, statuses...)).Draw(t, label+".status"),
+		Mode:         rapid.SampledFrom(append([]string{ModeActive, ModeActive}, modes...)).Draw(t, label+".mode"),
+		Capabilities: rapid.SliceOfNDistinct(rapid.SampledFrom(caps), 0, 2, rapid.ID[string]).Draw(t, label+".caps"),
+		Active:       rapid.IntRange(0, 2).Draw(t, label+".active"),
+	}
+}
+
+func genObserved(t *rapid.T) *Observed {
+	if rapid.Bool().Draw(t, "observed.absent") {
+		return nil
+	}
+	o := &Observed{
+		State:         rapid.SampledFrom([]string{"starting", "running", "stopping", "stopped", "completed", "failed"}).Draw(t, "observed.state"),
+		Generation:    rapid.Int64Range(0, 4).Draw(t, "observed.generation"),
+		ConfigVersion: rapid.SampledFrom([]string{"v1", "v2"}).Draw(t, "observed.config"),
+		ActionID:      rapid.SampledFrom([]string{"", "a1", "a2"}).Draw(t, "observed.action"),
+	}
+	if rapid.Bool().Draw(t, "observed.erroring") {
+		o.LastError = "boom"
+		o.LastErrorAt = t0.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "observed.errorAge")) * time.Second)
+	}
+	return o
+}
+
+func genConvergence(t *rapid.T) ConvergenceInput {
+	in := ConvergenceInput{
+		Node:                 genNode(t, "node"),
+		Observed:             genObserved(t),
+		RequiredCapabilities: rapid.SliceOfNDistinct(rapid.SampledFrom(caps), 0, 2, rapid.ID[string]).Draw(t, "required"),
+		ErrorWindow:          time.Duration(rapid.IntRange(0, 60).Draw(t, "window")) * time.Second,
+		Now:                  t0,
+	}
+	if !rapid.Bool().Draw(t, "desired.absent") {
+		in.Desired = &Desired{
+			State:         rapid.SampledFrom([]string{"running", "stopped"}).Draw(t, "desired.state"),
+			Generation:    rapid.Int64Range(1, 4).Draw(t, "desired.generation"),
+			ConfigVersion: rapid.SampledFrom([]string{"v1", "v2"}).Draw(t, "desired.config"),
+			ActionID:      rapid.SampledFrom([]string{"", "a1", "a2"}).Draw(t, "desired.action"),
+		}
+	}
+	if !rapid.Bool().Draw(t, "attempt.absent") {
+		in.Latest = &LatestAttempt{
+			State:         rapid.SampledFrom(opStates).Draw(t, "attempt.state"),
+			FailureCode:   rapid.SampledFrom(codes).Draw(t, "attempt.code"),
+			RetryPending:  rapid.Bool().Draw(t, "attempt.retry"),
+			IntentExpired: rapid.Bool().Draw(t, "attempt.expired"),
+		}
+	}
+	return in
+}
+
+// matching returns an observation that matches d exactly, without error.
+func matching(d Desired) *Observed {
+	return &Observed{State: d.State, Generation: d.Generation, ConfigVersion: d.ConfigVersion, ActionID: d.ActionID}
+}
+
+// Convergence always answers one of the six values, with a reason.
+func TestPropConvergenceTotal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := Convergence(genConvergence(t))
+		if !slices.Contains(convValues, r.Value) || r.Reason == "" {
+			t.Fatalf("Convergence = %+v", r)
+		}
+	})
+}
+
+// (a) Acknowledgement alone never yields in_sync: with no matching
+// observation, an acknowledged attempt is never in_sync.
+func TestPropAcknowledgementNeverInSync(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genConvergence(t)
+		ack := wire.OpAcknowledged
+		if rapid.Bool().Draw(t, "succeeded") {
+			ack = wire.OpSucceeded // a success result is transport too
+		}
+		in.Latest = &LatestAttempt{State: ack, RetryPending: rapid.Bool().Draw(t, "retry")}
+		if in.Desired != nil && in.Observed != nil && matches(*in.Desired, *in.Observed) {
+			in.Observed = nil
+		}
+		if r := Convergence(in); r.Value == wire.ConvergenceInSync {
+			t.Fatalf("Convergence = %+v without a matching observation", r)
+		}
+	})
+}
+
+// (b) A matching, error-free observation yields in_sync whatever the node and
+// the attempt's transport state.
+func TestPropMatchingObservationInSync(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genConvergence(t)
+		if in.Desired == nil {
+			in.Desired = &Desired{State: "running", Generation: 1, ConfigVersion: "v1"}
+		}
+		in.Observed = matching(*in.Desired)
+		if r := Convergence(in); r.Value != wire.ConvergenceInSync {
+			t.Fatalf("Convergence = %+v with a matching observation", r)
+		}
+	})
+}
+
+func genRows(t *rapid.T, nodeIDs []string) []OutboxRow {
+	n := rapid.IntRange(0, 20).Draw(t, "rows")
+	rows := make([]OutboxRow, n)
+	for i := range rows {
+		r := OutboxRow{
+			IntentID:             fmt.Sprintf("i%02d", rapid.IntRange(0, 30).Draw(t, "intent")),
+			NodeID:               rapid.SampledFrom(nodeIDs).Draw(t, "node"),
+			RequiredCapabilities: rapid.SliceOfNDistinct(rapid.SampledFrom(caps), 0, 1, rapid.ID[string]).Draw(t, "required"),
+			CreatedAt:            t0.Add(-time.Duration(rapid.IntRange(0, 5).Draw(t, "age")) * time.Second),
+			Attempts:             rapid.IntRange(0, 5).Draw(t, "attempts"),
+		}
+		if rapid.Bool().Draw(t, "expires") {
+			r.ExpiresAt = t0.Add(time.Duration(rapid.IntRange(-30, 30).Draw(t, "expiry")) * time.Second)
+		}
+		if r.Attempts > 0 {
+			r.LastFinishedAt = t0.Add(-time.Duration(rapid.IntRange(0, 40).Draw(t, "finished")) * time.Second)
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+func genDispatch(t *rapid.T) DispatchInput {
+	nodeIDs := []string{"n1", "n2", "n3", "ghost"}
+	nodes := map[string]Node{}
+	for _, id := range nodeIDs[:3] {
+		nodes[id] = genNode(t, id)
+	}
+	return DispatchInput{
+		Rows:  genRows(t, nodeIDs),
+		Nodes: nodes,
+		Limits: Limits{
+			QueueBound:     rapid.IntRange(0, 3).Draw(t, "bound"),
+			AttemptTTL:     time.Duration(rapid.IntRange(1, 60).Draw(t, "ttl")) * time.Second,
+			BackoffInitial: time.Second,
+			BackoffMax:     16 * time.Second,
+		},
+		Now: t0,
+	}
+}
+
+// (c) A draining node or one in maintenance never gets a dispatch.
+func TestPropSuspendedNeverDispatched(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genDispatch(t)
+		for _, d := range PlanDispatch(in).Decisions {
+			if n := in.Nodes[d.NodeID]; d.Action == ActionDispatch && (n.Mode == ModeDraining || n.Mode == ModeMaintenance) {
+				t.Fatalf("dispatched %s to node %s in mode %s", d.IntentID, d.NodeID, n.Mode)
+			}
+		}
+	})
+}
+
+// (d) PlanDispatch is total (one decision per row, in row order, with a known
+// action and a code exactly when it fails) and deterministic, also under a
+// permutation of the rows.
+func TestPropPlanDispatchTotalDeterministic(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genDispatch(t)
+		plan := PlanDispatch(in)
+		if len(plan.Decisions) != len(in.Rows) {
+			t.Fatalf("%d decisions for %d rows", len(plan.Decisions), len(in.Rows))
+		}
+		for i, d := range plan.Decisions {
+			if d.IntentID != in.Rows[i].IntentID || d.NodeID != in.Rows[i].NodeID {
+				t.Fatalf("decision %d is for %s/%s, row is %s/%s", i, d.IntentID, d.NodeID, in.Rows[i].IntentID, in.Rows[i].NodeID)
+			}
+			switch d.Action {
+			case ActionDispatch, ActionWait:
+				if d.Action == ActionWait && d.Reason == "" {
+					t.Fatalf("wait without reason: %+v", d)
+				}
+			case ActionFail:
+				if !slices.Contains([]string{CodeExpired, CodeNodeUnavailable, CodeIncompatibleCapability}, d.Code) {
+					t.Fatalf("fail with code %q", d.Code)
+				}
+			default:
+				t.Fatalf("unknown action %q", d.Action)
+			}
+		}
+		if diff := cmp.Diff(plan, PlanDispatch(in)); diff != "" {
+			t.Fatalf("second plan differs:\n%s", diff)
+		}
+		perm := rapid.Permutation(indices(len(in.Rows))).Draw(t, "perm")
+		shuffled := in
+		shuffled.Rows = make([]OutboxRow, len(in.Rows))
+		for i, p := range perm {
+			shuffled.Rows[i] = in.Rows[p]
+		}
+		again := PlanDispatch(shuffled)
+		for i, p := range perm {
+			if diff := cmp.Diff(plan.Decisions[p], again.Decisions[i]); diff != "" && !sameKeyRows(in.Rows, p) {
+				t.Fatalf("permuted plan differs for row %d:\n%s", p, diff)
+			}
+		}
+	})
+}
+
+// sameKeyRows reports whether row p shares (CreatedAt, IntentID, NodeID)
+// with another row; such twins may swap their decisions under permutation.
+func sameKeyRows(rows []OutboxRow, p int) bool {
+	for i, r := range rows {
+		if i != p && r.IntentID == rows[p].IntentID && r.NodeID == rows[p].NodeID && r.CreatedAt.Equal(rows[p].CreatedAt) {
+			return true
+		}
+	}
+	return false
+}
+
+func indices(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// (e) No row is dispatched at or after its expiry, and no attempt outlives
+// its intent.
+func TestPropNoDispatchAfterExpiry(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genDispatch(t)
+		for i, d := range PlanDispatch(in).Decisions {
+			r := in.Rows[i]
+			if d.Action != ActionDispatch || r.ExpiresAt.IsZero() {
+				continue
+			}
+			if !in.Now.Before(r.ExpiresAt) || d.AttemptExpiresAt.After(r.ExpiresAt) {
+				t.Fatalf("row expiring %s dispatched at %s with attempt expiry %s", r.ExpiresAt, in.Now, d.AttemptExpiresAt)
+			}
+		}
+	})
+}
+
+// (f) A node's attempts in flight plus this plan's dispatches never exceed
+// the queue bound (when one is set and the node was not already over it).
+func TestPropQueueBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genDispatch(t)
+		if in.Limits.QueueBound == 0 {
+			in.Limits.QueueBound = 1
+		}
+		per := map[string]int{}
+		for _, d := range PlanDispatch(in).Dispatched() {
+			per[d.NodeID]++
+		}
+		for id, n := range per {
+			if total := in.Nodes[id].Active + n; total > in.Limits.QueueBound {
+				t.Fatalf("node %s: %d active + %d dispatched > bound %d", id, in.Nodes[id].Active, n, in.Limits.QueueBound)
+			}
+		}
+	})
+}
+
+// (g) Backoff is monotone non-decreasing in the attempt and capped.
+func TestPropBackoff(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		initial := time.Duration(rapid.Int64Range(1, int64(time.Hour)).Draw(t, "initial"))
+		ceiling := time.Duration(rapid.Int64Range(int64(initial), 1<<62).Draw(t, "ceiling"))
+		a := rapid.IntRange(0, 200).Draw(t, "attempt")
+		b := a + rapid.IntRange(0, 200).Draw(t, "step")
+		x, y := Backoff(a, initial, ceiling), Backoff(b, initial, ceiling)
+		if x > y {
+			t.Fatalf("Backoff(%d) = %s > Backoff(%d) = %s", a, x, b, y)
+		}
+		if y > ceiling || x < 0 {
+			t.Fatalf("Backoff out of [0, %s]: %s, %s", ceiling, x, y)
+		}
+		if a >= 1 && x < initial {
+			t.Fatalf("Backoff(%d) = %s below initial %s", a, x, initial)
+		}
+	})
+}

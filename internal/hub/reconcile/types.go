@@ -1,0 +1,56 @@
+package reconcile
+
+// Node liveness (API.md "States").
+const (
+	StatusOnline      = "online"
+	StatusUnavailable = "unavailable"
+	StatusUnknown     = "unknown"
+)
+
+// Node administrative modes (API.md "States").
+const (
+	ModeActive      = "active"
+	ModeDraining    = "draining"
+	ModeMaintenance = "maintenance"
+)
+
+// Stable failure codes (spec "Errors": the audit record's failure codes).
+const (
+	CodeNodeUnavailable        = "node_unavailable"
+	CodeCapacity               = "capacity"
+	CodeIncompatibleCapability = "incompatible_capability"
+	CodeExpired                = "expired"
+)
+
+// Node is what the reconciler knows of one node. Active is the number of
+// its attempts in flight (dispatched or acknowledged, not yet finished); only
+// PlanDispatch reads it.
+type Node struct {
+	Status       string
+	Mode         string
+	Capabilities []string
+	Active       int
+}
+
+// online reports whether the node holds a live lease.
+func (n Node) online() bool { return n.Status == StatusOnline }
+
+// suspended reports whether an administrative mode suppresses new dispatch.
+func (n Node) suspended() bool { return n.Mode == ModeDraining || n.Mode == ModeMaintenance }
+
+// lacks reports whether the node does not advertise one of required.
+func (n Node) lacks(required []string) bool {
+	for _, r := range required {
+		found := false
+		for _, c := range n.Capabilities {
+			if c == r {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}
