@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Resource kinds.
+const (
+	KindStream = "stream"
+	KindJob    = "job"
+)
+
+// DesiredWrite is one accepted desired-state write. The caller makes the
+// intent id and passes the time.
+type DesiredWrite struct {
+	IntentID   string
+	Operation  string // e.g. "stream_desired_state", "job_start"
+	NodeID     string
+	Kind       string // KindStream or KindJob
+	ResourceID string
+	State      string
+	// ConfigVersion and ActionID are stored as given.
+	ConfigVersion string
+	ActionID      string
+	// IfMatch, when not nil, is the generation the client expects to be
+	// current (0 for a resource never written).
+	IfMatch       *int64
+	CorrelationID string
+	Actor         string
+	Now           time.Time
+	// ExpiresAt is when the intent fails as expired if not done; zero means never.
+	ExpiresAt time.Time
+}
+
+// DesiredResult is what a WriteDesired committed.
+type DesiredResult struct {
+	Generation int64
+	// Superseded counts the older pending intents of the resource it superseded.
+	Superseded int
+	EventID    int64
+}
+
+// Resource is the desired state of one resource.
+type Resource struct {
+	NodeID        string
+	Kind          string
+	ResourceID    string
+	State         string
+	ConfigVersion string
+	Generation    int64
+	ActionID      string
+	UpdatedAt     time.Time
+}
+
+// WriteDesired records w in one transaction: If-Match check, generation+1,
+// the intent, superseding older pending intents of the resource, an outbox
+// row, an audit row and an intent_accepted event. It returns once that
+// transaction is on disk. A conflict returns *GenerationConflictError.
+// The node needs not be known.
+func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult, error) {
+	var res DesiredResult
+	if w.IntentID == "" || w.NodeID == "" || w.ResourceID == "" || w.Operation == "" || w.Now.IsZero() {
+		return res, fmt.Errorf("%w: intent id, operation, node id, resource id and now are required", ErrInvalid)
+	}
+	if w.Kind != KindStream && w.Kind != KindJob {
+		return res, fmt.Errorf("%w: resource kind %q", ErrInvalid, w.Kind)
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		res = DesiredResult{}
+		var cur int64
+		err := q.QueryRowContext(ctx, `SELECT generation FROM resources WHERE node_id = ? AND resource_kind = ? AND resource_id = ?`,
+			w.NodeID, w.Kind, w.ResourceID).Scan(&cur)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if w.IfMatch != nil && *w.IfMatch != cur {
+			return &GenerationConflictError{Expected: *w.IfMatch, Current: cur}
+		}
+		res.Generation = cur + 1
+		now := ms(w.Now)
+		if _, err := q.ExecContext(ctx, `INSERT INTO resources (node_id, resource_kind, resource_id, state, config_version,
+			generation, action_id, updated_at) VALUES (?,?,?,?,?,?,?,?)
+			ON CONFLICT (node_id, resource_kind, resource_id) DO UPDATE SET state = excluded.state,
+			config_version = excluded.config_version, generation = excluded.generation,
+			action_id = excluded.action_id, updated_at = excluded.updated_at`,
+			w.NodeID, w.Kind, w.ResourceID, w.State, w.ConfigVersion, res.Generation, w.ActionID, now); err != nil {
+			return err
+		}
+		// Superseded intents are never dispatched. (At most one intent per
+		// resource is pending, so both statements touch few rows.)
+		if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE processed_at IS NULL AND intent_id IN
+			(SELECT id FROM intents WHERE node_id = ? AND resource_kind = ? AND resource_id = ? AND state = 'pending')`,
+			now, w.NodeID, w.Kind, w.ResourceID); err != nil {
+			return err
+		}
+		r, err := q.ExecContext(ctx, `UPDATE intents SET state = 'superseded', updated_at = ?, finished_at = ?
+			WHERE node_id = ? AND resource_kind = ? AND resource_id = ? AND state = 'pending'`,
+			now, now, w.NodeID, w.Kind, w.ResourceID)
+		if err != nil {
+			return err
+		}
+		n, _ := r.RowsAffected()
+		res.Superseded = int(n)
+		if _, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
+			desired_state, config_version, action_id, correlation_id, actor, state, created_at, updated_at, expires_at)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
+			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, res.Generation, w.State, w.ConfigVersion, w.ActionID,
+			w.CorrelationID, w.Actor, now, now, ms(w.ExpiresAt)); err != nil {
+			return err
+		}
+		if err := s.at("after_intent"); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, `INSERT INTO outbox (intent_id, node_id, created_at) VALUES (?,?,?)`,
+			w.IntentID, w.NodeID, now); err != nil {
+			return err
+		}
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, Action: w.Operation,
+			ResourceType: w.Kind, ResourceID: w.ResourceID, NodeID: w.NodeID, CorrelationID: w.CorrelationID,
+			Outcome: OutcomeAccepted}); err != nil {
+			return err
+		}
+		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, OutcomeAccepted, "")
+		e.Data = map[string]any{"generation": res.Generation, "desired_state": w.State}
+		res.EventID, err = insertEvent(ctx, q, e)
+		return err
+	})
+	if err != nil {
+		return DesiredResult{}, err
+	}
+	return res, nil
+}
+
+// GetResource returns the desired state of one resource, or ErrNotFound.
+func (s *Store) GetResource(ctx context.Context, nodeID, kind, resourceID string) (Resource, error) {
+	r := Resource{NodeID: nodeID, Kind: kind, ResourceID: resourceID}
+	var at int64
+	err := s.read(ctx, func(q querier) error {
+		err := q.QueryRowContext(ctx, `SELECT state, config_version, generation, action_id, updated_at FROM resources
+			WHERE node_id = ? AND resource_kind = ? AND resource_id = ?`, nodeID, kind, resourceID).
+			Scan(&r.State, &r.ConfigVersion, &r.Generation, &r.ActionID, &at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		return err
+	})
+	r.UpdatedAt = tm(at)
+	return r, err
+}
+
+func scanResources(ctx context.Context, q querier) ([]Resource, error) {
+	rows, err := q.QueryContext(ctx, `SELECT node_id, resource_kind, resource_id, state, config_version, generation,
+		action_id, updated_at FROM resources ORDER BY node_id, resource_kind, resource_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Resource
+	for rows.Next() {
+		var r Resource
+		var at int64
+		if err := rows.Scan(&r.NodeID, &r.Kind, &r.ResourceID, &r.State, &r.ConfigVersion, &r.Generation, &r.ActionID, &at); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = tm(at)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

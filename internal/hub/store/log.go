@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Audit outcomes.
+const (
+	OutcomeAccepted = "accepted"
+	OutcomeRejected = "rejected"
+)
+
+// AuditRecord is one audit row. It holds scalars only: never a token, a
+// configuration body or a job spec.
+type AuditRecord struct {
+	ID            int64     `json:"id"`
+	OccurredAt    wire.Time `json:"occurred_at"`
+	Actor         string    `json:"actor,omitempty"`
+	Action        string    `json:"action"`
+	ResourceType  string    `json:"resource_type,omitempty"`
+	ResourceID    string    `json:"resource_id,omitempty"`
+	NodeID        string    `json:"node_id,omitempty"`
+	CorrelationID string    `json:"correlation_id,omitempty"`
+	Outcome       string    `json:"outcome"`
+	FailureCode   string    `json:"failure_code,omitempty"`
+	Message       string    `json:"message,omitempty"`
+}
+
+// Paging selects one page of a collection: Page from 1, PageSize 1..100.
+type Paging struct {
+	Page     int
+	PageSize int
+}
+
+// MaxPageSize is the spec's page_size upper bound.
+const MaxPageSize = 100
+
+func (p Paging) check() error {
+	if p.Page < 1 || p.PageSize < 1 || p.PageSize > MaxPageSize {
+		return fmt.Errorf("%w: page %d, page_size %d", ErrInvalid, p.Page, p.PageSize)
+	}
+	return nil
+}
+
+func (p Paging) offset() int { return (p.Page - 1) * p.PageSize }
+
+// where builds "WHERE a = ? AND b = ?" from the non-empty filters, in order.
+type where struct {
+	parts []string
+	args  []any
+}
+
+func (w *where) eq(col, v string) {
+	if v != "" {
+		w.parts = append(w.parts, col+" = ?")
+		w.args = append(w.args, v)
+	}
+}
+
+func (w *where) String() string {
+	if len(w.parts) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.parts, " AND ")
+}
+
+// AppendEvent appends e (its ID is ignored) and returns the new id.
+func (s *Store) AppendEvent(ctx context.Context, e wire.Event) (int64, error) {
+	var id int64
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		id, err = insertEvent(ctx, q, e)
+		return err
+	})
+	return id, err
+}
+
+func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
+	data := ""
+	if len(e.Data) > 0 {
+		b, err := json.Marshal(e.Data)
+		if err != nil {
+			return 0, fmt.Errorf("%w: event data: %w", ErrInvalid, err)
+		}
+		data = string(b)
+	}
+	r, err := q.ExecContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
+		correlation_id, actor, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		e.Kind, ms(e.OccurredAt.Time), e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.Outcome, e.Message, data)
+	if err != nil {
+		return 0, err
+	}
+	return r.LastInsertId()
+}
+
+// EventFilter narrows ListEvents; empty fields match everything.
+type EventFilter struct {
+	Kind, NodeID, ResourceID, OperationID, CorrelationID string
+}
+
+func (f EventFilter) where() *where {
+	w := &where{}
+	w.eq("kind", f.Kind)
+	w.eq("node_id", f.NodeID)
+	w.eq("resource_id", f.ResourceID)
+	w.eq("operation_id", f.OperationID)
+	w.eq("correlation_id", f.CorrelationID)
+	return w
+}
+
+const eventCols = "id, kind, occurred_at, node_id, resource_id, operation_id, correlation_id, actor, outcome, message, data"
+
+// ListEvents returns one page of the events matching f, newest first.
+func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Paging) (wire.Page[wire.Event], error) {
+	out := wire.Page[wire.Event]{Items: []wire.Event{}, Page: p.Page, PageSize: p.PageSize}
+	if err := p.check(); err != nil {
+		return out, err
+	}
+	w := f.where()
+	err := s.readTx(ctx, func(q querier) error {
+		if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM events"+w.String(), w.args...).Scan(&out.Total); err != nil {
+			return err
+		}
+		rows, err := q.QueryContext(ctx, "SELECT "+eventCols+" FROM events"+w.String()+" ORDER BY id DESC LIMIT ? OFFSET ?",
+			append(w.args, p.PageSize, p.offset())...)
+		if err != nil {
+			return err
+		}
+		out.Items, err = scanEvents(rows)
+		return err
+	})
+	return out, err
+}
+
+// EventsAfter returns up to limit (at most 2048) events with id > after
+// that match f, oldest first: the replay of an SSE Last-Event-ID.
+func (s *Store) EventsAfter(ctx context.Context, after int64, f EventFilter, limit int) ([]wire.Event, error) {
+	if limit < 1 || limit > MaxEvents {
+		return nil, fmt.Errorf("%w: limit %d", ErrInvalid, limit)
+	}
+	w := f.where()
+	w.parts = append(w.parts, "id > ?")
+	w.args = append(w.args, after)
+	var out []wire.Event
+	err := s.read(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, "SELECT "+eventCols+" FROM events"+w.String()+" ORDER BY id LIMIT ?", append(w.args, limit)...)
+		if err != nil {
+			return err
+		}
+		out, err = scanEvents(rows)
+		return err
+	})
+	return out, err
+}
+
+func scanEvents(rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+	Close() error
+}) ([]wire.Event, error) {
+	defer rows.Close()
+	out := []wire.Event{}
+	for rows.Next() {
+		var e wire.Event
+		var at int64
+		var data string
+		if err := rows.Scan(&e.ID, &e.Kind, &at, &e.NodeID, &e.ResourceID, &e.OperationID, &e.CorrelationID,
+			&e.Actor, &e.Outcome, &e.Message, &data); err != nil {
+			return nil, err
+		}
+		e.OccurredAt = wire.At(tm(at))
+		if data != "" {
+			if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
+				return nil, fmt.Errorf("event %d data: %w", e.ID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// EventIDs returns the oldest retained event id (0 when the log is empty)
+// and the newest id ever assigned, which survives retention: ids never
+// repeat. SSE replay sends resync when Last-Event-ID < oldest-1.
+func (s *Store) EventIDs(ctx context.Context) (oldest, newest int64, err error) {
+	err = s.readTx(ctx, func(q querier) error {
+		if err := q.QueryRowContext(ctx, "SELECT COALESCE(MIN(id), 0) FROM events").Scan(&oldest); err != nil {
+			return err
+		}
+		return lastEventID(ctx, q, &newest)
+	})
+	return oldest, newest, err
+}
+
+// LastEventID returns the highest event id ever assigned (0 if none), even
+// when that row was reclaimed.
+func (s *Store) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	err := s.read(ctx, func(q querier) error { return lastEventID(ctx, q, &id) })
+	return id, err
+}
+
+func lastEventID(ctx context.Context, q querier, id *int64) error {
+	return q.QueryRowContext(ctx, "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)").Scan(id)
+}
+
+// AppendAudit appends r (its ID is ignored) and returns the new id.
+func (s *Store) AppendAudit(ctx context.Context, r AuditRecord) (int64, error) {
+	var id int64
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		var err error
+		id, err = insertAudit(ctx, q, r)
+		return err
+	})
+	return id, err
+}
+
+func insertAudit(ctx context.Context, q querier, r AuditRecord) (int64, error) {
+	if r.Outcome != OutcomeAccepted && r.Outcome != OutcomeRejected {
+		return 0, fmt.Errorf("%w: audit outcome %q", ErrInvalid, r.Outcome)
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO audit (occurred_at, actor, action, resource_type, resource_id, node_id,
+		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		ms(r.OccurredAt.Time), r.Actor, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// AuditFilter narrows ListAudit; empty fields match everything.
+type AuditFilter struct {
+	ResourceID, NodeID, Actor, Action string
+}
+
+// ListAudit returns one page of the audit rows matching f, newest first.
+func (s *Store) ListAudit(ctx context.Context, f AuditFilter, p Paging) (wire.Page[AuditRecord], error) {
+	out := wire.Page[AuditRecord]{Items: []AuditRecord{}, Page: p.Page, PageSize: p.PageSize}
+	if err := p.check(); err != nil {
+		return out, err
+	}
+	w := &where{}
+	w.eq("resource_id", f.ResourceID)
+	w.eq("node_id", f.NodeID)
+	w.eq("actor", f.Actor)
+	w.eq("action", f.Action)
+	err := s.readTx(ctx, func(q querier) error {
+		if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM audit"+w.String(), w.args...).Scan(&out.Total); err != nil {
+			return err
+		}
+		rows, err := q.QueryContext(ctx, `SELECT id, occurred_at, actor, action, resource_type, resource_id, node_id,
+			correlation_id, outcome, failure_code, message FROM audit`+w.String()+" ORDER BY id DESC LIMIT ? OFFSET ?",
+			append(w.args, p.PageSize, p.offset())...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r AuditRecord
+			var at int64
+			if err := rows.Scan(&r.ID, &at, &r.Actor, &r.Action, &r.ResourceType, &r.ResourceID, &r.NodeID,
+				&r.CorrelationID, &r.Outcome, &r.FailureCode, &r.Message); err != nil {
+				return err
+			}
+			r.OccurredAt = wire.At(tm(at))
+			out.Items = append(out.Items, r)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// event is a shorthand for the rows write functions append.
+func event(kind string, now time.Time, nodeID, resourceID, opID, corr, actor, outcome, msg string) wire.Event {
+	return wire.Event{Kind: kind, OccurredAt: wire.At(now), NodeID: nodeID, ResourceID: resourceID,
+		OperationID: opID, CorrelationID: corr, Actor: actor, Outcome: outcome, Message: msg}
+}

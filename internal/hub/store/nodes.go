@@ -1,0 +1,332 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Node modes.
+const (
+	ModeActive      = "active"
+	ModeDraining    = "draining"
+	ModeMaintenance = "maintenance"
+)
+
+// MaxReportStreams bounds the stream observations of one report.
+const MaxReportStreams = 4096
+
+// Node is a registered node as stored.
+type Node struct {
+	NodeID           string
+	BootID           string
+	Version          string
+	ProtocolVersion  int
+	Capabilities     []string
+	DataAddress      string
+	RegisteredAt     time.Time
+	LeaseExpiresAt   time.Time
+	Mode             string
+	SessionExpiresAt time.Time
+	ReportBootID     string
+	ReportSeq        int64
+	ReportedAt       time.Time
+}
+
+// Registration is one Agent register call. SessionToken is the raw
+// credential the Hub issues; only its SHA-256 is stored.
+type Registration struct {
+	NodeID           string
+	BootID           string
+	Version          string
+	ProtocolVersion  int
+	Capabilities     []string
+	DataAddress      string
+	SessionToken     string
+	SessionExpiresAt time.Time
+	LeaseExpiresAt   time.Time
+	Now              time.Time
+}
+
+// RegisterNode creates or updates a node, replaces its session (the old
+// token stops working) and renews its lease; the mode is kept. It appends
+// a node_registered event.
+func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
+	if r.NodeID == "" || r.SessionToken == "" {
+		return fmt.Errorf("%w: node id and session token are required", ErrInvalid)
+	}
+	caps, err := json.Marshal(nonNil(r.Capabilities))
+	if err != nil {
+		return err
+	}
+	h := hashToken(r.SessionToken)
+	return s.write(ctx, func(ctx context.Context, q querier) error {
+		now := ms(r.Now)
+		if _, err := q.ExecContext(ctx, `INSERT INTO nodes (node_id, boot_id, version, protocol_version, capabilities,
+			data_address, registered_at, lease_expires_at, session_hash, session_expires_at) VALUES (?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT (node_id) DO UPDATE SET boot_id = excluded.boot_id, version = excluded.version,
+			protocol_version = excluded.protocol_version, capabilities = excluded.capabilities,
+			data_address = excluded.data_address, registered_at = excluded.registered_at,
+			lease_expires_at = excluded.lease_expires_at, session_hash = excluded.session_hash,
+			session_expires_at = excluded.session_expires_at`,
+			r.NodeID, r.BootID, r.Version, r.ProtocolVersion, string(caps), r.DataAddress, now, ms(r.LeaseExpiresAt),
+			h, ms(r.SessionExpiresAt)); err != nil {
+			return err
+		}
+		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "")
+		e.Data = map[string]any{"boot_id": r.BootID, "version": r.Version}
+		_, err := insertEvent(ctx, q, e)
+		return err
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func hashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// Session is what a session credential resolves to.
+type Session struct {
+	NodeID    string
+	ExpiresAt time.Time
+}
+
+// LookupSession resolves a raw session token at now: ErrNotFound when no
+// node holds it (never issued or replaced), ErrSessionExpired when past its
+// expiry.
+func (s *Store) LookupSession(ctx context.Context, token string, now time.Time) (Session, error) {
+	var out Session
+	err := s.read(ctx, func(q querier) error {
+		var x int64
+		err := q.QueryRowContext(ctx, "SELECT node_id, session_expires_at FROM nodes WHERE session_hash = ?", hashToken(token)).
+			Scan(&out.NodeID, &x)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session: %w", ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		out.ExpiresAt = tm(x)
+		if !now.Before(out.ExpiresAt) {
+			return ErrSessionExpired
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Heartbeat renews a node's lease and re-asserts its capabilities and data
+// address. An unknown node returns ErrNotFound.
+func (s *Store) Heartbeat(ctx context.Context, nodeID string, capabilities []string, dataAddress string, leaseExpiresAt time.Time) error {
+	caps, err := json.Marshal(nonNil(capabilities))
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, q querier) error {
+		r, err := q.ExecContext(ctx, `UPDATE nodes SET lease_expires_at = ?, capabilities = ?, data_address = ? WHERE node_id = ?`,
+			ms(leaseExpiresAt), string(caps), dataAddress, nodeID)
+		if err != nil {
+			return err
+		}
+		return mustAffect(r, "node "+nodeID)
+	})
+}
+
+func mustAffect(r sql.Result, what string) error {
+	n, err := r.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
+// ModeChange is an operator's drain, maintenance entry or exit.
+type ModeChange struct {
+	NodeID        string
+	Mode          string
+	Actor         string
+	CorrelationID string
+	Now           time.Time
+}
+
+// SetNodeMode changes a node's mode with an audit row and a
+// node_maintenance_changed event. Desired state is not touched.
+func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
+	if m.Mode != ModeActive && m.Mode != ModeDraining && m.Mode != ModeMaintenance {
+		return fmt.Errorf("%w: mode %q", ErrInvalid, m.Mode)
+	}
+	return s.write(ctx, func(ctx context.Context, q querier) error {
+		var from string
+		err := q.QueryRowContext(ctx, "SELECT mode FROM nodes WHERE node_id = ?", m.NodeID).Scan(&from)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("node %q: %w", m.NodeID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, "UPDATE nodes SET mode = ? WHERE node_id = ?", m.Mode, m.NodeID); err != nil {
+			return err
+		}
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, Action: "node_mode_" + m.Mode,
+			ResourceType: "node", ResourceID: m.NodeID, NodeID: m.NodeID, CorrelationID: m.CorrelationID,
+			Outcome: OutcomeAccepted}); err != nil {
+			return err
+		}
+		e := event(wire.EventNodeMaintenanceChanged, m.Now, m.NodeID, m.NodeID, "", m.CorrelationID, m.Actor, OutcomeAccepted, "")
+		e.Data = map[string]any{"from": from, "to": m.Mode}
+		_, err = insertEvent(ctx, q, e)
+		return err
+	})
+}
+
+const nodeCols = `node_id, boot_id, version, protocol_version, capabilities, data_address, registered_at, lease_expires_at,
+	mode, session_expires_at, report_boot_id, report_seq, reported_at`
+
+func scanNode(r scanner) (Node, error) {
+	var n Node
+	var caps string
+	var reg, lease, sx, rep int64
+	if err := r.Scan(&n.NodeID, &n.BootID, &n.Version, &n.ProtocolVersion, &caps, &n.DataAddress, &reg, &lease, &n.Mode,
+		&sx, &n.ReportBootID, &n.ReportSeq, &rep); err != nil {
+		return n, err
+	}
+	if err := json.Unmarshal([]byte(caps), &n.Capabilities); err != nil {
+		return n, fmt.Errorf("node %q capabilities: %w", n.NodeID, err)
+	}
+	n.RegisteredAt, n.LeaseExpiresAt, n.SessionExpiresAt, n.ReportedAt = tm(reg), tm(lease), tm(sx), tm(rep)
+	return n, nil
+}
+
+// GetNode returns one node, or ErrNotFound.
+func (s *Store) GetNode(ctx context.Context, nodeID string) (Node, error) {
+	var n Node
+	err := s.read(ctx, func(q querier) error {
+		var err error
+		n, err = scanNode(q.QueryRowContext(ctx, "SELECT "+nodeCols+" FROM nodes WHERE node_id = ?", nodeID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("node %q: %w", nodeID, ErrNotFound)
+		}
+		return err
+	})
+	return n, err
+}
+
+func allNodes(ctx context.Context, q querier) ([]Node, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+nodeCols+" FROM nodes ORDER BY node_id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Node
+	for rows.Next() {
+		n, err := scanNode(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// ObservedStream is a node's latest observation of one stream.
+type ObservedStream struct {
+	StreamID      string
+	State         string
+	Generation    int64
+	ConfigVersion string
+	ActionID      string
+	LastError     string
+	UpdatedAt     time.Time
+}
+
+// Report is one Agent report, ordered by (BootID, Seq).
+type Report struct {
+	NodeID  string
+	BootID  string
+	Seq     int64
+	Streams []ObservedStream
+	Now     time.Time
+}
+
+// ApplyReport stores r when it is newer than the node's last report (another
+// boot_id, or a greater report_seq within the same boot): the node's
+// observed streams are replaced by r.Streams. It returns stale = true and
+// changes nothing otherwise. An unknown node returns ErrNotFound.
+func (s *Store) ApplyReport(ctx context.Context, r Report) (stale bool, err error) {
+	if len(r.Streams) > MaxReportStreams {
+		return false, fmt.Errorf("%w: %d streams in one report (max %d)", ErrInvalid, len(r.Streams), MaxReportStreams)
+	}
+	err = s.write(ctx, func(ctx context.Context, q querier) error {
+		stale = false
+		var boot string
+		var seq int64
+		err := q.QueryRowContext(ctx, "SELECT report_boot_id, report_seq FROM nodes WHERE node_id = ?", r.NodeID).Scan(&boot, &seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("node %q: %w", r.NodeID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if boot == r.BootID && r.Seq <= seq {
+			stale = true
+			return nil
+		}
+		now := ms(r.Now)
+		if _, err := q.ExecContext(ctx, "UPDATE nodes SET report_boot_id = ?, report_seq = ?, reported_at = ? WHERE node_id = ?",
+			r.BootID, r.Seq, now, r.NodeID); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, "DELETE FROM observed_streams WHERE node_id = ?", r.NodeID); err != nil {
+			return err
+		}
+		for _, o := range r.Streams {
+			if _, err := q.ExecContext(ctx, `INSERT OR REPLACE INTO observed_streams (node_id, stream_id, state, generation,
+				config_version, action_id, last_error, updated_at) VALUES (?,?,?,?,?,?,?,?)`,
+				r.NodeID, o.StreamID, o.State, o.Generation, o.ConfigVersion, o.ActionID, o.LastError, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return stale, err
+}
+
+// ObservedStreams returns a node's observed streams by stream id.
+func (s *Store) ObservedStreams(ctx context.Context, nodeID string) ([]ObservedStream, error) {
+	var out []ObservedStream
+	err := s.read(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT stream_id, state, generation, config_version, action_id, last_error, updated_at
+			FROM observed_streams WHERE node_id = ? ORDER BY stream_id`, nodeID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var o ObservedStream
+			var u int64
+			if err := rows.Scan(&o.StreamID, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &u); err != nil {
+				return err
+			}
+			o.UpdatedAt = tm(u)
+			out = append(out, o)
+		}
+		return rows.Err()
+	})
+	return out, err
+}

@@ -1,0 +1,420 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Errors callers branch on.
+var (
+	// ErrStorage wraps every failure of the disk or of SQLite itself (disk
+	// full, read-only file, I/O error, corruption, lock timeout). The API
+	// answers 503 storage_unavailable. The write it came from left nothing.
+	ErrStorage = errors.New("storage unavailable")
+	// ErrClosed is returned by calls on a closed Store.
+	ErrClosed = errors.New("store closed")
+	// ErrNotFound: the named row does not exist (or was reclaimed).
+	ErrNotFound = errors.New("not found")
+	// ErrGenerationConflict: If-Match named another generation. The error is
+	// a *GenerationConflictError carrying the current generation.
+	ErrGenerationConflict = errors.New("generation conflict")
+	// ErrNotCancellable: the intent is no longer pending.
+	ErrNotCancellable = errors.New("operation not cancellable")
+	// ErrNotPending: the intent cannot start an attempt (not pending).
+	ErrNotPending = errors.New("intent not pending")
+	// ErrAttemptFinished: the attempt already reached a terminal state.
+	ErrAttemptFinished = errors.New("attempt already finished")
+	// ErrSessionExpired: the session credential is past its expiry.
+	ErrSessionExpired = errors.New("session expired")
+	// ErrInvalid: an argument is out of range (page size, state name, ...).
+	ErrInvalid = errors.New("invalid argument")
+	// ErrSchemaTooNew: the database was written by a newer build.
+	ErrSchemaTooNew = errors.New("database schema newer than this build")
+)
+
+// GenerationConflictError is the ErrGenerationConflict of one write.
+type GenerationConflictError struct {
+	Expected, Current int64
+}
+
+func (e *GenerationConflictError) Error() string {
+	return fmt.Sprintf("generation conflict: expected %d, current %d", e.Expected, e.Current)
+}
+
+// Is makes errors.Is(err, ErrGenerationConflict) hold.
+func (e *GenerationConflictError) Is(target error) bool { return target == ErrGenerationConflict }
+
+// maxBatch bounds how many queued writes share one transaction.
+const maxBatch = 256
+
+// querier is what a write function or a read runs statements on.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type writeReq struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, q querier) error
+	done chan error
+}
+
+// Store is the Hub's durable state. It is safe for concurrent use. All
+// writes go through one connection owned by the writer goroutine; reads
+// use a separate pool.
+type Store struct {
+	wdb    *sql.DB
+	wconn  *sql.Conn // owned by the writer goroutine after Open
+	wq     *stmtConn // wconn with its statement cache; writer goroutine only
+	rdb    *sql.DB
+	writes chan writeReq
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	txns   atomic.Int64
+	writen atomic.Int64
+
+	// hook, when set (tests only, before any write), is called at named
+	// points inside write functions; an error aborts that function.
+	hook func(point string) error
+}
+
+// Stats counts the writer's work since Open.
+type Stats struct {
+	// Transactions committed or rolled back by the writer.
+	Transactions int64
+	// Writes is the number of write functions run.
+	Writes int64
+}
+
+// Stats returns the writer's counters; Writes/Transactions > 1 shows group
+// commit at work.
+func (s *Store) Stats() Stats {
+	return Stats{Transactions: s.txns.Load(), Writes: s.writen.Load()}
+}
+
+var memSeq atomic.Int64
+
+// Open opens (creating if needed) the database at path, applies the
+// pragmas and the pending migrations, checks the file and starts the
+// writer. path "" opens a volatile in-memory database, for
+// SVC_HUB_INSECURE_LOCAL without storage. On any failure nothing stays
+// open and the error is returned.
+func Open(ctx context.Context, path string) (*Store, error) {
+	var wdsn, rdsn string
+	if path == "" {
+		// memdb VFS: one in-memory database shared by the writer and readers
+		// of this Store only; the name is a per-process counter, not an id.
+		name := fmt.Sprintf("/flowplane-hub-%d", memSeq.Add(1))
+		base := "file:" + name + "?vfs=memdb&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+		wdsn, rdsn = base, base+"&_pragma=query_only(1)"
+	} else {
+		u := url.URL{Scheme: "file", Opaque: url.PathEscape(path)}
+		base := u.String() + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+		wdsn, rdsn = base, base+"&_pragma=query_only(1)"
+	}
+	s := &Store{writes: make(chan writeReq), quit: make(chan struct{})}
+	fail := func(err error) (*Store, error) {
+		if s.wconn != nil {
+			_ = s.wconn.Close()
+		}
+		if s.wdb != nil {
+			_ = s.wdb.Close()
+		}
+		if s.rdb != nil {
+			_ = s.rdb.Close()
+		}
+		return nil, err
+	}
+	var err error
+	if s.wdb, err = sql.Open("sqlite", wdsn); err != nil {
+		return fail(storageErr(err))
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetConnMaxIdleTime(0)
+	s.wdb.SetConnMaxLifetime(0)
+	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
+		return fail(storageErr(err))
+	}
+	if path != "" {
+		var mode string
+		if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+			return fail(storageErr(err))
+		}
+		if mode != "wal" {
+			return fail(fmt.Errorf("%w: journal_mode is %q, want wal", ErrStorage, mode))
+		}
+		var sync int
+		if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+			return fail(storageErr(err))
+		}
+		if sync != 2 {
+			return fail(fmt.Errorf("%w: synchronous is %d, want 2 (FULL)", ErrStorage, sync))
+		}
+	}
+	if err := migrate(ctx, s.wconn); err != nil {
+		return fail(err)
+	}
+	if err := quickCheck(ctx, s.wconn); err != nil {
+		return fail(err)
+	}
+	// Claims of requests that were in flight when the process died are void.
+	if _, err := s.wconn.ExecContext(ctx, "DELETE FROM idempotency WHERE done = 0"); err != nil {
+		return fail(storageErr(err))
+	}
+	if s.rdb, err = sql.Open("sqlite", rdsn); err != nil {
+		return fail(storageErr(err))
+	}
+	s.rdb.SetMaxOpenConns(4)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fail(storageErr(err))
+	}
+	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
+	s.wg.Add(1)
+	go s.writer()
+	return s, nil
+}
+
+func quickCheck(ctx context.Context, q querier) error {
+	rows, err := q.QueryContext(ctx, "PRAGMA quick_check")
+	if err != nil {
+		return storageErr(err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() && len(problems) < 10 {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return storageErr(err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return storageErr(err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: quick_check: %v", ErrStorage, problems)
+	}
+	return nil
+}
+
+// Close stops the writer after the write in progress and closes the
+// database. Calls after Close return ErrClosed.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.quit)
+		s.wg.Wait()
+		err = errors.Join(s.wconn.Close(), s.wdb.Close(), s.rdb.Close())
+	})
+	return err
+}
+
+// write runs fn in the writer's next transaction, inside its own
+// savepoint, and returns once that transaction is committed (fn's changes
+// are on disk) or fn's changes are rolled back. fn must not retain q.
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
+	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- req:
+	case <-s.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// The writer answers every request it takes, so this wait is bounded by
+	// one batch.
+	return <-req.done
+}
+
+func (s *Store) writer() {
+	defer s.wg.Done()
+	defer s.wq.close()
+	batch := make([]writeReq, 0, maxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-s.writes:
+			batch = append(batch, r)
+		case <-s.quit:
+			s.drain()
+			return
+		}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.writes:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// drain answers requests queued when Close was called.
+func (s *Store) drain() {
+	for {
+		select {
+		case r := <-s.writes:
+			r.done <- ErrClosed
+		default:
+			return
+		}
+	}
+}
+
+func (s *Store) runBatch(batch []writeReq) {
+	ctx := context.Background() // a caller's cancellation must not break the shared transaction
+	c := s.wq
+	results := make([]error, len(batch))
+	s.txns.Add(1)
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		for i := range results {
+			results[i] = storageErr(err)
+		}
+		finish()
+		return
+	}
+	abort := func(err error) {
+		_, _ = c.ExecContext(ctx, "ROLLBACK")
+		for i := range results {
+			if results[i] == nil || !isDomain(results[i]) {
+				results[i] = storageErr(err)
+			}
+		}
+		finish()
+	}
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		s.writen.Add(1)
+		if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			abort(err)
+			return
+		}
+		err := r.fn(ctx, c)
+		if err != nil {
+			results[i] = classify(err)
+			// SQLite may have rolled the whole transaction back itself (disk
+			// full, I/O error); then ROLLBACK TO fails and the batch is lost.
+			if _, rerr := c.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
+				abort(errors.Join(err, rerr))
+				return
+			}
+		}
+		if _, err := c.ExecContext(ctx, "RELEASE w"); err != nil {
+			abort(err)
+			return
+		}
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		abort(err)
+		return
+	}
+	finish()
+}
+
+// isDomain reports whether err is a caller-facing condition rather than a
+// storage failure.
+func isDomain(err error) bool {
+	return err != nil && !errors.Is(err, ErrStorage)
+}
+
+// storageCodes are the primary SQLite result codes that mean the storage,
+// not the request, failed.
+var storageCodes = map[int]bool{
+	sqlite3.SQLITE_FULL: true, sqlite3.SQLITE_IOERR: true, sqlite3.SQLITE_READONLY: true,
+	sqlite3.SQLITE_CANTOPEN: true, sqlite3.SQLITE_CORRUPT: true, sqlite3.SQLITE_NOTADB: true,
+	sqlite3.SQLITE_BUSY: true, sqlite3.SQLITE_LOCKED: true, sqlite3.SQLITE_NOMEM: true,
+	sqlite3.SQLITE_PROTOCOL: true, sqlite3.SQLITE_NOLFS: true, sqlite3.SQLITE_PERM: true,
+}
+
+// classify wraps storage failures in ErrStorage and leaves domain errors
+// as they are.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrStorage) {
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && storageCodes[se.Code()&0xff] {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	return err
+}
+
+// storageErr wraps any error of the database layer in ErrStorage.
+func storageErr(err error) error {
+	if err == nil || errors.Is(err, ErrStorage) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrStorage, err)
+}
+
+// read runs fn on the reader pool and classifies its error.
+func (s *Store) read(ctx context.Context, fn func(q querier) error) error {
+	select {
+	case <-s.quit:
+		return ErrClosed
+	default:
+	}
+	return classify(fn(s.rdb))
+}
+
+// readTx runs fn in one read transaction (a consistent snapshot).
+func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return storageErr(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return classify(fn(tx))
+}
+
+// at calls the test hook.
+func (s *Store) at(point string) error {
+	if s.hook == nil {
+		return nil
+	}
+	return s.hook(point)
+}
+
+// ms is t as stored: Unix milliseconds, 0 for the zero time.
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// tm is the inverse of ms, in UTC.
+func tm(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
