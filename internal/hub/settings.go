@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"github.com/flowplane/flowplane/internal/config"
 )
 
 // DefaultAddress is where the Hub listens when SVC_HUB_ADDRESS is unset.
@@ -82,7 +84,7 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		}
 		return s, nil, nil
 	}
-	if !isLoopback(s.Address) {
+	if !config.IsLoopback(s.Address) {
 		return s, nil, fmt.Errorf("%w: %s=1 accepts only a loopback %s, got %q", ErrInsecure, EnvInsecureLocal, EnvAddress, s.Address)
 	}
 	var warnings []string
@@ -96,16 +98,4 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		warnings = append(warnings, "no "+EnvNodeToken+": any process that can reach "+s.Address+" can register as a node")
 	}
 	return s, warnings, nil
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
