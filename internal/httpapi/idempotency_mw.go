@@ -121,8 +121,10 @@ func (rw *recordingWriter) WriteHeader(code int) {
 		rw.status = code
 		rw.kept = http.Header{}
 		for _, k := range replayedHeaders {
-			if v := rw.Header().Values(k); len(v) > 0 {
-				rw.kept[k] = append([]string(nil), v...)
+			// Add canonicalizes the key ("ETag" is stored as "Etag"), so a
+			// store reading the header with Values finds it.
+			for _, v := range rw.Header().Values(k) {
+				rw.kept.Add(k, v)
 			}
 		}
 	}
