@@ -39,6 +39,8 @@ const usage = `flowplane — streaming-data engine, Agent and Hub in one binary.
 Usage:
   flowplane --config <file> [--state-dir <dir>]   run an engine node
   flowplane --config <file> --validate             check a configuration as start-up does, then exit
+  flowplane hub [--address host:port] [--storage file.db]
+                                                   run the Hub (tokens from SVC_OPERATOR_TOKEN, SVC_NODE_TOKEN)
   flowplane schema                                 print the configuration's JSON Schema
   flowplane version                                print the version
   flowplane --help                                 this help
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "version":
 			fmt.Fprintf(stdout, "flowplane %s\n", buildVersion())
 			return exitVersion
+		case "hub":
+			return runHub(ctx, args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("flowplane", flag.ContinueOnError)

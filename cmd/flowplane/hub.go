@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/flowplane/flowplane/internal/hub"
+)
+
+// runHub runs the Hub until ctx ends. Its settings come from the
+// environment (SVC_HUB_*; tokens only from there), flags mirror the
+// address and storage path.
+func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("flowplane hub", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	address := fs.String("address", "", "listen address (overrides "+hub.EnvAddress+")")
+	storage := fs.String("storage", "", "SQLite file (overrides "+hub.EnvStorage+")")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "flowplane hub: %v\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "flowplane hub: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	settings, warnings, err := hub.SettingsFromEnv(os.LookupEnv, *address, *storage)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane hub: %v\n", err)
+		return exitFailed
+	}
+	log := slog.New(slog.NewTextHandler(stdout, nil))
+	for _, w := range warnings {
+		log.Error("insecure local mode: " + w)
+	}
+	h, err := hub.New(ctx, hub.Options{Settings: settings, Logger: log, Version: buildVersion()})
+	if err != nil {
+		log.Error("hub start-up failed", "err", err)
+		return exitFailed
+	}
+	defer h.Close()
+	if err := h.Run(ctx); err != nil {
+		log.Error("hub stopped with an error", "err", err)
+		return exitFailed
+	}
+	log.Info("hub stopped")
+	return exitOK
+}
