@@ -1,13 +1,9 @@
 package buffer
 
 import (
-	"context"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
-	"github.com/flowplane/flowplane/internal/message"
 )
 
 func init() {
@@ -35,13 +31,8 @@ type SessionWindowConfig struct {
 // for gap. It holds messages without limit: a session that never pauses is
 // never emitted before Close.
 type SessionWindow struct {
-	gap  time.Duration
-	log  *slog.Logger
-	wake chan struct{} // buffered(1): wakes Read
-
-	mu     sync.Mutex // guards the fields below
-	q      []entry    // the open session, in arrival order
-	closed bool
+	timedQueue // holds the open session
+	gap        time.Duration
 }
 
 // NewSessionWindow builds a session_window buffer from its configuration.
@@ -54,63 +45,12 @@ func NewSessionWindow(conf map[string]any, res component.Resources) (component.B
 	if err != nil {
 		return nil, err
 	}
-	return &SessionWindow{gap: d, log: logger(res), wake: make(chan struct{}, 1)}, nil
+	s := &SessionWindow{gap: d}
+	s.timedQueue = newTimedQueue(logger(res), s.cut)
+	return s, nil
 }
 
-// Write adds b to the open session (starting one if none is open).
-func (s *SessionWindow) Write(ctx context.Context, b message.Batch, ack message.AckFunc) error {
-	if b.Len() == 0 {
-		ackEmpty(ctx, s.log, ack)
-		return nil
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
-	}
-	s.q = append(s.q, entry{b: b, ack: ack, at: time.Now()})
-	first := len(s.q) == 1
-	s.mu.Unlock()
-	if first {
-		notify(s.wake) // Read now has a session end to wait for
-	}
-	return nil
-}
-
-// Read returns the open session once it saw no message for gap (at once
-// after Close), then message.ErrEndOfInput after Close.
-func (s *SessionWindow) Read(ctx context.Context) (message.Batch, message.AckFunc, error) {
-	for {
-		s.mu.Lock()
-		wait := time.Duration(-1)
-		if len(s.q) > 0 {
-			// A later Write only moves the end further: Read wakes at the
-			// old end, finds the session still open, and waits again.
-			wait = s.gap - time.Since(s.q[len(s.q)-1].at)
-			if s.closed || wait <= 0 {
-				es := s.q
-				s.q = nil
-				s.mu.Unlock()
-				b, ack := emit(es)
-				return b, ack, nil
-			}
-		} else if s.closed {
-			s.mu.Unlock()
-			return message.Batch{}, nil, message.ErrEndOfInput
-		}
-		s.mu.Unlock()
-		if err := sleep(ctx, s.wake, wait); err != nil {
-			return message.Batch{}, nil, err
-		}
-	}
-}
-
-// Close makes Read return the open session and then
-// message.ErrEndOfInput; later Writes fail with ErrClosed.
-func (s *SessionWindow) Close(context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	notify(s.wake)
-	return nil
+// cut is the whole open session, due once no message arrived for gap.
+func (s *SessionWindow) cut(q []entry) (int, time.Duration) {
+	return len(q), s.gap - time.Since(q[len(q)-1].at)
 }

@@ -1,13 +1,9 @@
 package buffer
 
 import (
-	"context"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
-	"github.com/flowplane/flowplane/internal/message"
 )
 
 func init() {
@@ -36,14 +32,9 @@ type TumblingWindowConfig struct {
 // arrived during it. It holds messages without limit: the input is not
 // slowed down.
 type TumblingWindow struct {
+	timedQueue
 	interval time.Duration
 	start    time.Time // the first window starts here
-	log      *slog.Logger
-	wake     chan struct{} // buffered(1): wakes Read
-
-	mu     sync.Mutex // guards the fields below
-	q      []entry    // in arrival order
-	closed bool
 }
 
 // NewTumblingWindow builds a tumbling_window buffer from its configuration.
@@ -56,7 +47,9 @@ func NewTumblingWindow(conf map[string]any, res component.Resources) (component.
 	if err != nil {
 		return nil, err
 	}
-	return &TumblingWindow{interval: d, start: time.Now(), log: logger(res), wake: make(chan struct{}, 1)}, nil
+	w := &TumblingWindow{interval: d, start: time.Now()}
+	w.timedQueue = newTimedQueue(logger(res), w.cut)
+	return w, nil
 }
 
 // end is when the window holding time t ends.
@@ -65,65 +58,12 @@ func (w *TumblingWindow) end(t time.Time) time.Time {
 	return w.start.Add((n + 1) * w.interval)
 }
 
-// Write adds b to the current window.
-func (w *TumblingWindow) Write(ctx context.Context, b message.Batch, ack message.AckFunc) error {
-	if b.Len() == 0 {
-		ackEmpty(ctx, w.log, ack)
-		return nil
+// cut is the front window: the entries that arrived before its end.
+func (w *TumblingWindow) cut(q []entry) (int, time.Duration) {
+	end := w.end(q[0].at)
+	n := 1
+	for n < len(q) && q[n].at.Before(end) {
+		n++
 	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return ErrClosed
-	}
-	w.q = append(w.q, entry{b: b, ack: ack, at: time.Now()})
-	first := len(w.q) == 1
-	w.mu.Unlock()
-	if first {
-		notify(w.wake) // Read now has a window end to wait for
-	}
-	return nil
-}
-
-// Read returns the oldest window once it has ended (at once after Close),
-// then message.ErrEndOfInput after Close when nothing is left.
-func (w *TumblingWindow) Read(ctx context.Context) (message.Batch, message.AckFunc, error) {
-	for {
-		w.mu.Lock()
-		wait := time.Duration(-1)
-		if len(w.q) > 0 {
-			end := w.end(w.q[0].at)
-			wait = time.Until(end)
-			if w.closed || wait <= 0 {
-				n := 1
-				for n < len(w.q) && w.q[n].at.Before(end) {
-					n++
-				}
-				es := w.q[:n:n]
-				if w.q = w.q[n:]; len(w.q) == 0 {
-					w.q = nil // let the emitted entries go with their batch
-				}
-				w.mu.Unlock()
-				b, ack := emit(es)
-				return b, ack, nil
-			}
-		} else if w.closed {
-			w.mu.Unlock()
-			return message.Batch{}, nil, message.ErrEndOfInput
-		}
-		w.mu.Unlock()
-		if err := sleep(ctx, w.wake, wait); err != nil {
-			return message.Batch{}, nil, err
-		}
-	}
-}
-
-// Close makes Read return the windows held, each as its own batch, and then
-// message.ErrEndOfInput; later Writes fail with ErrClosed.
-func (w *TumblingWindow) Close(context.Context) error {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-	notify(w.wake)
-	return nil
+	return n, time.Until(end)
 }
