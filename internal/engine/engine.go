@@ -104,8 +104,11 @@ func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		e.stop(ctx, in)
+		// The map and the order change together: readers (Streams) walk
+		// the order and must find every id in the map.
 		e.mu.Lock()
 		delete(e.streams, id)
+		e.order = slices.DeleteFunc(e.order, func(x string) bool { return x == id })
 		e.mu.Unlock()
 		if _, kept := want[id]; !kept && e.opts.Metrics != nil {
 			e.opts.Metrics.Forget(id)

@@ -271,3 +271,37 @@ func TestStoppedStreamIsNotFinished(t *testing.T) {
 		t.Error("a stream stopped on request makes the engine finished; the node would exit")
 	}
 }
+
+// TestStreamsDuringApply reads the streams while Apply removes and changes
+// them: every listed stream must have a status (a reader once found an id
+// whose instance was already deleted).
+func TestStreamsDuringApply(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			if err := e.Apply(ctx, materialize(t, "streams:"+streamDoc("a", "5ms")+streamDoc("b", "5ms"))); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := e.Apply(ctx, materialize(t, "streams:"+streamDoc("b", "7ms"))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			for _, s := range e.Streams() {
+				if s.ID == "" {
+					t.Fatal("a listed stream has no status")
+				}
+			}
+		}
+	}
+}
