@@ -68,32 +68,16 @@ func (j *Job) validate(p string, reg *component.Registry) []Problem {
 	bound := map[string]bool{}
 	for i, s := range j.Sources {
 		q := p + ".sources[" + itoa(i) + "]"
-		switch k := ops[s.OperatorID]; {
-		case k == "":
-			ps = append(ps, at(q+".operator_id", "no operator %q in this job", s.OperatorID))
-		case k != "source":
-			ps = append(ps, at(q+".operator_id", "operator %q is a %s, not a source", s.OperatorID, k))
-		}
+		ps = append(ps, binding(reg, ops, q, s.OperatorID, "source", "input_type", component.KindInput, s.InputType)...)
 		bound[s.OperatorID] = true
-		if _, ok := reg.Lookup(component.KindInput, s.InputType); !ok {
-			ps = append(ps, at(q+".input_type", "%s", (&component.UnknownError{Kind: component.KindInput, Name: s.InputType, Known: reg.Names(component.KindInput)}).Error()))
-		}
 		if s.Time != nil {
 			ps = append(ps, s.Time.validate(q+".time", ops)...)
 		}
 	}
 	for i, s := range j.Sinks {
 		q := p + ".sinks[" + itoa(i) + "]"
-		switch k := ops[s.OperatorID]; {
-		case k == "":
-			ps = append(ps, at(q+".operator_id", "no operator %q in this job", s.OperatorID))
-		case k != "sink":
-			ps = append(ps, at(q+".operator_id", "operator %q is a %s, not a sink", s.OperatorID, k))
-		}
+		ps = append(ps, binding(reg, ops, q, s.OperatorID, "sink", "output_type", component.KindOutput, s.OutputType)...)
 		bound[s.OperatorID] = true
-		if _, ok := reg.Lookup(component.KindOutput, s.OutputType); !ok {
-			ps = append(ps, at(q+".output_type", "%s", (&component.UnknownError{Kind: component.KindOutput, Name: s.OutputType, Known: reg.Names(component.KindOutput)}).Error()))
-		}
 	}
 	for i, op := range j.Operators {
 		if (op.Kind == "source" || op.Kind == "sink") && !bound[op.ID] {
@@ -105,6 +89,22 @@ func (j *Job) validate(p string, reg *component.Registry) []Problem {
 		}
 	}
 	ps = append(ps, j.validateState(p, stateful)...)
+	return ps
+}
+
+// binding checks a source or sink entry at q: its operator exists and has
+// the wanted kind, and its component type is registered.
+func binding(reg *component.Registry, ops map[string]string, q, opID, wantKind, typeField string, kind component.Kind, typ string) []Problem {
+	var ps []Problem
+	switch k := ops[opID]; {
+	case k == "":
+		ps = append(ps, at(q+".operator_id", "no operator %q in this job", opID))
+	case k != wantKind:
+		ps = append(ps, at(q+".operator_id", "operator %q is a %s, not a %s", opID, k, wantKind))
+	}
+	if _, ok := reg.Lookup(kind, typ); !ok {
+		ps = append(ps, at(q+"."+typeField, "%s", (&component.UnknownError{Kind: kind, Name: typ, Known: reg.Names(kind)}).Error()))
+	}
 	return ps
 }
 
