@@ -1,0 +1,133 @@
+package wire
+
+import "encoding/json"
+
+// Agent protocol (API.md "Agent protocol"), under {api_prefix}/agent.
+
+// Capabilities an Agent may advertise beside its component set.
+const (
+	// CapabilityStreamControl: the Agent executes stream commands
+	// (desired state, restart). Every stream command requires it.
+	CapabilityStreamControl = "stream_control"
+	// CapabilityNetworkShuffle: the node runs a network data plane at
+	// DataAddress; advertised only when data_port and data_host are set.
+	CapabilityNetworkShuffle = "network_shuffle"
+)
+
+// MaxWaitMS caps the long-poll of GET agent/commands.
+const MaxWaitMS = 30000
+
+// RegisterRequest is the body of POST agent/register, sent with the node
+// token as bearer credential.
+type RegisterRequest struct {
+	NodeID          string   `json:"node_id"`
+	BootID          string   `json:"boot_id"`
+	Version         string   `json:"version"`
+	ProtocolVersion int      `json:"protocol_version"`
+	Capabilities    []string `json:"capabilities"`
+	DataAddress     string   `json:"data_address,omitempty"`
+	// LeaseTTLMS and SessionTTLMS are the node's agent_lease_ttl_ms and
+	// agent_session_ttl_ms; zero means the defaults (15000, 3600000).
+	LeaseTTLMS   int64 `json:"lease_ttl_ms,omitempty"`
+	SessionTTLMS int64 `json:"session_ttl_ms,omitempty"`
+}
+
+// RegisterResponse is the answer to register. The session token is the
+// credential of every other agent call until SessionExpiresAt.
+type RegisterResponse struct {
+	SessionToken        string `json:"session_token"`
+	SessionExpiresAt    Time   `json:"session_expires_at"`
+	LeaseTTLMS          int64  `json:"lease_ttl_ms"`
+	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms"`
+}
+
+// HeartbeatRequest is the body of POST agent/heartbeat: it renews the lease
+// and re-asserts capabilities and data address.
+type HeartbeatRequest struct {
+	BootID       string   `json:"boot_id"`
+	Capabilities []string `json:"capabilities"`
+	DataAddress  string   `json:"data_address,omitempty"`
+}
+
+// HeartbeatResponse tells the Agent when its lease ends.
+type HeartbeatResponse struct {
+	LeaseExpiresAt Time `json:"lease_expires_at"`
+}
+
+// ReportStream is one stream as an Agent observes it. Generation,
+// ConfigVersion and ActionID are those of the Hub command the node last
+// applied to the stream (generation 0: none), so the Hub can compare them
+// with the desired state. ConfigVersion is the node's applied configuration
+// version.
+type ReportStream struct {
+	ID            string          `json:"id"`
+	State         string          `json:"state"`
+	Generation    int64           `json:"generation"`
+	ConfigVersion string          `json:"config_version"`
+	ActionID      string          `json:"action_id,omitempty"`
+	LastError     string          `json:"last_error,omitempty"`
+	LastErrorAt   Time            `json:"last_error_at,omitzero"`
+	Counters      *StreamCounters `json:"counters,omitempty"`
+}
+
+// Report is the body of POST agent/report. A report whose (BootID,
+// ReportSeq) is not newer than the last accepted one is ignored.
+type Report struct {
+	BootID               string            `json:"boot_id"`
+	ReportSeq            int64             `json:"report_seq"`
+	Streams              []ReportStream    `json:"streams"`
+	Jobs                 []json.RawMessage `json:"jobs,omitempty"`
+	ConfigurationVersion string            `json:"configuration_version"`
+	// Metrics is a bounded set of node gauges and counters by name.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Command operations an Agent executes.
+const (
+	// CommandStreamDesiredState sets a stream's desired state (payload
+	// state: running or stopped). Written by PUT desired-state and by the
+	// start and stop actions.
+	CommandStreamDesiredState = "stream_desired_state"
+	// CommandStreamRestart restarts a stream; it carries an action_id that
+	// the Agent reports once the restart is done.
+	CommandStreamRestart = "stream_restart"
+)
+
+// Command is one unit of work delivered to an Agent by GET agent/commands.
+// CommandID is the operation (intent) id; AttemptID names this delivery
+// attempt. A command may be delivered more than once.
+type Command struct {
+	CommandID     string         `json:"command_id"`
+	AttemptID     string         `json:"attempt_id"`
+	Operation     string         `json:"operation"`
+	NodeID        string         `json:"node_id"`
+	ResourceID    string         `json:"resource_id"`
+	Generation    int64          `json:"generation"`
+	ActionID      string         `json:"action_id,omitempty"`
+	ConfigVersion string         `json:"config_version,omitempty"`
+	ExpiresAt     Time           `json:"expires_at,omitzero"`
+	Payload       CommandPayload `json:"payload"`
+}
+
+// CommandPayload holds a command's operation-specific arguments.
+type CommandPayload struct {
+	// State is the desired stream state: running or stopped.
+	State string `json:"state,omitempty"`
+}
+
+// Command result states (transport state acknowledged, or the outcome).
+const (
+	ResultAcknowledged = "acknowledged"
+	ResultSucceeded    = "succeeded"
+	ResultFailed       = "failed"
+	ResultTimedOut     = "timed_out"
+)
+
+// CommandResult is the body of POST agent/commands/{id}/result; {id} is the
+// command id. AttemptID names the delivery it answers.
+type CommandResult struct {
+	AttemptID string          `json:"attempt_id"`
+	State     string          `json:"state"`
+	Failure   *Failure        `json:"failure,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
