@@ -383,7 +383,7 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 	h.converge(id)
 	if req.State == wire.ResultTimedOut {
 		h.fleet.mu.Lock()
-		h.fleet.pending[id] = true
+		h.fleet.markLocked(id)
 		h.fleet.mu.Unlock()
 		h.nudge()
 	}

@@ -26,8 +26,11 @@ type fleet struct {
 	nodes    map[string]*nodeState
 	sessions map[[sha256.Size]byte]session
 	inflight map[string]*flight // by attempt id
-	// pending holds the nodes that may have unprocessed outbox rows.
-	pending map[string]bool
+	// pending holds the nodes that may have unprocessed outbox rows, each
+	// with the sequence number of its latest mark, so that a pass that read
+	// the outbox before a mark does not clear it.
+	pending map[string]int64
+	markSeq int64
 }
 
 type session struct {
@@ -67,7 +70,14 @@ type flight struct {
 
 func newFleet() *fleet {
 	return &fleet{nodes: map[string]*nodeState{}, sessions: map[[sha256.Size]byte]session{},
-		inflight: map[string]*flight{}, pending: map[string]bool{}}
+		inflight: map[string]*flight{}, pending: map[string]int64{}}
+}
+
+// markLocked notes that node id may have outbox rows to dispatch. f.mu is
+// held.
+func (f *fleet) markLocked(id string) {
+	f.markSeq++
+	f.pending[id] = f.markSeq
 }
 
 // nodeLocked returns the state of id, creating an empty one. f.mu is held.

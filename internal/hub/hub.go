@@ -216,7 +216,7 @@ func (h *Hub) rebuild(ctx context.Context) error {
 		ns.observed = observed[n.NodeID]
 	}
 	for _, e := range snap.PendingOutbox {
-		f.pending[e.NodeID] = true
+		f.markLocked(e.NodeID)
 	}
 	for _, c := range active {
 		fl := &flight{cmd: commandFromIntent(c.Intent, c.Attempt.ID, c.Attempt.ExpiresAt), state: c.Attempt.State,

@@ -142,7 +142,7 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 		n := h.fleet.nodeLocked(id)
 		n.node.Mode = mode
 		if mode == store.ModeActive {
-			h.fleet.pending[id] = true
+			h.fleet.markLocked(id)
 		}
 		v := nodeViewLocked(n)
 		h.fleet.mu.Unlock()
@@ -169,7 +169,12 @@ func (h *Hub) audited(action string, next httpapi.HandlerFunc) httpapi.HandlerFu
 		case r.PathValue("node_id") != "" && resID == "":
 			resType, resID = "node", r.PathValue("node_id")
 		case action == "operation_cancel":
+			// Audit the cancel against the intent's resource, as accepted ones are.
 			resType = "operation"
+			if in, ierr := h.st.GetIntent(ctx, resID); ierr == nil {
+				resType, resID = in.Kind, in.ResourceID
+				r.SetPathValue("node_id", in.NodeID)
+			}
 		}
 		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
 			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),

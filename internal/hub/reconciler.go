@@ -103,7 +103,7 @@ func (h *Hub) nodeOnline(id string, now time.Time) {
 	}
 	h.wrote()
 	h.fleet.mu.Lock()
-	h.fleet.pending[id] = true
+	h.fleet.markLocked(id)
 	h.fleet.mu.Unlock()
 	h.converge(id)
 	h.nudge()
@@ -127,7 +127,7 @@ func (h *Hub) expireAttempts(ctx context.Context, now time.Time) {
 		}
 		h.attemptMoved(x.AttemptID, wire.OpTimedOut, now)
 		h.fleet.mu.Lock()
-		h.fleet.pending[x.NodeID] = true
+		h.fleet.markLocked(x.NodeID)
 		h.fleet.mu.Unlock()
 		h.converge(x.NodeID)
 	}
@@ -140,9 +140,11 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 	// wait in the outbox, and the expiry scan finds those that expire.
 	h.fleet.mu.Lock()
 	var nodes []string
-	for id := range h.fleet.pending {
+	marks := map[string]int64{}
+	for id, mark := range h.fleet.pending {
 		if n := h.fleet.nodes[id]; n != nil && n.online && n.node.Mode == store.ModeActive {
 			nodes = append(nodes, id)
+			marks[id] = mark
 		}
 	}
 	h.fleet.mu.Unlock()
@@ -162,7 +164,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 	}
 	if len(rows) < dispatchBatch {
 		for _, id := range nodes {
-			if !seen[id] {
+			if !seen[id] && h.fleet.pending[id] == marks[id] {
 				delete(h.fleet.pending, id)
 			}
 		}

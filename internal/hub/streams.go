@@ -193,7 +193,7 @@ func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) err
 	}
 	h.metrics.accepted.Inc()
 	h.fleet.mu.Lock()
-	h.fleet.pending[d.nodeID] = true
+	h.fleet.markLocked(d.nodeID)
 	h.fleet.mu.Unlock()
 	h.nudge()
 	h.wrote()
