@@ -158,7 +158,7 @@ func New(o Options) (*Agent, error) {
 	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, st, o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
 	a.c.onRegister = a.rep.forceSend
 	a.x = &executor{
-		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wake, inflight: map[string][]string{},
+		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{},
 		post: func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
 	}
 	return a, nil

@@ -77,7 +77,7 @@ type nodeOptions struct {
 	tune     func(*agent.Options)
 }
 
-func startNode(t *testing.T, o nodeOptions) *testNode {
+func startNode(t testing.TB, o nodeOptions) *testNode {
 	t.Helper()
 	reg := component.Default
 	var streams strings.Builder

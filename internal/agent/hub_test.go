@@ -49,7 +49,7 @@ type result struct {
 	wire.CommandResult
 }
 
-func newTestHub(t *testing.T, nodeToken string) *testHub {
+func newTestHub(t testing.TB, nodeToken string) *testHub {
 	t.Helper()
 	h := &testHub{nodeToken: nodeToken, sessions: map[string]bool{}, changed: make(chan struct{}), heartbeatMS: 5000}
 	mux := http.NewServeMux()
@@ -218,7 +218,7 @@ func (h *testHub) setUnavailable(down bool) {
 }
 
 // waitFor waits until cond (called under the hub's lock) holds.
-func (h *testHub) waitFor(t *testing.T, what string, cond func() bool) {
+func (h *testHub) waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	timeout := time.NewTimer(waitFor)
 	defer timeout.Stop()
@@ -249,7 +249,7 @@ func (h *testHub) lastReportLocked() (wire.Report, bool) {
 
 // waitStream waits for a report whose stream id satisfies cond and
 // returns that stream.
-func (h *testHub) waitStream(t *testing.T, id, what string, cond func(wire.ReportStream) bool) wire.ReportStream {
+func (h *testHub) waitStream(t testing.TB, id, what string, cond func(wire.ReportStream) bool) wire.ReportStream {
 	t.Helper()
 	var got wire.ReportStream
 	h.waitFor(t, "report of "+id+" "+what, func() bool {

@@ -74,7 +74,7 @@ func changeKey(r wire.Report) string {
 }
 
 // reporter sends reports: soon after a change (wake, then debounce to let
-// a burst of changes settle), when forced (after each register), and every
+// a burst of changes settle; at once after a command), when forced (after each register), and every
 // period in any case. It owns the report sequence.
 type reporter struct {
 	build    func() wire.Report
@@ -83,18 +83,28 @@ type reporter struct {
 	period   time.Duration
 	backoff  backoff
 
-	wakec chan struct{} // buffered(1)
-	force atomic.Bool
+	wakec   chan struct{} // buffered(1)
+	urgentc chan struct{} // buffered(1)
+	force   atomic.Bool
 }
 
 func newReporter(build func() wire.Report, send func(context.Context, wire.Report) error, debounce, period time.Duration, b backoff) *reporter {
-	return &reporter{build: build, send: send, debounce: debounce, period: period, backoff: b, wakec: make(chan struct{}, 1)}
+	return &reporter{build: build, send: send, debounce: debounce, period: period, backoff: b, wakec: make(chan struct{}, 1), urgentc: make(chan struct{}, 1)}
 }
 
 // wake asks for a report if the observation changed.
 func (r *reporter) wake() {
 	select {
 	case r.wakec <- struct{}{}:
+	default:
+	}
+}
+
+// wakeNow asks for a report of a change without the debounce: a command
+// finished, and the Hub waits for its report to converge.
+func (r *reporter) wakeNow() {
+	select {
+	case r.urgentc <- struct{}{}:
 	default:
 	}
 }
@@ -140,8 +150,15 @@ func (r *reporter) run(ctx context.Context) {
 			return
 		case <-periodic.C:
 			periodic.Reset(r.period)
+		case <-r.urgentc:
 		case <-r.wakec:
-			if !sleep(ctx, r.debounce) {
+			t := time.NewTimer(r.debounce)
+			select {
+			case <-t.C:
+			case <-r.urgentc:
+				t.Stop()
+			case <-ctx.Done():
+				t.Stop()
 				return
 			}
 		}

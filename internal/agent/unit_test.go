@@ -373,3 +373,46 @@ func TestFailoverOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestReporterUrgent: a finished command's report does not wait for the
+// debounce of the changes before it.
+func TestReporterUrgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		state, sentAt := "running", []time.Duration{}
+		start := time.Now()
+		build := func() wire.Report {
+			mu.Lock()
+			defer mu.Unlock()
+			return wire.Report{Streams: []wire.ReportStream{{ID: "a", State: state}}}
+		}
+		send := func(context.Context, wire.Report) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sentAt = append(sentAt, time.Since(start))
+			return nil
+		}
+		r := newReporter(build, send, 20*time.Millisecond, time.Hour, newBackoff(0, 0, nil))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.run(ctx); close(done) }()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		mu.Lock()
+		state = "stopping"
+		mu.Unlock()
+		r.wake()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		state = "stopped"
+		mu.Unlock()
+		r.wakeNow()
+		synctest.Wait()
+		time.Sleep(time.Second)
+		cancel()
+		<-done
+		if want := []time.Duration{0, 1005 * time.Millisecond}; !slices.Equal(sentAt, want) {
+			t.Errorf("sent at %v, want %v", sentAt, want)
+		}
+	})
+}
