@@ -114,7 +114,9 @@ func New(o Options) (*Agent, error) {
 		o.Now = time.Now
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 8 // poll, heartbeat, report and results run at once
+		o.HTTPClient = &http.Client{Transport: tr}
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 15 * time.Second

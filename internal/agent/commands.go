@@ -22,7 +22,6 @@ const (
 	codeStreamNotFound   = "stream_not_found"
 	codeConfigVersion    = "config_version_unavailable"
 	codeInvalidPayload   = "invalid_payload"
-	codeSuperseded       = "superseded"
 	codeCancelledLocally = "cancelled"
 )
 
@@ -130,9 +129,6 @@ func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
 	}
 	if d.ConfigVersion == "" {
 		d.ConfigVersion = applied
-	}
-	if prev, ok := x.st.desire(cmd.ResourceID); ok && cmd.Generation < prev.Generation {
-		return permanent(codeSuperseded, "generation %d is older than generation %d already applied", cmd.Generation, prev.Generation)
 	}
 	rec, _, err := x.node.StreamAction(cmd.ResourceID, action, node.Request{Actor: actor, CorrelationID: cmd.CommandID, ActionID: cmd.ActionID})
 	switch {

@@ -99,13 +99,6 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 	return s, nil
 }
 
-func (s *store) desire(streamID string) (Desire, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.desires[streamID]
-	return d, ok
-}
-
 // allDesires returns a copy of every stream's desire.
 func (s *store) allDesires() map[string]Desire {
 	s.mu.Lock()
