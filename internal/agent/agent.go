@@ -290,7 +290,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case err != nil:
+		case err != nil && !errors.Is(err, errNoSession):
 			a.log.Warn("heartbeat failed", "err", err)
 		default:
 			failures = 0
@@ -300,7 +300,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 
 func (a *Agent) sendReport(ctx context.Context, r wire.Report) error {
 	err := a.c.call(ctx, http.MethodPost, "/agent/report", r, nil, 0)
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errNoSession) {
 		a.log.Warn("report failed", "report_seq", r.ReportSeq, "err", err)
 	}
 	return err
@@ -318,7 +318,9 @@ func (a *Agent) poll(ctx context.Context) {
 		}
 		if err != nil {
 			failures++
-			a.log.Warn("command poll failed", "err", err)
+			if !errors.Is(err, errNoSession) {
+				a.log.Warn("command poll failed", "err", err)
+			}
 			if !sleep(ctx, a.b.delay(failures)) {
 				return
 			}

@@ -22,6 +22,10 @@ const maxResponseBytes = 4 << 20
 // errNodeTokenRejected is a register answered 401: the node token is wrong.
 var errNodeTokenRejected = errors.New("the Hub rejected the node token (401 unauthorized); check health_check.node_token")
 
+// errNoSession wraps the error of a call that found no Hub to register
+// with; the register round has logged it already.
+var errNoSession = errors.New("not registered with a Hub")
+
 // statusError is a Hub answer other than 2xx. Its text holds the problem's
 // code and message, never a credential.
 type statusError struct {
@@ -137,7 +141,10 @@ func (c *client) ensure(ctx context.Context) (*session, error) {
 		if old := c.current(true); old != nil {
 			return old, nil
 		}
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", errNoSession, err)
 	}
 	return s, nil
 }
@@ -165,7 +172,7 @@ func (c *client) current(stillValid bool) *session {
 // current one, and keeps the first session obtained.
 func (c *client) registerRound(ctx context.Context) (*session, error) {
 	c.mu.Lock()
-	start := c.cur
+	start, streak := c.cur, c.failures > 0
 	c.mu.Unlock()
 	var err error
 	for i := range c.bases {
@@ -186,9 +193,12 @@ func (c *client) registerRound(ctx context.Context) (*session, error) {
 			return nil, ctx.Err()
 		}
 		c.noteError(err)
-		if errors.Is(err, errNodeTokenRejected) {
+		switch {
+		case errors.Is(err, errNodeTokenRejected):
 			c.log.Error("register refused", "hub_url", redactURL(c.urls[idx]), "err", err)
-		} else {
+		case streak: // the round's summary says it again
+			c.log.Debug("register failed", "hub_url", redactURL(c.urls[idx]), "err", err)
+		default:
 			c.log.Warn("register failed", "hub_url", redactURL(c.urls[idx]), "err", err)
 		}
 	}
@@ -198,7 +208,7 @@ func (c *client) registerRound(ctx context.Context) (*session, error) {
 	c.nextRound = c.now().Add(wait)
 	c.connected = false
 	c.mu.Unlock()
-	c.log.Warn("no Hub accepted the registration; retrying", "hubs", len(c.bases), "retry_in", wait)
+	c.log.Warn("no Hub accepted the registration; retrying", "hubs", len(c.bases), "retry_in", wait, "err", err)
 	return nil, err
 }
 
