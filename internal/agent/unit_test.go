@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
 	"net/http"
@@ -415,4 +417,72 @@ func TestReporterUrgent(t *testing.T) {
 			t.Errorf("sent at %v, want %v", sentAt, want)
 		}
 	})
+}
+
+// TestPostResult: a result is retried with backoff while the Hub fails,
+// and 409 (attempt finished) or 404 (unknown command) end it at once.
+func TestPostResult(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		answers []int
+	}{
+		{"accepted", []int{204}},
+		{"attempt finished", []int{409}},
+		{"unknown command", []int{404}},
+		{"retried after 5xx", []int{503, 503, 204}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var asked []string
+				answers := slices.Clone(c.answers)
+				f := &fakeHubs{answer: map[string]func(*http.Request) (*http.Response, error){}}
+				f.answer["h"] = func(r *http.Request) (*http.Response, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					asked = append(asked, r.URL.EscapedPath())
+					if strings.HasSuffix(r.URL.Path, "/register") {
+						return jsonAnswer(200, wire.RegisterResponse{SessionToken: "s", SessionExpiresAt: wire.At(time.Now().Add(time.Hour))})(r)
+					}
+					status := answers[0]
+					answers = answers[1:]
+					return jsonAnswer(status, wire.Problem{Code: strconv.Itoa(status)})(r)
+				}
+				cl := &client{
+					urls: []string{"http://h"}, bases: []string{"http://h/api/v1"}, nodeToken: "tok", httpc: &http.Client{Transport: f},
+					log: discard(), now: time.Now, backoff: newBackoff(time.Millisecond, time.Second, nil), timeout: time.Second, ttl: time.Hour,
+					leaseTTL: time.Second, registerBody: func() wire.RegisterRequest { return wire.RegisterRequest{} }, regSem: make(chan struct{}, 1),
+				}
+				postResult(t.Context(), cl, newBackoff(10*time.Millisecond, time.Second, nil), discard(), "cmd/1", wire.CommandResult{AttemptID: "a", State: wire.ResultSucceeded})
+				var results int
+				for _, p := range asked {
+					if p == "/api/v1/agent/commands/cmd%2F1/result" {
+						results++
+					}
+				}
+				if results != len(c.answers) || len(answers) != 0 {
+					t.Errorf("asked %v", asked)
+				}
+			})
+		})
+	}
+}
+
+// TestNoHubImport: the Agent speaks only the wire types.
+func TestNoHubImport(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range parsed.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/flowplane/flowplane/internal/hub") {
+				t.Errorf("%s imports %s", f, p)
+			}
+		}
+	}
 }
