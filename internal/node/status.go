@@ -164,33 +164,15 @@ func (n *Node) Health() (Probe, bool) {
 }
 
 // ComponentInfo is an item of GET /components.
-type ComponentInfo struct {
-	Kind    string `json:"kind"`
-	Name    string `json:"name"`
-	Summary string `json:"summary"`
-}
+type ComponentInfo = component.Info
 
 // ComponentDetail is GET /components/{kind}/{name}.
-type ComponentDetail struct {
-	ComponentInfo
-	Schema  map[string]any `json:"schema"`
-	Example string         `json:"example"`
-}
+type ComponentDetail = component.Detail
 
 // Components lists the registered components.
-func (n *Node) Components() []ComponentInfo {
-	var out []ComponentInfo
-	for _, s := range n.opts.Registry.Specs() {
-		out = append(out, ComponentInfo{Kind: string(s.Kind), Name: s.Name, Summary: s.Summary})
-	}
-	return out
-}
+func (n *Node) Components() []ComponentInfo { return n.opts.Registry.Catalog() }
 
 // Component returns one component's schema and example.
 func (n *Node) Component(kind, name string) (ComponentDetail, bool) {
-	s, ok := n.opts.Registry.Lookup(component.Kind(kind), name)
-	if !ok {
-		return ComponentDetail{}, false
-	}
-	return ComponentDetail{ComponentInfo: ComponentInfo{Kind: kind, Name: name, Summary: s.Summary}, Schema: s.Schema, Example: s.Example}, true
+	return n.opts.Registry.Describe(kind, name)
 }
