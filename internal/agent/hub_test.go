@@ -18,7 +18,11 @@ import (
 
 // testHub is a wire-level Hub agent API on a loopback listener, enough to
 // drive an Agent: register (node token), sessions, heartbeat, report,
-// long-polled commands, results. It captures every request.
+// long-polled commands, results. It captures every request. The end-to-end
+// tests run against internal/hub (realhub_test.go); this one stays for what
+// the real Hub does not do on demand: expire every session, deliver a
+// command twice or already expired, refuse the node token, issue sessions
+// shorter than the Hub's one-second minimum.
 type testHub struct {
 	*httptest.Server
 	nodeToken string

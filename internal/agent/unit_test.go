@@ -475,6 +475,9 @@ func TestNoHubImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue // tests run the Agent against the real Hub
+		}
 		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
