@@ -47,6 +47,21 @@ type System struct {
 	ProtocolVersion int       `json:"protocol_version"`
 	StartedAt       wire.Time `json:"started_at"`
 	Capabilities    []string  `json:"capabilities"`
+	// Agent is the Agent's connection to its Hub; only a node with
+	// hub_urls runs an Agent.
+	Agent *AgentStatus `json:"agent,omitempty"`
+}
+
+// AgentStatus is the Agent's view of its Hub, shown by GET /system on a
+// Hub-managed node. LastError never holds a token.
+type AgentStatus struct {
+	// HubURL is the configured Hub URL in use (userinfo redacted).
+	HubURL           string    `json:"hub_url"`
+	Connected        bool      `json:"connected"`
+	SessionExpiresAt wire.Time `json:"session_expires_at,omitzero"`
+	RegisteredAt     wire.Time `json:"registered_at,omitzero"`
+	LastError        string    `json:"last_error,omitempty"`
+	LastErrorAt      wire.Time `json:"last_error_at,omitzero"`
 }
 
 // System describes the node.
