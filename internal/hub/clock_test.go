@@ -45,7 +45,7 @@ type clockHub struct {
 
 var c0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
-func newClockHub(t *testing.T, intentTTL time.Duration) *clockHub {
+func newClockHub(t testing.TB, intentTTL time.Duration) *clockHub {
 	t.Helper()
 	clock := &fakeClock{now: c0}
 	h, err := New(context.Background(), Options{
@@ -59,7 +59,7 @@ func newClockHub(t *testing.T, intentTTL time.Duration) *clockHub {
 	return &clockHub{h: h, clock: clock}
 }
 
-func (c *clockHub) do(t *testing.T, method, path, body, token string) *httptest.ResponseRecorder {
+func (c *clockHub) do(t testing.TB, method, path, body, token string) *httptest.ResponseRecorder {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -77,7 +77,7 @@ func (c *clockHub) do(t *testing.T, method, path, body, token string) *httptest.
 	return rec
 }
 
-func recDecode[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+func recDecode[T any](t testing.TB, rec *httptest.ResponseRecorder) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
@@ -93,7 +93,7 @@ func (c *clockHub) at(d time.Duration) {
 	c.h.pass(context.Background(), now)
 }
 
-func (c *clockHub) register(t *testing.T, node string) string {
+func (c *clockHub) register(t testing.TB, node string) string {
 	t.Helper()
 	rec := c.do(t, "POST", APIPrefix+"/agent/register", `{"node_id":"`+node+`","boot_id":"b","protocol_version":1,
 		"capabilities":["stream_control"],"lease_ttl_ms":36000000}`, "")

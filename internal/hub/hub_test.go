@@ -120,7 +120,7 @@ func decode[T any](t *testing.T, r resp) T {
 	return v
 }
 
-func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "hub.db") }
+func dbPath(t testing.TB) string { return filepath.Join(t.TempDir(), "hub.db") }
 
 const streamPath = "/api/v1/nodes/n1/streams/s1"
 
