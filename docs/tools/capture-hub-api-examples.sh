@@ -86,7 +86,7 @@ show() {
 	local title=$1 lines=$2 auth=$3 method=$4 path=$5
 	shift 5
 	call "$auth" "$method" "$path" "$@"
-	echo "### $title"
+	echo "#### $title"
 	echo
 	echo '```'
 	local cmd="\$ curl -s"
@@ -176,7 +176,7 @@ echo "\`http://127.0.0.1:<port>\`; \`\$SESSION\` is the session token the last"
 echo "\`register\` returned. Ids and times differ from run to run."
 echo
 
-echo "## Probes and the system descriptor"
+echo "### Probes and the system descriptor"
 echo
 show '`GET /liveness`' 0 none GET /liveness
 show '`GET /readiness`' 0 none GET /readiness
@@ -184,7 +184,7 @@ show '`GET /health`' 0 none GET /health
 show '`GET /api/v1/system`' 0 op GET /api/v1/system
 show '`GET /api/v1/system` — without a token: 401' 0 none GET /api/v1/system
 
-echo "## The Agent joins"
+echo "### The Agent joins"
 echo
 show '`POST /api/v1/agent/register`' 0 node POST /api/v1/agent/register -H 'Content-Type: application/json' -d "$(register_body $NODE $BOOT)"
 SESSION=$(jget body 'j["session_token"]')
@@ -202,7 +202,7 @@ show '`POST /api/v1/agent/job-observations`' 0 sess POST /api/v1/agent/job-obser
 show '`GET /api/v1/nodes`' 0 op GET /api/v1/nodes
 show '`GET /api/v1/streams` — a reported stream nobody desired yet' 0 op GET /api/v1/streams
 
-echo "## A desired-state write converges"
+echo "### A desired-state write converges"
 echo
 show '`PUT /api/v1/nodes/node-a/streams/orders/desired-state`' 0 op PUT /api/v1/nodes/node-a/streams/orders/desired-state -H 'Content-Type: application/json' -H 'X-Correlation-ID: demo-1' -d '{"state":"running","config_version":"v1"}'
 OP1=$(jget body 'j["operation_id"]')
@@ -225,7 +225,7 @@ show '`GET /api/v1/operations?correlation_id=demo-1`' 0 op GET '/api/v1/operatio
 show '`GET /api/v1/operations/{id}`' 0 op GET "/api/v1/operations/$OP1"
 show '`GET /api/v1/events?operation_id={id}`' 0 op GET "/api/v1/events?operation_id=$OP1&page_size=20"
 
-echo "## Restart, live on the event stream"
+echo "### Restart, live on the event stream"
 echo
 note "A subscriber started before the restart sees the operation's whole life (\`curl -N --max-time 4\`, so curl ends by itself):"
 heartbeat
@@ -237,7 +237,7 @@ show '`GET /api/v1/agent/commands?wait_ms=5000` — a restart carries its action
 cp body cmds.json
 execute
 wait "$ssepid"
-echo '### `GET /api/v1/events/stream?resource_id=orders`'
+echo '#### `GET /api/v1/events/stream?resource_id=orders`'
 echo
 echo '```'
 echo '$ curl -s -N --max-time 4 -H "Authorization: Bearer $SVC_OPERATOR_TOKEN" "$HUB/api/v1/events/stream?resource_id=orders"'
@@ -249,7 +249,7 @@ note "Reconnecting with \`Last-Event-ID\` replays what came after that id, here 
 show "\`GET /api/v1/events/stream?kind=convergence_changed\` — with \`Last-Event-ID: $LASTID\`" 0 op GET '/api/v1/events/stream?kind=convergence_changed' -N --max-time 2 -H "Last-Event-ID: $LASTID"
 show '`GET /api/v1/events/stream` — with a malformed Last-Event-ID: 400' 0 op GET /api/v1/events/stream -N --max-time 2 -H 'Last-Event-ID: yesterday'
 
-echo "## Actions, the legacy adapter and conditional writes"
+echo "### Actions, the legacy adapter and conditional writes"
 echo
 heartbeat
 show '`POST /api/v1/nodes/node-a/streams/orders/stop`' 0 op POST /api/v1/nodes/node-a/streams/orders/stop
@@ -273,7 +273,7 @@ show '`GET /api/v1/operations/{id}` — unknown id: 404' 0 op GET /api/v1/operat
 show '`DELETE /api/v1/nodes` — 405' 0 op DELETE /api/v1/nodes
 show '`GET /api/v1/jobs` — not served yet: 404' 0 op GET /api/v1/jobs
 
-echo "## An offline node, cancel, and an ambiguous legacy call"
+echo "### An offline node, cancel, and an ambiguous legacy call"
 echo
 show '`PUT /api/v1/nodes/node-b/streams/orders/desired-state` — a node that never registered' 0 op PUT /api/v1/nodes/node-b/streams/orders/desired-state -H 'Content-Type: application/json' -d '{"state":"running"}'
 OPB=$(jget body 'j["operation_id"]')
@@ -283,7 +283,7 @@ show '`POST /api/v1/streams/orders/restart` — legacy, two nodes: 409' 0 op POS
 show '`DELETE /api/v1/operations/{id}` — pending: cancelled' 0 op DELETE "/api/v1/operations/$OPB"
 show '`DELETE /api/v1/operations/{id}` — again: 409' 0 op DELETE "/api/v1/operations/$OPB"
 
-echo "## Retry and redelivery"
+echo "### Retry and redelivery"
 echo
 note "An attempt the Agent reports as \`timed_out\` (or one that expires) puts the operation back to \`pending\` with a retry; the next attempt is dispatched after the backoff (1 s, doubling, at most 1 min):"
 heartbeat
@@ -309,7 +309,7 @@ show '`GET /api/v1/agent/commands?wait_ms=0` — 10 s later: the same attempt ag
 cp body cmds.json
 execute
 
-echo "## Drain and maintenance"
+echo "### Drain and maintenance"
 echo
 show '`POST /api/v1/nodes/node-a/drain`' 0 op POST /api/v1/nodes/node-a/drain -H 'X-Correlation-ID: demo-drain'
 show '`PUT /api/v1/nodes/node-a/streams/orders/desired-state` — while draining: accepted, not dispatched' 0 op PUT /api/v1/nodes/node-a/streams/orders/desired-state -H 'Content-Type: application/json' -d '{"state":"running","config_version":"v1"}'
@@ -322,7 +322,7 @@ execute
 show '`GET /api/v1/events?kind=node_maintenance_changed`' 0 op GET '/api/v1/events?kind=node_maintenance_changed'
 show '`POST /api/v1/nodes/ghost/drain` — 404' 0 op POST /api/v1/nodes/ghost/drain
 
-echo "## A node without the capability"
+echo "### A node without the capability"
 echo
 note "\`node-old\` registers without \`stream_control\`; a stream write for it fails for good with \`incompatible_capability\` (audited as rejected):"
 call node POST /api/v1/agent/register -H 'Content-Type: application/json' -d '{"node_id":"node-old","boot_id":"boot-old","version":"0.5.9","protocol_version":1,"capabilities":["input:generate"]}'
@@ -333,7 +333,7 @@ sleep 1.2
 show '`GET /api/v1/operations/{id}` — failed: incompatible_capability' 0 op GET "/api/v1/operations/$OPO"
 show '`GET /api/v1/audit?page_size=6`' 0 op GET '/api/v1/audit?page_size=6'
 
-echo "## Sessions and node restarts"
+echo "### Sessions and node restarts"
 echo
 OLD=$SESSION
 BOOT=boot-2
@@ -349,13 +349,13 @@ report '{"streams_running":1,"messages_received_total":35}'
 sleep 0.3
 show '`GET /api/v1/events?kind=node_restarted`' 0 op GET '/api/v1/events?kind=node_restarted'
 
-echo "## Fleet status and metrics"
+echo "### Fleet status and metrics"
 echo
 show '`GET /api/v1/status`' 0 op GET /api/v1/status
 show '`GET /api/v1/operations/status`' 0 op GET /api/v1/operations/status
 show '`GET /api/v1/metrics?format=json`' 0 op GET '/api/v1/metrics?format=json'
 show '`GET /metrics?node_id=node-a`' 0 none GET '/metrics?node_id=node-a'
-echo '### `GET /metrics` (abridged: the command series that moved, and the Hub gauges)'
+echo '#### `GET /metrics` (abridged: the command series that moved, and the Hub gauges)'
 echo
 echo '```'
 echo '$ curl -s "$HUB/metrics" | grep -E '"'"'^svc_(command_total|command_duration_count|hub_)'"'"' | grep -v " 0$"'
@@ -366,7 +366,7 @@ show '`GET /api/v1/components?page_size=2`' 30 op GET '/api/v1/components?page_s
 show '`GET /api/v1/components/processor/json`' 20 op GET /api/v1/components/processor/json
 show '`GET /api/v1/schema`' 10 op GET /api/v1/schema
 
-echo "## After a Hub restart"
+echo "### After a Hub restart"
 echo
 note "The Hub is stopped (SIGTERM) and started again on the same storage. Desired state, operations, events and sessions are durable; leases are not, so the node is \`unavailable\` until its next heartbeat:"
 stop_hub
@@ -377,7 +377,7 @@ show '`POST /api/v1/agent/heartbeat` — the session survived the restart' 0 ses
 sleep 0.3
 show '`GET /api/v1/events?node_id=node-a&page_size=3`' 0 op GET '/api/v1/events?node_id=node-a&page_size=3'
 
-echo "## A full queue waits"
+echo "### A full queue waits"
 echo
 note "With 64 attempts in flight on a node, a further intent waits for room (\`capacity\`) instead of failing:"
 BOOT=boot-c
