@@ -562,3 +562,124 @@ func TestSSEOperationLife(t *testing.T) {
 		t.Fatalf("operation events %v, want %v", kinds, want)
 	}
 }
+
+// TestEventQueryFilters: GET /events takes the filters of the SSE stream.
+func TestEventQueryFilters(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	a := newTestAgent(th, "n1")
+	a.register(t, "", 15*time.Second)
+	th.put(t, "n1", "s1", `{"state":"running"}`)
+	all := decode[wire.Page[wire.Event]](t, th.do(t, "GET", APIPrefix+"/events?page_size=100", ""))
+	if all.Total < 3 {
+		t.Fatalf("events %+v", all)
+	}
+	newest := all.Items[0].ID
+	cases := []struct {
+		query string
+		want  func(wire.Page[wire.Event]) bool
+	}{
+		{"since_id=" + itoa(newest-1), func(p wire.Page[wire.Event]) bool {
+			// Later events may have come in since; none older may show.
+			return p.Total >= 1 && p.Items[len(p.Items)-1].ID == newest
+		}},
+		{"kind=node_registered,intent_accepted", func(p wire.Page[wire.Event]) bool { return p.Total == 2 }},
+		{"kind=node_registered&kind=intent_accepted", func(p wire.Page[wire.Event]) bool { return p.Total == 2 }},
+		{"since=2099-01-01T00:00:00Z", func(p wire.Page[wire.Event]) bool { return p.Total == 0 }},
+		{"resource_id=s1&kind=intent_accepted", func(p wire.Page[wire.Event]) bool { return p.Total == 1 }},
+	}
+	for _, c := range cases {
+		if got := decode[wire.Page[wire.Event]](t, th.do(t, "GET", APIPrefix+"/events?"+c.query, "")); !c.want(got) {
+			t.Errorf("?%s: %+v", c.query, got)
+		}
+	}
+	for _, bad := range []string{"since_id=abc", "since=yesterday", "page_size=101"} {
+		if r := th.do(t, "GET", APIPrefix+"/events?"+bad, ""); r.status != 400 || r.problem(t).Code != "invalid_query" {
+			t.Errorf("?%s: %d %s", bad, r.status, r.body)
+		}
+	}
+}
+
+// TestReportedCountersAndEmptyViews: the view shows the counters of the
+// latest report; nothing desired or nothing observed is left out.
+func TestReportedCountersAndEmptyViews(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	th.put(t, "n1", "s1", `{"state":"running"}`)
+	if r := th.do(t, "GET", APIPrefix+"/nodes/n1/streams/s1", ""); strings.Contains(string(r.body), `"observed"`) {
+		t.Fatalf("observed shown before any report: %s", r.body)
+	}
+	a := newTestAgent(th, "n1")
+	a.register(t, "", 15*time.Second)
+	a.streams["s1"] = wire.ReportStream{ID: "s1", State: "running", Counters: &wire.StreamCounters{Received: 13, Sent: 12}}
+	a.streams["s2"] = wire.ReportStream{ID: "s2", State: "running", Counters: &wire.StreamCounters{Sent: 5}}
+	a.report(t)
+	if got := th.stream(t, "n1", "s1"); got.Observed.Counters.Received != 13 || got.Observed.Counters.Sent != 12 {
+		t.Fatalf("counters %+v", got.Observed.Counters)
+	}
+	// Counters change without a new durable observation.
+	a.streams["s1"] = wire.ReportStream{ID: "s1", State: "running", Counters: &wire.StreamCounters{Received: 20, Sent: 20}}
+	a.report(t)
+	if got := th.stream(t, "n1", "s1"); got.Observed.Counters.Received != 20 {
+		t.Fatalf("counters after a second report %+v", got.Observed.Counters)
+	}
+	r := th.do(t, "GET", APIPrefix+"/nodes/n1/streams/s2", "")
+	if r.status != 200 || strings.Contains(string(r.body), `"desired"`) || decode[wire.Stream](t, r).Observed.Counters.Sent != 5 {
+		t.Fatalf("reported-only stream: %d %s", r.status, r.body)
+	}
+}
+
+// TestWrongMethodAndAuditNames: a POST on desired-state is 405, not an
+// unknown action; rejected and accepted mutations of one route share their
+// audit action name.
+func TestWrongMethodAndAuditNames(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	r := th.do(t, "POST", APIPrefix+"/nodes/n1/streams/s1/desired-state", `{"state":"running"}`)
+	if r.status != 405 || r.header.Get("Allow") != "PUT" || r.problem(t).Code != "method_not_allowed" {
+		t.Fatalf("POST desired-state: %d %v %s", r.status, r.header, r.body)
+	}
+	if r := th.do(t, "POST", APIPrefix+"/nodes/ghost/drain", ""); r.status != 404 {
+		t.Fatalf("drain unknown node: %d", r.status)
+	}
+	a := newTestAgent(th, "n1")
+	a.register(t, "", 15*time.Second)
+	if r := th.do(t, "POST", APIPrefix+"/nodes/n1/drain", ""); r.status != 200 {
+		t.Fatalf("drain: %d", r.status)
+	}
+	if r := th.do(t, "POST", APIPrefix+"/nodes/n1/streams/s1/stop", "", "If-Match", `"generation-7"`); r.status != 412 {
+		t.Fatalf("stop with a stale If-Match: %d", r.status)
+	}
+	th.do(t, "POST", APIPrefix+"/nodes/n1/streams/s1/stop", "")
+	outcomes := func(action string) map[string]bool {
+		out := map[string]bool{}
+		for _, rec := range decode[wire.Page[store.AuditRecord]](t, th.do(t, "GET", APIPrefix+"/audit?action="+action, "")).Items {
+			out[rec.Outcome] = true
+		}
+		return out
+	}
+	for _, action := range []string{"node_mode_draining", "stream_stop"} {
+		if got := outcomes(action); !got[store.OutcomeAccepted] || !got[store.OutcomeRejected] {
+			t.Errorf("audit of %s: %v, want both outcomes", action, got)
+		}
+	}
+	if got := outcomes("stream_desired_state"); len(got) != 0 {
+		t.Errorf("a 405 was audited: %v", got)
+	}
+}
+
+// TestTimedOutResultKeepsAgentFailure: an Agent's timed_out result keeps
+// its failure on the operation while the intent is retried.
+func TestTimedOutResultKeepsAgentFailure(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	a := newTestAgent(th, "n1")
+	a.register(t, "", 15*time.Second)
+	w := th.put(t, "n1", "s1", `{"state":"stopped"}`)
+	c := a.commands(t, 5*time.Second)[0]
+	r := a.call(t, "POST", "/commands/"+c.CommandID+"/result", wire.CommandResult{AttemptID: c.AttemptID, State: wire.ResultTimedOut,
+		Failure: &wire.Failure{Class: "transient", Code: "stop_timeout", Message: "the stream did not stop in time"}}, a.session)
+	if r.status != 204 {
+		t.Fatalf("result: %d %s", r.status, r.body)
+	}
+	op := decode[wire.Operation](t, th.do(t, "GET", APIPrefix+"/operations/"+w.OperationID, ""))
+	if op.State != wire.OpPending || op.Retry.Count != 1 || op.Failure == nil || op.Failure.Code != "stop_timeout" || op.Failure.Class != "transient" {
+		t.Fatalf("operation %+v", op)
+	}
+}

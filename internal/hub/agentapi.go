@@ -239,9 +239,18 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 			ActionID: s.ActionID, LastError: truncate(s.LastError, 1024), LastErrorAt: s.LastErrorAt.Time})
 	}
 	slices.SortFunc(obs, func(a, b store.ObservedStream) int { return cmpString(a.StreamID, b.StreamID) })
+	counters := map[string]wire.StreamCounters{}
+	for _, s := range req.Streams {
+		if s.Counters != nil {
+			counters[s.ID] = *s.Counters
+		}
+	}
 	h.fleet.mu.Lock()
 	n := h.fleet.nodeLocked(id)
 	stale := n.reportBoot == req.BootID && req.ReportSeq <= n.reportSeq
+	if !stale {
+		n.counters = counters
+	}
 	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameObservation(n.observed, obs)
 	if same {
 		// Nothing new to write: remember the order and the metrics only.

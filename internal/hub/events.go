@@ -44,8 +44,10 @@ func (h *Hub) pumpLoop(ctx context.Context) {
 }
 
 // pump moves every committed event after the live log's last id into it.
-// Only the pump goroutine and restore call it.
+// Calls are serialized, so events go in in id order, each once.
 func (h *Hub) pump(ctx context.Context) error {
+	h.pumpMu.Lock()
+	defer h.pumpMu.Unlock()
 	for {
 		evs, err := h.st.EventsAfter(ctx, h.events.LastID(), store.EventFilter{}, store.MaxEvents)
 		if err != nil {

@@ -46,7 +46,8 @@ type nodeState struct {
 	online      bool
 	reportBoot  string
 	reportSeq   int64
-	observed    []store.ObservedStream // as last accepted
+	observed    []store.ObservedStream         // as last accepted
+	counters    map[string]wire.StreamCounters // by stream, from the latest report (not durable)
 	cfgVersion  string
 	metrics     map[string]float64
 	reportedAt  time.Time

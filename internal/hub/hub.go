@@ -72,6 +72,7 @@ type Hub struct {
 
 	fleet  *fleet
 	events *eventlog.Log // live tail of the durable event log
+	pumpMu sync.Mutex    // serializes pump
 
 	nudgec  chan struct{} // wakes the reconciler
 	pumpc   chan struct{} // wakes the event pump

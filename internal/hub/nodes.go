@@ -153,22 +153,41 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 	}
 }
 
-// audited records a rejected mutation (4xx) in the audit log with the
-// principal and the problem's code; accepted ones are audited by the store
-// in their own transaction.
-func (h *Hub) audited(action string, next httpapi.HandlerFunc) httpapi.HandlerFunc {
+// auditAction names the audit action of a request: the same name the store
+// gives the accepted mutation, so /audit?action= finds both outcomes.
+type auditAction func(r *http.Request) string
+
+func fixedAction(name string) auditAction { return func(*http.Request) string { return name } }
+
+// modeAction is the action of a node mode change (store.SetNodeMode's).
+func modeAction(mode string) auditAction { return fixedAction(store.ModeAction(mode)) }
+
+// streamActionName is the operation name of POST .../streams/{id}/{action}.
+func streamActionName(r *http.Request) string {
+	switch a := r.PathValue("action"); a {
+	case "start", "stop", "restart":
+		return "stream_" + a
+	}
+	return "stream_action"
+}
+
+// audited records a rejected mutation (4xx but 405) in the audit log with
+// the principal and the problem's code; accepted ones are audited by the
+// store in their own transaction.
+func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		err := next(w, r)
 		var e *httpapi.Error
-		if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 {
+		if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
 			return err
 		}
+		action := name(r)
 		ctx := r.Context()
 		resType, resID := "stream", r.PathValue("id")
 		switch {
 		case r.PathValue("node_id") != "" && resID == "":
 			resType, resID = "node", r.PathValue("node_id")
-		case action == "operation_cancel":
+		case action == store.ActionCancel:
 			// Audit the cancel against the intent's resource, as accepted ones are.
 			resType = "operation"
 			if in, ierr := h.st.GetIntent(ctx, resID); ierr == nil {

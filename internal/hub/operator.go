@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -30,17 +31,17 @@ func (h *Hub) routes() []httpapi.Route {
 		{Method: "GET", Pattern: p + "/nodes/{node_id}", Handler: h.getNode},
 		{Method: "GET", Pattern: p + "/streams", Handler: h.getStreams},
 		{Method: "GET", Pattern: p + "/nodes/{node_id}/streams/{id}", Handler: h.getStream},
-		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited("stream_desired_state", h.putStreamDesired)},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited("stream_restart", h.postRestart)},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/{action}", Handler: h.audited("stream_action", h.postStreamAction)},
-		{Method: "POST", Pattern: p + "/streams/{id}/{action}", Handler: h.audited("stream_action", h.postLegacyAction)},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/drain", Handler: h.audited("node_drain", h.nodeMode(store.ModeDraining))},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited("node_maintenance", h.nodeMode(store.ModeMaintenance))},
-		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited("node_active", h.nodeMode(store.ModeActive))},
+		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(OpStreamDesiredState), h.putStreamDesired)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited(fixedAction(OpStreamRestart), h.postRestart)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/{action}", Handler: h.audited(streamActionName, h.postStreamAction)},
+		{Method: "POST", Pattern: p + "/streams/{id}/{action}", Handler: h.audited(streamActionName, h.postLegacyAction)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/drain", Handler: h.audited(modeAction(store.ModeDraining), h.nodeMode(store.ModeDraining))},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(store.ModeMaintenance), h.nodeMode(store.ModeMaintenance))},
+		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(store.ModeActive), h.nodeMode(store.ModeActive))},
 		{Method: "GET", Pattern: p + "/operations", Handler: h.getOperations},
 		{Method: "GET", Pattern: p + "/operations/status", Handler: h.getOperationsStatus},
 		{Method: "GET", Pattern: p + "/operations/{id}", Handler: h.getOperation},
-		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.audited("operation_cancel", h.deleteOperation)},
+		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.audited(fixedAction(store.ActionCancel), h.deleteOperation)},
 		{Method: "GET", Pattern: p + "/events", Handler: h.getEvents},
 		{Method: "GET", Pattern: p + "/events/stream", Handler: h.getEventStream},
 		{Method: "GET", Pattern: p + "/audit", Handler: h.getAudit},
@@ -123,18 +124,22 @@ func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.WriteJSON(w, http.StatusOK, h.operation(ctx, in))
 }
 
+// getEvents answers from the live log (the retained 2048 events, with the
+// filters of the SSE stream), brought up to date with the store first so
+// that a client reads its own writes.
 func (h *Hub) getEvents(w http.ResponseWriter, r *http.Request) error {
 	p, err := paging(r)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	f := store.EventFilter{Kind: q.Get("kind"), NodeID: q.Get("node_id"), ResourceID: q.Get("resource_id"), OperationID: q.Get("operation_id"), CorrelationID: q.Get("correlation_id")}
-	pg, err := h.st.ListEvents(r.Context(), f, p)
+	f, err := eventlog.FilterFromQuery(r.URL.Query())
 	if err != nil {
+		return httpapi.BadRequest(httpapi.CodeInvalidQuery, err.Error())
+	}
+	if err := h.pump(r.Context()); err != nil {
 		return storeProblem(err)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, pg)
+	return httpapi.WriteJSON(w, http.StatusOK, h.events.Query(f, p.Page, p.PageSize))
 }
 
 func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {

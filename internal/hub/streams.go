@@ -55,6 +55,9 @@ func (h *Hub) putStreamDesired(w http.ResponseWriter, r *http.Request) error {
 
 // postStreamAction is POST .../streams/{id}/{action}: start, stop or restart.
 func (h *Hub) postStreamAction(w http.ResponseWriter, r *http.Request) error {
+	if r.PathValue("action") == "desired-state" {
+		return httpapi.MethodNotAllowed([]string{http.MethodPut})
+	}
 	return h.streamAction(w, r, r.PathValue("node_id"), r.PathValue("id"), r.PathValue("action"))
 }
 
@@ -234,7 +237,7 @@ func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
 	}
 	for _, o := range n.observed {
 		if o.StreamID == streamID {
-			return wire.Stream{ID: streamID, NodeID: nodeID, Observed: observedView(o), Convergence: wire.ConvergenceUnknown}, true
+			return wire.Stream{ID: streamID, NodeID: nodeID, Observed: h.fleet.observedViewLocked(nodeID, o), Convergence: wire.ConvergenceUnknown}, true
 		}
 	}
 	return wire.Stream{}, false
@@ -282,7 +285,7 @@ func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]wire.Stream, e
 		}
 		for _, o := range n.observed {
 			if !seen[[2]string{id, o.StreamID}] {
-				out = append(out, wire.Stream{ID: o.StreamID, NodeID: id, Observed: observedView(o), Convergence: wire.ConvergenceUnknown})
+				out = append(out, wire.Stream{ID: o.StreamID, NodeID: id, Observed: h.fleet.observedViewLocked(id, o), Convergence: wire.ConvergenceUnknown})
 			}
 		}
 	}

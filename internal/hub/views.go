@@ -60,7 +60,7 @@ func (h *Hub) streamView(rs store.ResourceState, now time.Time) wire.Stream {
 		Convergence: h.convergenceOf(rs, now).Value,
 	}
 	if o := rs.Observed; o != nil {
-		v.Observed = observedView(*o)
+		v.Observed = h.observedView(rs.NodeID, *o)
 	}
 	if rs.Latest != nil {
 		op := h.operationOf(*rs.Latest, &rs, now)
@@ -70,9 +70,22 @@ func (h *Hub) streamView(rs store.ResourceState, now time.Time) wire.Stream {
 	return v
 }
 
-func observedView(o store.ObservedStream) wire.StreamObserved {
-	return wire.StreamObserved{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion, ActionID: o.ActionID,
+// observedView is a stored observation with the counters of the node's
+// latest report (kept in memory only).
+func (h *Hub) observedView(nodeID string, o store.ObservedStream) wire.StreamObserved {
+	h.fleet.mu.Lock()
+	defer h.fleet.mu.Unlock()
+	return h.fleet.observedViewLocked(nodeID, o)
+}
+
+// observedViewLocked is observedView with h.fleet.mu held.
+func (f *fleet) observedViewLocked(nodeID string, o store.ObservedStream) wire.StreamObserved {
+	v := wire.StreamObserved{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion, ActionID: o.ActionID,
 		LastError: o.LastError, LastErrorAt: wire.At(o.LastErrorAt)}
+	if n := f.nodes[nodeID]; n != nil {
+		v.Counters = n.counters[o.StreamID]
+	}
+	return v
 }
 
 // operationOf is the operation record of an intent with its derived fields:
@@ -93,7 +106,7 @@ func (h *Hub) operationOf(in store.Intent, rs *store.ResourceState, now time.Tim
 		op.Convergence = wire.ConvergenceUnknown
 	}
 	if rs != nil && rs.Observed != nil {
-		obs := observedView(*rs.Observed)
+		obs := h.observedView(rs.NodeID, *rs.Observed)
 		op.Observed = &obs
 	}
 	if in.State == wire.OpPending && in.RetryCount > 0 {

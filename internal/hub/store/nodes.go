@@ -171,6 +171,9 @@ type ModeChange struct {
 	Now           time.Time
 }
 
+// ModeAction is the audit action of a change to mode.
+func ModeAction(mode string) string { return "node_mode_" + mode }
+
 // SetNodeMode changes a node's mode with an audit row and a
 // node_maintenance_changed event. Desired state is not touched.
 func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
@@ -189,7 +192,7 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 		if _, err := q.ExecContext(ctx, "UPDATE nodes SET mode = ? WHERE node_id = ?", m.Mode, m.NodeID); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, Action: "node_mode_" + m.Mode,
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, Action: ModeAction(m.Mode),
 			ResourceType: "node", ResourceID: m.NodeID, NodeID: m.NodeID, CorrelationID: m.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err

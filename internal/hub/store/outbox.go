@@ -209,8 +209,13 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 	if !i.ExpiresAt.IsZero() && now >= ms(i.ExpiresAt) {
 		return failIntent(ctx, q, i, "timeout", CodeExpired, "intent expired", now)
 	}
+	// The intent keeps the reason of its last failed attempt: the Agent's,
+	// or the Hub's own timeout.
+	if fc == "" && fcode == "" {
+		fc, fcode = "timeout", wire.OpTimedOut
+	}
 	if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'pending', retry_count = retry_count + 1, updated_at = ?,
-		failure_class = 'timeout', failure_code = 'timed_out', failure_message = '' WHERE id = ?`, now, i.ID); err != nil {
+		failure_class = ?, failure_code = ?, failure_message = ? WHERE id = ?`, now, fc, fcode, fmsg, i.ID); err != nil {
 		return err
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO outbox (intent_id, node_id, created_at) VALUES (?,?,?)`, i.ID, i.NodeID, now)
