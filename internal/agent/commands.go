@@ -97,7 +97,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 
 	if !cmd.ExpiresAt.IsZero() && !x.now().Before(cmd.ExpiresAt.Time) {
 		x.log.Warn("command expired before it was received; not run", "command_id", cmd.CommandID, "operation", cmd.Operation, "expires_at", cmd.ExpiresAt.Time)
-		x.background(func() { x.finish(ctx, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil) })
+		x.background(func() { x.finish(ctx, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil, nil) })
 		return
 	}
 	acked := make(chan struct{})
@@ -124,8 +124,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 				desire = nil
 			}
 		}
-		<-acked // the outcome follows the acknowledgement
-		x.finish(ctx, cmd, out, desire)
+		x.finish(ctx, cmd, out, desire, acked)
 	})
 }
 
@@ -171,10 +170,12 @@ func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
 	return rec.OperationID, &d, nil
 }
 
-// finish records a command's outcome (and the stream's new desire), then
-// answers every delivery attempt waiting for it, and only then lets
-// reports show the new desire (and asks for one at once).
-func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d *Desire) {
+// finish records a command's outcome (and the stream's new desire), then,
+// once the acknowledgement was answered (acked closed; nil: none was
+// sent), answers every delivery attempt waiting for it, and only then lets
+// reports show the new desire (and asks for one at once). The record's
+// fsync overlaps the acknowledgement's round trip.
+func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d *Desire, acked <-chan struct{}) {
 	x.mu.Lock()
 	if d != nil {
 		h := x.unposted[cmd.ResourceID]
@@ -191,6 +192,9 @@ func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d 
 	atts := x.inflight[cmd.CommandID]
 	delete(x.inflight, cmd.CommandID)
 	x.mu.Unlock()
+	if acked != nil {
+		<-acked // the outcome follows the acknowledgement
+	}
 	defer func() {
 		if d == nil {
 			return
