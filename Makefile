@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench fuzz
+.PHONY: test quickstart build lint bench bench-fleet fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -21,6 +21,10 @@ lint:
 
 bench:
 	bash bench/run.sh
+
+# Control-plane write-to-in_sync latency: a Hub and three Agents (bench/README.md).
+bench-fleet:
+	$(GO) run ./bench/fleet
 
 # Run each fuzz target briefly (FUZZTIME=30s make fuzz for longer).
 FUZZTIME ?= 10s
