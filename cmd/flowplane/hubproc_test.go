@@ -67,6 +67,16 @@ func (l *logWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// excerpt is the output's first head and last tail lines.
+func (l *logWatch) excerpt(head, tail int) string {
+	lines := strings.SplitAfter(l.String(), "\n")
+	if len(lines) <= head+tail {
+		return strings.Join(lines, "")
+	}
+	return strings.Join(lines[:head], "") + fmt.Sprintf("[... %d lines ...]\n", len(lines)-head-tail) +
+		strings.Join(lines[len(lines)-tail:], "")
+}
+
 func (l *logWatch) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -94,7 +104,7 @@ func startHub(t *testing.T, storage string) *hubProc {
 		_ = cmd.Process.Kill()
 		_ = p.wait()
 		if t.Failed() {
-			t.Logf("hub child output:\n%s", lw.String())
+			t.Logf("hub child output:\n%s", lw.excerpt(20, 30))
 		}
 	})
 	select {
