@@ -25,7 +25,8 @@ bench:
 # Run each fuzz target briefly (FUZZTIME=30s make fuzz for longer).
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/secretref:FuzzResolve internal/config:FuzzMaterialize \
-	internal/wal:FuzzDecodeBatch internal/wal:FuzzOpen internal/wal:FuzzOpenRecords
+	internal/wal:FuzzDecodeBatch internal/wal:FuzzOpen internal/wal:FuzzOpenRecords \
+	internal/hub:FuzzAgentBodies
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

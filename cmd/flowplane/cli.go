@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flowplane/flowplane/internal/agent"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
@@ -235,13 +236,28 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 			}
 		},
 	})
+	bootID := uuid.Must(uuid.NewV7()).String()
 	n := node.New(node.Options{
 		Engine: eng, Registry: component.Default, Events: events, Logger: log,
-		NodeID: nodeID, BootID: uuid.Must(uuid.NewV7()).String(), Version: buildVersion(),
+		NodeID: nodeID, BootID: bootID, Version: buildVersion(),
 	}, cfg, version.ID)
 	n.AttachHistory(hist, secretref.Resolver{}, cfg)
 	nd.Store(n)
 	hopts := node.HandlerOptions{HealthCheck: hc, Events: events, Metrics: metrics, Logger: log}
+	// A node with hub_urls is managed by a Hub through its Agent.
+	var ag *agent.Agent
+	var held []string
+	if len(hc.HubURLs) > 0 {
+		ao := agent.ConfigOptions(hc)
+		ao.NodeID, ao.BootID, ao.Version, ao.StateDir = nodeID, bootID, buildVersion(), stateDir
+		ao.Node, ao.Events, ao.Logger = n, events, log
+		if ag, err = agent.New(ao); err != nil {
+			log.Error("start-up failed", "err", err)
+			return exitFailed
+		}
+		hopts.AgentStatus = ag.Status
+		held = ag.Stopped()
+	}
 	ln, err := n.Listen(hopts)
 	if err != nil {
 		log.Error("start-up failed", "err", err)
@@ -262,8 +278,20 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		}
 	}()
 	events.Append(wire.Event{Kind: wire.EventNodeStarted, NodeID: nodeID, Message: "node started with configuration " + version.ID, Data: map[string]any{"config_version": version.ID, "version": buildVersion()}})
-	if err := eng.Apply(ctx, cfg); err != nil {
+	// Streams the Hub last wanted stopped stay stopped, Hub or no Hub.
+	if err := eng.ApplyStopped(ctx, cfg, held); err != nil {
 		log.Error("a stream failed to start", "err", err)
+	}
+	if ag != nil {
+		agentCtx, stopAgent := context.WithCancel(ctx)
+		agentDone := make(chan error, 1)
+		go func() { agentDone <- ag.Run(agentCtx) }()
+		defer func() {
+			stopAgent()
+			if err := <-agentDone; err != nil {
+				log.Error("agent", "err", err)
+			}
+		}()
 	}
 	log.Info("flowplane node started", "version", buildVersion(), "node_id", nodeID, "config_version", version.ID, "streams", len(cfg.Streams), "jobs", len(cfg.Jobs))
 	// Readiness is polled briefly at start-up only, to report how long it took.
@@ -286,7 +314,9 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 			log.Info("stopped")
 			return exitOK
 		case <-eng.Changes():
-			if len(cfg.Jobs) == 0 && eng.Finished() {
+			// A Hub-managed node stays up when its streams end: the Hub
+			// may start them again.
+			if ag == nil && len(cfg.Jobs) == 0 && eng.Finished() {
 				if failed := eng.Failed(); len(failed) > 0 {
 					log.Error("every stream ended; some failed", "failed", strings.Join(failed, ","))
 					return exitFailed

@@ -88,6 +88,14 @@ func (e *Engine) notify() {
 // launched; problems building a stream are returned joined, and the other
 // streams are applied all the same.
 func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
+	return e.ApplyStopped(ctx, cfg, nil)
+}
+
+// ApplyStopped is Apply, except that the new streams named in stopped are
+// configured but not started: they stay stopped, as if stopped on request,
+// until Start. A Hub-managed node uses it at start-up for the streams its
+// Hub wants stopped, so that they never run.
+func (e *Engine) ApplyStopped(ctx context.Context, cfg *config.Config, stopped []string) error {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
 	want := map[string]int{}
@@ -130,6 +138,12 @@ func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
 	}
 	e.mu.Unlock()
 	for _, in := range fresh {
+		if slices.Contains(stopped, in.conf.ID) {
+			e.mu.Lock()
+			in.stopped, in.done = true, closedChan()
+			e.mu.Unlock()
+			continue
+		}
 		if err := e.start(in); err != nil {
 			errs = append(errs, err)
 		}
@@ -331,6 +345,9 @@ func (e *Engine) statusLocked(in *instance) StreamStatus {
 		st.Status = in.rt.Status()
 	} else {
 		st.ID, st.State = in.conf.ID, stream.StateFailed
+		if in.err == nil && in.stopped {
+			st.State = stream.StateStopped // held stopped by ApplyStopped
+		}
 	}
 	if in.err != nil && st.LastError == "" {
 		st.LastError = in.err.Error()

@@ -305,3 +305,29 @@ func TestStreamsDuringApply(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyStoppedNeverStarts: a stream held by ApplyStopped is configured
+// and stopped (it never ran: nothing received), is neither failed nor
+// finished, stops again without error and starts on request.
+func TestApplyStoppedNeverStarts(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	if err := e.ApplyStopped(ctx, materialize(t, "streams:"+streamDoc("held", "1ms")+streamDoc("free", "5ms")), []string{"held"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "free running", func() bool { s, _ := statusOf(e, "free"); return s.State == stream.StateRunning })
+	s, ok := statusOf(e, "held")
+	if !ok || s.State != stream.StateStopped || s.Received != 0 || s.LastError != "" {
+		t.Fatalf("held stream = %+v (found %v)", s, ok)
+	}
+	if e.Finished() || len(e.Failed()) > 0 {
+		t.Errorf("held stream: Finished %v, Failed %v", e.Finished(), e.Failed())
+	}
+	if err := e.Stop(ctx, "held"); err != nil {
+		t.Fatalf("Stop of a held stream: %v", err)
+	}
+	if err := e.Start(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "held running after Start", func() bool { s, _ := statusOf(e, "held"); return s.State == stream.StateRunning })
+}

@@ -105,6 +105,37 @@ func TestNoAuthIsAnonymous(t *testing.T) {
 	}
 }
 
+// TestRouteAuthOverrides: a route's own Authenticator replaces the router's
+// for that route only.
+func TestRouteAuthOverrides(t *testing.T) {
+	routes := []httpapi.Route{
+		{Method: "GET", Pattern: "/operator", Handler: principalHandler},
+		{Method: "POST", Pattern: "/agent", Handler: principalHandler, Auth: httpapi.BearerToken("node-token", "node")},
+	}
+	url := serve(t, routes, httpapi.Options{Auth: httpapi.BearerToken(token, "operator")})
+	cases := []struct {
+		method, path, auth string
+		status             int
+		principal          string
+	}{
+		{"GET", "/operator", "Bearer " + token, 200, "operator"},
+		{"GET", "/operator", "Bearer node-token", 401, ""},
+		{"POST", "/agent", "Bearer node-token", 200, "node"},
+		{"POST", "/agent", "Bearer " + token, 401, ""},
+		{"POST", "/agent", "", 401, ""},
+	}
+	for _, c := range cases {
+		var hdr []string
+		if c.auth != "" {
+			hdr = []string{"Authorization", c.auth}
+		}
+		resp := do(t, c.method, url+c.path, nil, hdr...)
+		if resp.status != c.status || (c.principal != "" && !strings.Contains(string(resp.body), `"`+c.principal+`"`)) {
+			t.Errorf("%s %s with %q: %d %s; want %d %s", c.method, c.path, c.auth, resp.status, resp.body, c.status, c.principal)
+		}
+	}
+}
+
 func TestCustomAuthenticatorError(t *testing.T) {
 	auth := func(r *http.Request) (string, error) {
 		if tok, ok := httpapi.BearerCredential(r); ok && tok == "session-1" {

@@ -12,11 +12,15 @@ import (
 // Route is one row of a surface's route table. Method is an HTTP method
 // (GET also answers HEAD); Pattern a ServeMux path pattern such as
 // "/streams/{id}/start". Public routes (probes, metrics) skip authentication.
+// Auth, when set, authenticates this route instead of the router's
+// Options.Auth (the Hub's agent routes take node and session credentials,
+// not the operator token).
 type Route struct {
 	Method  string
 	Pattern string
 	Handler HandlerFunc
 	Public  bool
+	Auth    Authenticator
 }
 
 // Options configure a Router. The zero value is usable: no authentication,
@@ -149,8 +153,12 @@ func (rt *Router) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler
 
 func (rt *Router) routeHandler(route Route) http.Handler {
 	mutation := isMutation(route.Method)
+	auth := rt.auth
+	if route.Auth != nil {
+		auth = route.Auth
+	}
 	return Handler(rt.log, func(w http.ResponseWriter, r *http.Request) error {
-		principal, err := rt.authenticate(r, route.Public)
+		principal, err := authenticate(auth, r, route.Public)
 		if err != nil {
 			return err
 		}
@@ -164,11 +172,11 @@ func (rt *Router) routeHandler(route Route) http.Handler {
 
 // authenticate returns r's principal. A public route never fails: an absent
 // or wrong credential there is simply anonymous.
-func (rt *Router) authenticate(r *http.Request, public bool) (string, error) {
-	if rt.auth == nil {
+func authenticate(auth Authenticator, r *http.Request, public bool) (string, error) {
+	if auth == nil {
 		return PrincipalAnonymous, nil
 	}
-	p, err := rt.auth(r)
+	p, err := auth(r)
 	if err != nil {
 		if public {
 			return PrincipalAnonymous, nil

@@ -13,15 +13,21 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 )
 
 // APIPrefix is the default prefix of the operator API (health_check.api_prefix).
 const APIPrefix = "/api/v1"
+
+// DefaultIntentTTL is how long an accepted intent may wait for its node
+// before it fails (node_unavailable or expired).
+const DefaultIntentTTL = 24 * time.Hour
 
 // MaxBodyBytes caps a Hub API request body (API.md).
 const MaxBodyBytes = 4 << 20
@@ -40,19 +46,51 @@ type Options struct {
 	NewID func() string
 	// Version is the build version shown by GET /system.
 	Version string
+	// Limits bound dispatch; the zero value means reconcile.DefaultLimits().
+	Limits reconcile.Limits
+	// KeepAlive is the SSE keep-alive interval; 0 means 15 s.
+	KeepAlive time.Duration
+	// Registry is the component set of the fleet image, shown by
+	// /components and /schema; nil means component.Default.
+	Registry *component.Registry
 }
 
 // Hub is the fleet's control-plane server: the durable store, the state
-// restored from it, and the operator API over HTTP.
+// restored from it, the reconciler, and the operator and agent APIs.
 type Hub struct {
 	opts      Options
 	log       *slog.Logger
 	st        *store.Store
 	router    *httpapi.Router
 	handler   http.Handler
-	registry  *prometheus.Registry
-	accepted  prometheus.Counter
+	metrics   *hubMetrics
 	startedAt time.Time
+	prefix    string
+	limits    reconcile.Limits
+	keepAlive time.Duration
+	schema    map[string]any
+
+	fleet  *fleet
+	events *eventlog.Log // live tail of the durable event log
+	pumpMu sync.Mutex    // serializes pump
+
+	nudgec  chan struct{} // wakes the reconciler
+	pumpc   chan struct{} // wakes the event pump
+	convc   chan struct{} // wakes the convergence worker
+	closing chan struct{} // closed when serving ends: long-polls return
+	once    sync.Once
+
+	dirtyMu sync.Mutex
+	dirty   map[string]bool // nodes whose convergence must be recomputed ("" = all)
+
+	convMu sync.Mutex
+	conv   map[string]string // last convergence value by node\x00kind\x00resource
+
+	convPrimed       atomic.Bool
+	lastFullConverge atomic.Int64
+	lastExpiryScan   atomic.Int64
+	lastPass         atomic.Int64
+	storageDown      atomic.Bool
 
 	// snapshot reads the restore state; tests replace it to control restore.
 	snapshot func(context.Context) (store.Snapshot, error)
@@ -87,34 +125,48 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	if o.NewID == nil {
 		o.NewID = newUUIDv7
 	}
+	if o.Registry == nil {
+		o.Registry = component.Default
+	}
+	if o.Limits == (reconcile.Limits{}) {
+		o.Limits = reconcile.DefaultLimits()
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Settings.IntentTTL <= 0 {
+		o.Settings.IntentTTL = DefaultIntentTTL
+	}
 	st, err := store.Open(ctx, o.Settings.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("hub: open storage: %w", err)
 	}
-	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot}
-	h.registry = prometheus.NewRegistry()
-	h.accepted = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "svc_hub_intents_accepted_total",
-		Help: "Desired-state intents durably accepted since the Hub started.",
-	})
-	h.registry.MustRegister(h.accepted, collectors.NewGoCollector())
+	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
+		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive,
+		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
+		closing: make(chan struct{}), dirty: map[string]bool{}, conv: map[string]string{}}
+	h.metrics = newHubMetrics(h)
+	h.schema = config.Schema(o.Registry)
 	var auth httpapi.Authenticator
 	if o.Settings.OperatorToken != "" {
 		auth = httpapi.BearerToken(o.Settings.OperatorToken, "operator")
 	}
 	h.router = httpapi.NewRouter(h.routes(), httpapi.Options{
-		Logger:       o.Logger,
-		Auth:         auth,
-		MaxBodyBytes: MaxBodyBytes,
-		Idempotency:  st.Idempotency(o.Now),
+		Logger:         o.Logger,
+		Auth:           auth,
+		AllowedOrigins: o.Settings.CORSOrigins,
+		MaxBodyBytes:   MaxBodyBytes,
+		Idempotency:    st.Idempotency(o.Now),
 	})
 	h.handler = h.gate(h.router)
 	return h, nil
 }
 
-// restore reads the durable state and, when it is whole, opens the API.
+// restore reads the durable state and, when it is whole, rebuilds the
+// in-memory indexes (nodes, command queues, attempts in flight, the event
+// tail, convergence) and opens the API.
 func (h *Hub) restore(ctx context.Context) {
-	snap, err := h.snapshot(ctx)
+	err := h.rebuild(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
@@ -122,12 +174,78 @@ func (h *Hub) restore(ctx context.Context) {
 		h.log.Error("hub: restore failed; serving 503 recovering", "err", err)
 		return
 	}
-	h.restored = snap
 	h.restoreErr = nil
 	h.ready.Store(true)
+	snap := h.restored
 	h.log.Info("hub: state restored", "nodes", len(snap.Nodes), "resources", len(snap.Resources),
 		"pending_outbox", len(snap.PendingOutbox), "active_attempts", len(snap.ActiveAttempts),
 		"last_event_id", snap.LastEventID)
+}
+
+func (h *Hub) rebuild(ctx context.Context) error {
+	snap, err := h.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	active, err := h.st.ActiveCommands(ctx)
+	if err != nil {
+		return err
+	}
+	observed, err := h.st.AllObservedStreams(ctx)
+	if err != nil {
+		return err
+	}
+	// The live event log continues the durable ids; its tail is the
+	// retained rows.
+	oldest, _, err := h.st.EventIDs(ctx)
+	if err != nil {
+		return err
+	}
+	h.events = eventlog.New(eventlog.Options{Capacity: store.MaxEvents, Now: h.opts.Now, LastID: max(oldest-1, 0)})
+	if err := h.pump(ctx); err != nil {
+		return err
+	}
+	f := newFleet()
+	for _, n := range snap.Nodes {
+		ns := f.nodeLocked(n.NodeID)
+		ns.node = n
+		if n.LeaseTTL > 0 {
+			ns.leaseTTL = n.LeaseTTL
+		}
+		// Leases are not durable: a node is online again at its next heartbeat.
+		ns.reportBoot, ns.reportSeq, ns.reportedAt, ns.cfgVersion, ns.metrics = n.ReportBootID, n.ReportSeq, n.ReportedAt, n.ConfigVersion, n.Metrics
+		ns.observed = observed[n.NodeID]
+	}
+	for _, e := range snap.PendingOutbox {
+		f.markLocked(e.NodeID)
+	}
+	for _, c := range active {
+		fl := &flight{cmd: commandFromIntent(c.Intent, c.Attempt.ID, c.Attempt.ExpiresAt), state: c.Attempt.State,
+			dispatchedAt: c.Attempt.CreatedAt, expiresAt: c.Attempt.ExpiresAt}
+		f.enqueueLocked(fl)
+	}
+	h.fleet.mu.Lock()
+	h.fleet.nodes, h.fleet.inflight, h.fleet.pending = f.nodes, f.inflight, f.pending
+	h.fleet.mu.Unlock()
+	// Convergence as it stands now is the baseline; changes from here on
+	// are events.
+	if err := h.convergeNodes(ctx, map[string]bool{"": true}); err != nil {
+		return err
+	}
+	h.convPrimed.Store(true)
+	h.mu.Lock()
+	h.restored = snap
+	h.mu.Unlock()
+	return nil
+}
+
+// storeFailed notes a storage failure (readiness turns 503 until a probe
+// write succeeds) and returns the problem a handler answers.
+func (h *Hub) storeFailed(err error) error {
+	if errors.Is(err, store.ErrStorage) && !h.storageDown.Swap(true) {
+		h.log.Error("hub: storage failed; answering 503 until it takes writes again", "err", err)
+	}
+	return storeProblem(err)
 }
 
 // Ready reports whether the state was restored and the API is open.
@@ -151,8 +269,23 @@ func (h *Hub) Run(ctx context.Context) error {
 	return h.Serve(ctx, ln)
 }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully. It closes ln.
+// Serve serves on ln until ctx ends, then shuts down gracefully. It closes
+// ln. While it serves, the reconciler, the event pump and the convergence
+// worker run.
 func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
+	loops, stopLoops := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if h.ready.Load() {
+		for _, loop := range []func(context.Context){h.reconcileLoop, h.pumpLoop, h.convergeLoop} {
+			wg.Add(1)
+			go func() { defer wg.Done(); loop(loops) }()
+		}
+		h.nudge()
+	}
+	defer func() {
+		stopLoops()
+		wg.Wait()
+	}()
 	srv := &http.Server{
 		Handler:           h.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -166,6 +299,7 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("hub: serve: %w", err)
 	case <-ctx.Done():
 	}
+	h.once.Do(func() { close(h.closing) })
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)

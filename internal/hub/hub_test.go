@@ -34,7 +34,7 @@ func serve(t *testing.T, path, token string, restore bool) *testHub {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := open(ctx, Options{
-		Settings: Settings{Address: "127.0.0.1:0", Storage: path, OperatorToken: token},
+		Settings: Settings{Address: "127.0.0.1:0", Storage: path, OperatorToken: token, NodeToken: nodeTokenFor(token)},
 		Logger:   slog.New(slog.DiscardHandler), Version: "test",
 	})
 	if err != nil {
@@ -120,7 +120,7 @@ func decode[T any](t *testing.T, r resp) T {
 	return v
 }
 
-func dbPath(t *testing.T) string { return filepath.Join(t.TempDir(), "hub.db") }
+func dbPath(t testing.TB) string { return filepath.Join(t.TempDir(), "hub.db") }
 
 const streamPath = "/api/v1/nodes/n1/streams/s1"
 
@@ -269,7 +269,7 @@ func TestAuthOnEveryAPIRoute(t *testing.T) {
 		t.Fatalf("only %d routes", len(routes))
 	}
 	for _, rt := range routes {
-		path := strings.NewReplacer("{node_id}", "n1", "{id}", "x").Replace(rt.Pattern)
+		path := strings.NewReplacer("{node_id}", "n1", "{id}", "x", "{kind}", "input", "{name}", "generate", "{action}", "start").Replace(rt.Pattern)
 		t.Run(rt.Method+" "+rt.Pattern, func(t *testing.T) {
 			body := ""
 			if rt.Method == "PUT" {
@@ -277,25 +277,58 @@ func TestAuthOnEveryAPIRoute(t *testing.T) {
 			}
 			r := th.do(t, rt.Method, path, body)
 			api := strings.HasPrefix(rt.Pattern, APIPrefix+"/")
+			agent := strings.HasPrefix(rt.Pattern, APIPrefix+"/agent/")
 			if api == rt.Public {
 				t.Fatalf("route %s public=%v", rt.Pattern, rt.Public)
 			}
-			if api && (r.status != 401 || r.problem(t).Code != "unauthorized" || r.header.Get("WWW-Authenticate") == "") {
+			if api && (r.status != 401 || r.header.Get("WWW-Authenticate") == "") {
 				t.Errorf("no token: %d %s", r.status, r.body)
+			}
+			if api && !agent && r.problem(t).Code != "unauthorized" {
+				t.Errorf("no token: code %s", r.body)
 			}
 			if !api && r.status == 401 {
 				t.Errorf("public route answered 401")
 			}
-			if api {
-				if r := th.do(t, rt.Method, path, body, "Authorization", "Bearer wrong"); r.status != 401 {
-					t.Errorf("wrong token: %d", r.status)
-				}
-				if r := th.do(t, rt.Method, path, body, "Authorization", "Bearer "+testToken); r.status == 401 {
-					t.Errorf("right token answered 401")
-				}
+			if !api {
+				return
+			}
+			if r := th.do(t, rt.Method, path, body, "Authorization", "Bearer wrong"); r.status != 401 {
+				t.Errorf("wrong token: %d", r.status)
+			}
+			status := th.status(t, rt.Method, path, body, "Authorization", "Bearer "+testToken)
+			switch {
+			case agent && status != 401:
+				t.Errorf("agent route accepted the operator token: %d", status)
+			case !agent && status == 401:
+				t.Errorf("right token answered 401")
 			}
 		})
 	}
+}
+
+// status sends a request and returns its status without reading the body,
+// so streaming routes (SSE, long polls) answer too.
+func (th *testHub) status(t *testing.T, method, path, body string, hdr ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, th.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 func TestRecovering(t *testing.T) {
@@ -431,4 +464,13 @@ func TestStorageUnavailable(t *testing.T) {
 	if r.status != 503 || r.problem(t).Code != "storage_unavailable" {
 		t.Errorf("PUT on closed store: %d %s", r.status, r.body)
 	}
+}
+
+// nodeTokenFor is the node registration token of a test Hub whose operator
+// token is token (none when the Hub is open).
+func nodeTokenFor(token string) string {
+	if token == "" {
+		return ""
+	}
+	return token + "-node"
 }

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -20,28 +19,45 @@ const (
 	CodeOperationNotCancellable = "operation_not_cancellable"
 )
 
-// OpStreamDesiredState is the operation name of a stream desired-state write.
-const OpStreamDesiredState = "stream_desired_state"
-
 // maxIDLen bounds node, stream and config version identifiers.
 const maxIDLen = 255
 
 func (h *Hub) routes() []httpapi.Route {
-	p := APIPrefix
-	return []httpapi.Route{
+	p := h.prefix
+	routes := []httpapi.Route{
 		{Method: "GET", Pattern: p + "/system", Handler: h.getSystem},
+		{Method: "GET", Pattern: p + "/status", Handler: h.getStatus},
+		{Method: "GET", Pattern: p + "/nodes", Handler: h.getNodes},
+		{Method: "GET", Pattern: p + "/nodes/{node_id}", Handler: h.getNode},
+		{Method: "GET", Pattern: p + "/streams", Handler: h.getStreams},
 		{Method: "GET", Pattern: p + "/nodes/{node_id}/streams/{id}", Handler: h.getStream},
-		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.putStreamDesired},
+		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(OpStreamDesiredState), h.putStreamDesired)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited(fixedAction(OpStreamRestart), h.postRestart)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/{action}", Handler: h.audited(streamActionName, h.postStreamAction)},
+		{Method: "POST", Pattern: p + "/streams/{id}/{action}", Handler: h.audited(streamActionName, h.postLegacyAction)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/drain", Handler: h.audited(modeAction(store.ModeDraining), h.nodeMode(store.ModeDraining))},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(store.ModeMaintenance), h.nodeMode(store.ModeMaintenance))},
+		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(store.ModeActive), h.nodeMode(store.ModeActive))},
 		{Method: "GET", Pattern: p + "/operations", Handler: h.getOperations},
+		{Method: "GET", Pattern: p + "/operations/status", Handler: h.getOperationsStatus},
 		{Method: "GET", Pattern: p + "/operations/{id}", Handler: h.getOperation},
-		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.deleteOperation},
+		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.audited(fixedAction(store.ActionCancel), h.deleteOperation)},
 		{Method: "GET", Pattern: p + "/events", Handler: h.getEvents},
+		{Method: "GET", Pattern: p + "/events/stream", Handler: h.getEventStream},
 		{Method: "GET", Pattern: p + "/audit", Handler: h.getAudit},
-		// Probes and metrics stay open whatever the token.
-		{Method: "GET", Pattern: "/liveness", Handler: h.getLiveness, Public: true},
-		{Method: "GET", Pattern: "/readiness", Handler: h.getReadiness, Public: true},
-		{Method: "GET", Pattern: "/metrics", Handler: httpapi.FromHandler(promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{})), Public: true},
+		{Method: "GET", Pattern: p + "/components", Handler: h.getComponents},
+		{Method: "GET", Pattern: p + "/components/{kind}/{name}", Handler: h.getComponent},
+		{Method: "GET", Pattern: p + "/schema", Handler: h.getSchema},
+		{Method: "GET", Pattern: p + "/metrics", Handler: h.getMetrics},
 	}
+	routes = append(routes, h.agentRoutes(p)...)
+	// Probes and the top-level metrics stay open whatever the token.
+	return append(routes,
+		httpapi.Route{Method: "GET", Pattern: "/health", Handler: h.getReadiness, Public: true},
+		httpapi.Route{Method: "GET", Pattern: "/liveness", Handler: h.getLiveness, Public: true},
+		httpapi.Route{Method: "GET", Pattern: "/readiness", Handler: h.getReadiness, Public: true},
+		httpapi.Route{Method: "GET", Pattern: "/metrics", Handler: h.getMetrics, Public: true},
+	)
 }
 
 // storeProblem maps the store's errors every handler shares.
@@ -53,131 +69,6 @@ func storeProblem(err error) error {
 		return httpapi.BadRequest(httpapi.CodeInvalidQuery, "a query parameter is out of range").WithCause(err)
 	}
 	return err
-}
-
-type desiredRequest struct {
-	State         string `json:"state"`
-	ConfigVersion string `json:"config_version"`
-}
-
-func (h *Hub) putStreamDesired(w http.ResponseWriter, r *http.Request) error {
-	nodeID, streamID := r.PathValue("node_id"), r.PathValue("id")
-	var body desiredRequest
-	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
-		return err
-	}
-	var probs []httpapi.FieldProblem
-	if body.State != "running" && body.State != "stopped" {
-		probs = append(probs, httpapi.FieldProblem{Path: "state", Message: "must be running or stopped"})
-	}
-	if len(body.ConfigVersion) > maxIDLen {
-		probs = append(probs, httpapi.FieldProblem{Path: "config_version", Message: "at most 255 characters"})
-	}
-	if len(nodeID) > maxIDLen || len(streamID) > maxIDLen {
-		probs = append(probs, httpapi.FieldProblem{Message: "node_id and stream id are at most 255 characters"})
-	}
-	if len(probs) > 0 {
-		return httpapi.Validation(probs)
-	}
-	gen, matchAny, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	var ifMatch *int64
-	if present && !matchAny {
-		ifMatch = &gen
-	}
-	id := h.opts.NewID()
-	res, err := h.st.WriteDesired(r.Context(), store.DesiredWrite{
-		IntentID: id, Operation: OpStreamDesiredState, NodeID: nodeID, Kind: store.KindStream,
-		ResourceID: streamID, State: body.State, ConfigVersion: body.ConfigVersion, IfMatch: ifMatch,
-		CorrelationID: httpapi.CorrelationID(r.Context()), Actor: httpapi.Principal(r.Context()),
-		Now: h.opts.Now(),
-	})
-	var gc *store.GenerationConflictError
-	switch {
-	case errors.As(err, &gc):
-		return httpapi.GenerationConflict(gc.Expected, gc.Current, map[string]any{"node_id": nodeID, "stream_id": streamID})
-	case err != nil:
-		return storeProblem(err)
-	}
-	h.accepted.Inc()
-	w.Header().Set("Location", APIPrefix+"/operations/"+id)
-	w.Header().Set("ETag", httpapi.ETag(res.Generation))
-	return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{
-		OperationID: id, IntentID: id, NodeID: nodeID, StreamID: streamID, Generation: res.Generation,
-		DesiredState: body.State, ConfigVersion: body.ConfigVersion, Convergence: wire.ConvergencePending,
-	})
-}
-
-func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	nodeID, streamID := r.PathValue("node_id"), r.PathValue("id")
-	res, err := h.st.GetResource(ctx, nodeID, store.KindStream, streamID)
-	if errors.Is(err, store.ErrNotFound) {
-		return httpapi.NotFound(CodeStreamNotFound, "no desired state for that stream on that node")
-	}
-	if err != nil {
-		return storeProblem(err)
-	}
-	view := wire.Stream{
-		ID: streamID, NodeID: nodeID,
-		Desired: wire.StreamDesired{State: res.State, Generation: res.Generation, ConfigVersion: res.ConfigVersion, ActionID: res.ActionID},
-	}
-	obs, err := h.st.ObservedStreams(ctx, nodeID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return storeProblem(err)
-	}
-	for _, o := range obs {
-		if o.StreamID == streamID {
-			view.Observed = wire.StreamObserved{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion, ActionID: o.ActionID, LastError: o.LastError}
-		}
-	}
-	latest, err := h.st.ListIntents(ctx, store.IntentFilter{NodeID: nodeID, ResourceID: streamID}, store.Paging{Page: 1, PageSize: 10})
-	if err != nil {
-		return storeProblem(err)
-	}
-	for _, in := range latest.Items {
-		if in.Kind == store.KindStream {
-			op := operationOf(in)
-			view.LatestOperation = &op
-			break
-		}
-	}
-	view.Convergence = streamConvergence(view)
-	w.Header().Set("ETag", httpapi.ETag(res.Generation))
-	return httpapi.WriteJSON(w, http.StatusOK, view)
-}
-
-// streamConvergence is a provisional reading until the reconciler's
-// Convergence is wired: in_sync when the observation matches the desire,
-// else what the latest operation says.
-func streamConvergence(v wire.Stream) string {
-	d, o := v.Desired, v.Observed
-	if o.State == d.State && o.Generation == d.Generation && o.ConfigVersion == d.ConfigVersion && o.ActionID == d.ActionID && o.LastError == "" {
-		return wire.ConvergenceInSync
-	}
-	if v.LatestOperation != nil {
-		return v.LatestOperation.Convergence
-	}
-	return wire.ConvergenceUnknown
-}
-
-// operationOf is the wire record of an intent with a provisional
-// convergence derived from its state (reports are not consulted yet).
-func operationOf(in store.Intent) wire.Operation {
-	op := in.Wire()
-	switch in.State {
-	case wire.OpPending, wire.OpSuperseded:
-		op.Convergence = wire.ConvergencePending
-	case wire.OpDispatched, wire.OpAcknowledged, wire.OpSucceeded:
-		op.Convergence = wire.ConvergenceApplying
-	case wire.OpFailed, wire.OpTimedOut, wire.OpCancelled:
-		op.Convergence = wire.ConvergenceBlocked
-	default:
-		op.Convergence = wire.ConvergenceUnknown
-	}
-	return op
 }
 
 func paging(r *http.Request) (store.Paging, error) {
@@ -196,11 +87,7 @@ func (h *Hub) getOperations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeProblem(err)
 	}
-	out := wire.Page[wire.Operation]{Items: make([]wire.Operation, len(pg.Items)), Page: pg.Page, PageSize: pg.PageSize, Total: pg.Total}
-	for i, in := range pg.Items {
-		out.Items[i] = operationOf(in)
-	}
-	return httpapi.WriteJSON(w, http.StatusOK, out)
+	return httpapi.WriteJSON(w, http.StatusOK, h.operations(r.Context(), pg))
 }
 
 func (h *Hub) getOperation(w http.ResponseWriter, r *http.Request) error {
@@ -211,7 +98,7 @@ func (h *Hub) getOperation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeProblem(err)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, operationOf(in))
+	return httpapi.WriteJSON(w, http.StatusOK, h.operation(r.Context(), in))
 }
 
 func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
@@ -230,23 +117,29 @@ func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 		}
 		return e
 	case err != nil:
-		return storeProblem(err)
+		return h.storeFailed(err)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, operationOf(in))
+	h.wrote()
+	h.converge(in.NodeID)
+	return httpapi.WriteJSON(w, http.StatusOK, h.operation(ctx, in))
 }
 
+// getEvents answers from the live log (the retained 2048 events, with the
+// filters of the SSE stream), brought up to date with the store first so
+// that a client reads its own writes.
 func (h *Hub) getEvents(w http.ResponseWriter, r *http.Request) error {
 	p, err := paging(r)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	f := store.EventFilter{Kind: q.Get("kind"), NodeID: q.Get("node_id"), ResourceID: q.Get("resource_id"), OperationID: q.Get("operation_id"), CorrelationID: q.Get("correlation_id")}
-	pg, err := h.st.ListEvents(r.Context(), f, p)
+	f, err := eventlog.FilterFromQuery(r.URL.Query())
 	if err != nil {
+		return httpapi.BadRequest(httpapi.CodeInvalidQuery, err.Error())
+	}
+	if err := h.pump(r.Context()); err != nil {
 		return storeProblem(err)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, pg)
+	return httpapi.WriteJSON(w, http.StatusOK, h.events.Query(f, p.Page, p.PageSize))
 }
 
 func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {
@@ -295,7 +188,7 @@ func (h *Hub) getSystem(w http.ResponseWriter, r *http.Request) error {
 		storage = "volatile"
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, System{
-		Role: "hub", Version: h.opts.Version, ProtocolVersion: wire.ProtocolVersion, APIPrefix: APIPrefix,
+		Role: "hub", Version: h.opts.Version, ProtocolVersion: wire.ProtocolVersion, APIPrefix: h.prefix,
 		Storage: storage, InsecureLocal: s.InsecureLocal, Auth: s.OperatorToken != "", StartedAt: wire.At(h.startedAt),
 		Restored: Restored{Nodes: len(snap.Nodes), Resources: len(snap.Resources), PendingOutbox: len(snap.PendingOutbox),
 			ActiveAttempts: len(snap.ActiveAttempts), LastEventID: snap.LastEventID},
@@ -313,6 +206,9 @@ func (h *Hub) getLiveness(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Hub) getReadiness(w http.ResponseWriter, r *http.Request) error {
+	if h.ready.Load() && h.storageDown.Load() {
+		return httpapi.WriteJSON(w, http.StatusServiceUnavailable, Probe{Status: "not_ready", Reason: CodeStorageUnavailable})
+	}
 	if h.ready.Load() {
 		return httpapi.WriteJSON(w, http.StatusOK, Probe{Status: "ready"})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/config"
 )
@@ -19,6 +20,10 @@ const (
 	EnvOperatorToken = "SVC_OPERATOR_TOKEN"
 	EnvNodeToken     = "SVC_NODE_TOKEN"
 	EnvInsecureLocal = "SVC_HUB_INSECURE_LOCAL"
+	// Not named by the spec; our own (docs/hub-api.md).
+	EnvAPIPrefix   = "SVC_HUB_API_PREFIX"
+	EnvCORSOrigins = "SVC_HUB_CORS_ORIGINS"
+	EnvIntentTTL   = "SVC_HUB_INTENT_TTL"
 )
 
 // Settings are the Hub's start-up settings. Tokens come only from the
@@ -29,6 +34,20 @@ type Settings struct {
 	OperatorToken string
 	NodeToken     string
 	InsecureLocal bool
+	// APIPrefix is the operator and agent API prefix; "" means /api/v1.
+	APIPrefix string
+	// CORSOrigins are the browser origins allowed to call the API.
+	CORSOrigins []string
+	// IntentTTL is how long an intent may wait before it fails; 0 means
+	// DefaultIntentTTL.
+	IntentTTL time.Duration
+}
+
+func (s Settings) prefix() string {
+	if s.APIPrefix == "" {
+		return APIPrefix
+	}
+	return s.APIPrefix
 }
 
 // ErrInsecure is returned when the fail-closed rules refuse to start.
@@ -47,6 +66,24 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		Storage:       get(EnvStorage),
 		OperatorToken: get(EnvOperatorToken),
 		NodeToken:     get(EnvNodeToken),
+	}
+	if v := get(EnvAPIPrefix); v != "" {
+		if !strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.ContainsAny(v, " {}?#") {
+			return s, nil, fmt.Errorf("%w: %s must start with / and not end with / (like /api/v1), got %q", ErrInsecure, EnvAPIPrefix, v)
+		}
+		s.APIPrefix = v
+	}
+	for _, o := range strings.Split(get(EnvCORSOrigins), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			s.CORSOrigins = append(s.CORSOrigins, o)
+		}
+	}
+	if v := get(EnvIntentTTL); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return s, nil, fmt.Errorf("%w: %s must be a duration of at least 1s (like 24h), got %q", ErrInsecure, EnvIntentTTL, v)
+		}
+		s.IntentTTL = d
 	}
 	switch v := get(EnvInsecureLocal); v {
 	case "", "0", "false":

@@ -127,6 +127,8 @@ type harnessOptions struct {
 	noWait bool
 	// noHistory leaves the configuration history out.
 	noHistory bool
+	// agent is the handler's AgentStatus hook.
+	agent func() node.AgentStatus
 }
 
 func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
@@ -172,7 +174,7 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 		n.AttachHistory(hist, secretref.Resolver{}, cfg)
 	}
 	nd.Store(n)
-	hopts := node.HandlerOptions{HealthCheck: cfg.HealthCheck, Events: events, Metrics: metrics, Logger: discard}
+	hopts := node.HandlerOptions{HealthCheck: cfg.HealthCheck, Events: events, Metrics: metrics, Logger: discard, AgentStatus: o.agent}
 	ln, err := n.Listen(hopts)
 	if err != nil {
 		t.Fatalf("Listen: %v", err)

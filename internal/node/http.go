@@ -30,6 +30,7 @@ type server struct {
 	schema  map[string]any
 	metrics http.Handler
 	log     *slog.Logger
+	agent   func() AgentStatus // nil without an Agent
 }
 
 // HandlerOptions configure the node's HTTP surfaces.
@@ -38,11 +39,14 @@ type HandlerOptions struct {
 	Events      *eventlog.Log
 	Metrics     *prometheus.Registry
 	Logger      *slog.Logger
+	// AgentStatus, when set, reports the Agent's connection to its Hub
+	// on GET /system.
+	AgentStatus func() AgentStatus
 }
 
 func newServer(n *Node, o HandlerOptions) *server {
 	return &server{
-		n: n, events: o.Events, log: o.Logger,
+		n: n, events: o.Events, log: o.Logger, agent: o.AgentStatus,
 		schema:  config.Schema(n.opts.Registry),
 		metrics: promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{ErrorLog: nil}),
 	}
@@ -128,7 +132,12 @@ func (s *server) routes(hc config.HealthCheck) []httpapi.Route {
 }
 
 func (s *server) getSystem(w http.ResponseWriter, r *http.Request) error {
-	return httpapi.WriteJSON(w, http.StatusOK, s.n.System())
+	sys := s.n.System()
+	if s.agent != nil {
+		st := s.agent()
+		sys.Agent = &st
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, sys)
 }
 
 func (s *server) getStatus(w http.ResponseWriter, r *http.Request) error {

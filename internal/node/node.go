@@ -151,6 +151,9 @@ type Request struct {
 	CorrelationID string
 	// IfMatch is the expected generation; nil means no precondition.
 	IfMatch *int64
+	// ActionID is the action id of a restart, when the caller has one (the
+	// Hub's, for a restart the Agent carries out); empty means a new one.
+	ActionID string
 }
 
 // StreamAction records a node-local desired-state write (start, stop) or
@@ -177,7 +180,10 @@ func (n *Node) StreamAction(id, action string, req Request) (wire.Operation, wir
 	case OpStop:
 		d.State = DesiredStopped
 	case OpRestart:
-		d.State, d.ActionID = DesiredRunning, n.opts.NewID()
+		d.State, d.ActionID = DesiredRunning, req.ActionID
+		if d.ActionID == "" {
+			d.ActionID = n.opts.NewID()
+		}
 	default:
 		n.mu.Unlock()
 		return wire.Operation{}, wire.StreamDesired{}, fmt.Errorf("unknown stream action %q", action)
@@ -277,6 +283,20 @@ func (n *Node) view(st engine.StreamStatus) wire.Stream {
 		v.LatestOperation = &op
 	}
 	return v
+}
+
+// ErrOperationNotFound is returned by WaitOperation for an unknown id.
+var ErrOperationNotFound = errOpNotFound
+
+// WaitOperation waits until the operation has finished (succeeded, failed
+// or cancelled) and returns its record, or returns ctx's error first. The
+// Agent uses it to carry out a Hub command as a node operation.
+func (n *Node) WaitOperation(ctx context.Context, id string) (wire.Operation, error) {
+	rec, err := n.ops.wait(ctx, id)
+	if err != nil {
+		return rec, err
+	}
+	return n.decorate(rec, n.streamViews()), nil
 }
 
 // Operation returns one operation record.

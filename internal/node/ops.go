@@ -37,6 +37,8 @@ type op struct {
 	// onCancel undoes what accepting the operation changed; it runs once
 	// the operation is cancelled, outside the operations' lock.
 	onCancel func()
+	// done is closed once rec reached a terminal state.
+	done chan struct{}
 }
 
 func terminal(state string) bool {
@@ -72,6 +74,7 @@ func (s *operations) submit(o *op) wire.Operation {
 	defer s.mu.Unlock()
 	now := wire.At(s.now())
 	o.rec.State, o.rec.CreatedAt, o.rec.UpdatedAt = wire.OpPending, now, now
+	o.done = make(chan struct{})
 	s.byID[o.rec.OperationID] = o
 	s.order = append(s.order, o)
 	r := o.rec.ResourceID
@@ -116,6 +119,7 @@ func (s *operations) work(resource string) {
 		if s.onDone != nil {
 			s.onDone(rec)
 		}
+		close(o.done)
 	}
 }
 
@@ -157,7 +161,27 @@ func (s *operations) cancel(id string) (wire.Operation, error) {
 	if o.onCancel != nil {
 		o.onCancel()
 	}
+	close(o.done)
 	return rec, nil
+}
+
+// wait returns an operation's record once it reached a terminal state, or
+// ctx's error first.
+func (s *operations) wait(ctx context.Context, id string) (wire.Operation, error) {
+	s.mu.Lock()
+	o, ok := s.byID[id]
+	s.mu.Unlock()
+	if !ok {
+		return wire.Operation{}, errOpNotFound
+	}
+	select {
+	case <-o.done:
+	case <-ctx.Done():
+		return wire.Operation{}, ctx.Err()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return o.rec, nil
 }
 
 func (s *operations) get(id string) (wire.Operation, bool) {

@@ -47,6 +47,21 @@ type System struct {
 	ProtocolVersion int       `json:"protocol_version"`
 	StartedAt       wire.Time `json:"started_at"`
 	Capabilities    []string  `json:"capabilities"`
+	// Agent is the Agent's connection to its Hub; only a node with
+	// hub_urls runs an Agent.
+	Agent *AgentStatus `json:"agent,omitempty"`
+}
+
+// AgentStatus is the Agent's view of its Hub, shown by GET /system on a
+// Hub-managed node. LastError never holds a token.
+type AgentStatus struct {
+	// HubURL is the configured Hub URL in use (userinfo redacted).
+	HubURL           string    `json:"hub_url"`
+	Connected        bool      `json:"connected"`
+	SessionExpiresAt wire.Time `json:"session_expires_at,omitzero"`
+	RegisteredAt     wire.Time `json:"registered_at,omitzero"`
+	LastError        string    `json:"last_error,omitempty"`
+	LastErrorAt      wire.Time `json:"last_error_at,omitzero"`
 }
 
 // System describes the node.
@@ -149,33 +164,15 @@ func (n *Node) Health() (Probe, bool) {
 }
 
 // ComponentInfo is an item of GET /components.
-type ComponentInfo struct {
-	Kind    string `json:"kind"`
-	Name    string `json:"name"`
-	Summary string `json:"summary"`
-}
+type ComponentInfo = component.Info
 
 // ComponentDetail is GET /components/{kind}/{name}.
-type ComponentDetail struct {
-	ComponentInfo
-	Schema  map[string]any `json:"schema"`
-	Example string         `json:"example"`
-}
+type ComponentDetail = component.Detail
 
 // Components lists the registered components.
-func (n *Node) Components() []ComponentInfo {
-	var out []ComponentInfo
-	for _, s := range n.opts.Registry.Specs() {
-		out = append(out, ComponentInfo{Kind: string(s.Kind), Name: s.Name, Summary: s.Summary})
-	}
-	return out
-}
+func (n *Node) Components() []ComponentInfo { return n.opts.Registry.Catalog() }
 
 // Component returns one component's schema and example.
 func (n *Node) Component(kind, name string) (ComponentDetail, bool) {
-	s, ok := n.opts.Registry.Lookup(component.Kind(kind), name)
-	if !ok {
-		return ComponentDetail{}, false
-	}
-	return ComponentDetail{ComponentInfo: ComponentInfo{Kind: kind, Name: name, Summary: s.Summary}, Schema: s.Schema, Example: s.Example}, true
+	return n.opts.Registry.Describe(kind, name)
 }

@@ -38,4 +38,7 @@ const (
 	EventSavepointCompleted     = "savepoint_completed"
 	// EventNodeStarted is logged by a node when its process starts.
 	EventNodeStarted = "node_started"
+	// EventNodeRestarted is logged by the Hub when a node reports with a
+	// new boot_id.
+	EventNodeRestarted = "node_restarted"
 )

@@ -35,8 +35,8 @@ type StreamObserved struct {
 type Stream struct {
 	ID              string         `json:"id"`
 	NodeID          string         `json:"node_id"`
-	Desired         StreamDesired  `json:"desired"`
-	Observed        StreamObserved `json:"observed"`
+	Desired         StreamDesired  `json:"desired,omitzero"`  // omitted when nothing is desired
+	Observed        StreamObserved `json:"observed,omitzero"` // omitted before the first observation
 	Convergence     string         `json:"convergence"`
 	LatestOperation *Operation     `json:"latest_operation,omitempty"`
 }

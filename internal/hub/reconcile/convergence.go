@@ -172,10 +172,11 @@ func Convergence(in ConvergenceInput) Result {
 }
 
 // matches reports whether the observation is the desired state: same state,
-// generation and config_version, and for a restart the same action_id.
+// generation and config_version (an empty desired config_version accepts
+// whatever version the node runs), and for a restart the same action_id.
 func matches(d Desired, o Observed) bool {
 	return d.State == o.State && d.Generation == o.Generation &&
-		d.ConfigVersion == o.ConfigVersion &&
+		(d.ConfigVersion == "" || d.ConfigVersion == o.ConfigVersion) &&
 		(d.ActionID == "" || d.ActionID == o.ActionID)
 }
 

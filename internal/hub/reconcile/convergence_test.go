@@ -32,6 +32,7 @@ func TestConvergence(t *testing.T) {
 		{"match", ConvergenceInput{Desired: want, Observed: match, Node: online}, Result{wire.ConvergenceInSync, ReasonMatch}},
 		{"match, node offline", ConvergenceInput{Desired: want, Observed: match, Node: offline, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceInSync, ReasonMatch}},
 		{"match, config differs", ConvergenceInput{Desired: want, Observed: &Observed{State: "running", Generation: 3, ConfigVersion: "v1"}, Node: online, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceDegraded, ReasonDrift}},
+		{"match, any config version desired", ConvergenceInput{Desired: &Desired{State: "running", Generation: 3}, Observed: match, Node: online}, Result{wire.ConvergenceInSync, ReasonMatch}},
 		{"match erroring", ConvergenceInput{Desired: want, Observed: erroring, Node: online}, Result{wire.ConvergenceDegraded, ReasonErroring}},
 		{"match erroring inside window", ConvergenceInput{Desired: want, Observed: erroring, Node: online, ErrorWindow: time.Minute, Now: t0}, Result{wire.ConvergenceDegraded, ReasonErroring}},
 		{"match, error older than window", ConvergenceInput{Desired: want, Observed: oldError, Node: online, ErrorWindow: time.Minute, Now: t0}, Result{wire.ConvergenceInSync, ReasonMatch}},

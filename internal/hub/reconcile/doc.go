@@ -10,8 +10,9 @@
 // # Convergence
 //
 // Convergence(in) is decided by the first row that applies (API.md
-// "States"). "Matches" means same state, generation and config_version, and
-// for a restart (Desired.ActionID set) the same action_id. "Erroring" means
+// "States"). "Matches" means same state, generation and config_version (a
+// desire without a config_version accepts whatever version the node runs),
+// and for a restart (Desired.ActionID set) the same action_id. "Erroring" means
 // the observation carries a LastError (within ErrorWindow of LastErrorAt
 // when both are set).
 //

@@ -145,6 +145,9 @@ func (s *Store) ListIntents(ctx context.Context, f IntentFilter, p Paging) (wire
 	return out, err
 }
 
+// ActionCancel is the audit action of an operation cancel.
+const ActionCancel = "operation_cancel"
+
 // Cancellation names who cancels which intent, and when.
 type Cancellation struct {
 	IntentID      string
@@ -176,7 +179,7 @@ func (s *Store) CancelIntent(ctx context.Context, c Cancellation) (Intent, error
 			now, i.ID); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(c.Now), Actor: c.Actor, Action: "operation_cancel",
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(c.Now), Actor: c.Actor, Action: ActionCancel,
 			ResourceType: i.Kind, ResourceID: i.ResourceID, NodeID: i.NodeID, CorrelationID: c.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err

@@ -37,6 +37,11 @@ type Node struct {
 	ReportBootID     string
 	ReportSeq        int64
 	ReportedAt       time.Time
+	ConfigVersion    string
+	Metrics          map[string]float64
+	// Restarts counts the reports that came with a new boot_id.
+	Restarts int64
+	LeaseTTL time.Duration
 }
 
 // Registration is one Agent register call. SessionToken is the raw
@@ -51,6 +56,7 @@ type Registration struct {
 	SessionToken     string
 	SessionExpiresAt time.Time
 	LeaseExpiresAt   time.Time
+	LeaseTTL         time.Duration
 	Now              time.Time
 }
 
@@ -69,14 +75,14 @@ func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
 	return s.write(ctx, func(ctx context.Context, q querier) error {
 		now := ms(r.Now)
 		if _, err := q.ExecContext(ctx, `INSERT INTO nodes (node_id, boot_id, version, protocol_version, capabilities,
-			data_address, registered_at, lease_expires_at, session_hash, session_expires_at) VALUES (?,?,?,?,?,?,?,?,?,?)
+			data_address, registered_at, lease_expires_at, session_hash, session_expires_at, lease_ttl_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT (node_id) DO UPDATE SET boot_id = excluded.boot_id, version = excluded.version,
 			protocol_version = excluded.protocol_version, capabilities = excluded.capabilities,
 			data_address = excluded.data_address, registered_at = excluded.registered_at,
 			lease_expires_at = excluded.lease_expires_at, session_hash = excluded.session_hash,
-			session_expires_at = excluded.session_expires_at`,
+			session_expires_at = excluded.session_expires_at, lease_ttl_ms = excluded.lease_ttl_ms`,
 			r.NodeID, r.BootID, r.Version, r.ProtocolVersion, string(caps), r.DataAddress, now, ms(r.LeaseExpiresAt),
-			h, ms(r.SessionExpiresAt)); err != nil {
+			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds()); err != nil {
 			return err
 		}
 		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "")
@@ -165,6 +171,9 @@ type ModeChange struct {
 	Now           time.Time
 }
 
+// ModeAction is the audit action of a change to mode.
+func ModeAction(mode string) string { return "node_mode_" + mode }
+
 // SetNodeMode changes a node's mode with an audit row and a
 // node_maintenance_changed event. Desired state is not touched.
 func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
@@ -183,7 +192,7 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 		if _, err := q.ExecContext(ctx, "UPDATE nodes SET mode = ? WHERE node_id = ?", m.Mode, m.NodeID); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, Action: "node_mode_" + m.Mode,
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, Action: ModeAction(m.Mode),
 			ResourceType: "node", ResourceID: m.NodeID, NodeID: m.NodeID, CorrelationID: m.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err
@@ -196,18 +205,25 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 }
 
 const nodeCols = `node_id, boot_id, version, protocol_version, capabilities, data_address, registered_at, lease_expires_at,
-	mode, session_expires_at, report_boot_id, report_seq, reported_at`
+	mode, session_expires_at, report_boot_id, report_seq, reported_at, config_version, metrics, restarts, lease_ttl_ms`
 
 func scanNode(r scanner) (Node, error) {
 	var n Node
-	var caps string
-	var reg, lease, sx, rep int64
+	var caps, metrics string
+	var reg, lease, sx, rep, ttl int64
 	if err := r.Scan(&n.NodeID, &n.BootID, &n.Version, &n.ProtocolVersion, &caps, &n.DataAddress, &reg, &lease, &n.Mode,
-		&sx, &n.ReportBootID, &n.ReportSeq, &rep); err != nil {
+		&sx, &n.ReportBootID, &n.ReportSeq, &rep, &n.ConfigVersion, &metrics, &n.Restarts, &ttl); err != nil {
 		return n, err
 	}
+	n.LeaseTTL = time.Duration(ttl) * time.Millisecond
 	if err := json.Unmarshal([]byte(caps), &n.Capabilities); err != nil {
 		return n, fmt.Errorf("node %q capabilities: %w", n.NodeID, err)
+	}
+	if err := json.Unmarshal([]byte(metrics), &n.Metrics); err != nil {
+		return n, fmt.Errorf("node %q metrics: %w", n.NodeID, err)
+	}
+	if len(n.Metrics) == 0 {
+		n.Metrics = nil
 	}
 	n.RegisteredAt, n.LeaseExpiresAt, n.SessionExpiresAt, n.ReportedAt = tm(reg), tm(lease), tm(sx), tm(rep)
 	return n, nil
@@ -252,28 +268,51 @@ type ObservedStream struct {
 	ConfigVersion string
 	ActionID      string
 	LastError     string
+	LastErrorAt   time.Time
 	UpdatedAt     time.Time
 }
 
+// MaxReportMetrics bounds the metrics of one report.
+const MaxReportMetrics = 64
+
 // Report is one Agent report, ordered by (BootID, Seq).
 type Report struct {
-	NodeID  string
-	BootID  string
-	Seq     int64
-	Streams []ObservedStream
-	Now     time.Time
+	NodeID        string
+	BootID        string
+	Seq           int64
+	Streams       []ObservedStream
+	ConfigVersion string
+	Metrics       map[string]float64
+	Now           time.Time
+}
+
+// ReportResult says what ApplyReport did. Stale: the report was not newer
+// and changed nothing. NewBoot: it came from another boot than the last
+// accepted report (a node restart), counted in Node.Restarts and recorded
+// as a node_restarted event.
+type ReportResult struct {
+	Stale   bool
+	NewBoot bool
 }
 
 // ApplyReport stores r when it is newer than the node's last report (another
 // boot_id, or a greater report_seq within the same boot): the node's
-// observed streams are replaced by r.Streams. It returns stale = true and
-// changes nothing otherwise. An unknown node returns ErrNotFound.
-func (s *Store) ApplyReport(ctx context.Context, r Report) (stale bool, err error) {
+// observed streams are replaced by r.Streams. A stale report changes
+// nothing. An unknown node returns ErrNotFound.
+func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error) {
+	var res ReportResult
 	if len(r.Streams) > MaxReportStreams {
-		return false, fmt.Errorf("%w: %d streams in one report (max %d)", ErrInvalid, len(r.Streams), MaxReportStreams)
+		return res, fmt.Errorf("%w: %d streams in one report (max %d)", ErrInvalid, len(r.Streams), MaxReportStreams)
+	}
+	if len(r.Metrics) > MaxReportMetrics {
+		return res, fmt.Errorf("%w: %d metrics in one report (max %d)", ErrInvalid, len(r.Metrics), MaxReportMetrics)
+	}
+	metrics, err := json.Marshal(r.Metrics)
+	if err != nil || r.Metrics == nil {
+		metrics = []byte("{}")
 	}
 	err = s.write(ctx, func(ctx context.Context, q querier) error {
-		stale = false
+		res = ReportResult{}
 		var boot string
 		var seq int64
 		err := q.QueryRowContext(ctx, "SELECT report_boot_id, report_seq FROM nodes WHERE node_id = ?", r.NodeID).Scan(&boot, &seq)
@@ -284,12 +323,18 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (stale bool, err erro
 			return err
 		}
 		if boot == r.BootID && r.Seq <= seq {
-			stale = true
+			res.Stale = true
 			return nil
 		}
+		res.NewBoot = boot != "" && boot != r.BootID
 		now := ms(r.Now)
-		if _, err := q.ExecContext(ctx, "UPDATE nodes SET report_boot_id = ?, report_seq = ?, reported_at = ? WHERE node_id = ?",
-			r.BootID, r.Seq, now, r.NodeID); err != nil {
+		restarts := 0
+		if res.NewBoot {
+			restarts = 1
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE nodes SET report_boot_id = ?, report_seq = ?, reported_at = ?, config_version = ?,
+			metrics = ?, restarts = restarts + ? WHERE node_id = ?`,
+			r.BootID, r.Seq, now, r.ConfigVersion, string(metrics), restarts, r.NodeID); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, "DELETE FROM observed_streams WHERE node_id = ?", r.NodeID); err != nil {
@@ -297,33 +342,40 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (stale bool, err erro
 		}
 		for _, o := range r.Streams {
 			if _, err := q.ExecContext(ctx, `INSERT OR REPLACE INTO observed_streams (node_id, stream_id, state, generation,
-				config_version, action_id, last_error, updated_at) VALUES (?,?,?,?,?,?,?,?)`,
-				r.NodeID, o.StreamID, o.State, o.Generation, o.ConfigVersion, o.ActionID, o.LastError, now); err != nil {
+				config_version, action_id, last_error, last_error_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)`,
+				r.NodeID, o.StreamID, o.State, o.Generation, o.ConfigVersion, o.ActionID, o.LastError, ms(o.LastErrorAt), now); err != nil {
+				return err
+			}
+		}
+		if res.NewBoot {
+			e := event(wire.EventNodeRestarted, r.Now, r.NodeID, "", "", "", "", "", "node restarted")
+			e.Data = map[string]any{"boot_id": r.BootID, "previous_boot_id": boot}
+			if _, err := insertEvent(ctx, q, e); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return stale, err
+	return res, err
 }
 
 // ObservedStreams returns a node's observed streams by stream id.
 func (s *Store) ObservedStreams(ctx context.Context, nodeID string) ([]ObservedStream, error) {
 	var out []ObservedStream
 	err := s.read(ctx, func(q querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT stream_id, state, generation, config_version, action_id, last_error, updated_at
-			FROM observed_streams WHERE node_id = ? ORDER BY stream_id`, nodeID)
+		rows, err := q.QueryContext(ctx, `SELECT stream_id, state, generation, config_version, action_id, last_error,
+			last_error_at, updated_at FROM observed_streams WHERE node_id = ? ORDER BY stream_id`, nodeID)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var o ObservedStream
-			var u int64
-			if err := rows.Scan(&o.StreamID, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &u); err != nil {
+			var le, u int64
+			if err := rows.Scan(&o.StreamID, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &le, &u); err != nil {
 				return err
 			}
-			o.UpdatedAt = tm(u)
+			o.LastErrorAt, o.UpdatedAt = tm(le), tm(u)
 			out = append(out, o)
 		}
 		return rows.Err()

@@ -104,24 +104,34 @@ func TestReports(t *testing.T) {
 		seq       int64
 		state     string
 		wantStale bool
+		wantBoot  bool
 		wantState string
 	}{
-		{"b1", 5, "starting", false, "starting"},
-		{"b1", 5, "failed", true, "starting"},  // same seq
-		{"b1", 4, "failed", true, "starting"},  // older
-		{"b1", 6, "running", false, "running"}, // newer
-		{"b2", 1, "stopped", false, "stopped"}, // new boot, seq restarts
-		{"b2", 1, "running", true, "stopped"},
+		{"b1", 5, "starting", false, false, "starting"},
+		{"b1", 5, "failed", true, false, "starting"},  // same seq
+		{"b1", 4, "failed", true, false, "starting"},  // older
+		{"b1", 6, "running", false, false, "running"}, // newer
+		{"b2", 1, "stopped", false, true, "stopped"},  // new boot, seq restarts
+		{"b2", 1, "running", true, false, "stopped"},
 	}
 	for i, tc := range tests {
-		stale, err := s.ApplyReport(ctx, Report{NodeID: "n1", BootID: tc.boot, Seq: tc.seq, Streams: obs(tc.state), Now: t0.Add(time.Duration(i) * time.Second)})
+		res, err := s.ApplyReport(ctx, Report{NodeID: "n1", BootID: tc.boot, Seq: tc.seq, Streams: obs(tc.state), ConfigVersion: "v2",
+			Metrics: map[string]float64{"streams_running": float64(i)}, Now: t0.Add(time.Duration(i) * time.Second)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, _ := s.ObservedStreams(ctx, "n1")
-		if stale != tc.wantStale || len(got) != 1 || got[0].State != tc.wantState {
-			t.Errorf("report %d (%s,%d): stale %v, observed %+v; want stale %v state %s", i, tc.boot, tc.seq, stale, got, tc.wantStale, tc.wantState)
+		if res.Stale != tc.wantStale || res.NewBoot != tc.wantBoot || len(got) != 1 || got[0].State != tc.wantState {
+			t.Errorf("report %d (%s,%d): %+v, observed %+v; want stale %v new boot %v state %s", i, tc.boot, tc.seq, res, got, tc.wantStale, tc.wantBoot, tc.wantState)
 		}
+	}
+	n, err := s.GetNode(ctx, "n1")
+	if err != nil || n.Restarts != 1 || n.ConfigVersion != "v2" || n.Metrics["streams_running"] != 4 {
+		t.Errorf("node after reports = %+v, %v; want 1 restart, config v2, metric 4", n, err)
+	}
+	evs, _ := s.ListEvents(ctx, EventFilter{Kind: wire.EventNodeRestarted}, Paging{Page: 1, PageSize: 10})
+	if evs.Total != 1 {
+		t.Errorf("node_restarted events = %d, want 1", evs.Total)
 	}
 	if _, err := s.ApplyReport(ctx, Report{NodeID: "n1", BootID: "b3", Seq: 1, Streams: make([]ObservedStream, MaxReportStreams+1)}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("oversized report: %v", err)

@@ -45,11 +45,13 @@ type Attempt struct {
 	Result     json.RawMessage
 }
 
-const outboxQuery = `SELECT o.seq, o.intent_id, o.node_id, o.created_at, i.operation, i.resource_kind, i.resource_id,
+const outboxSelect = `SELECT o.seq, o.intent_id, o.node_id, o.created_at, i.operation, i.resource_kind, i.resource_id,
 	i.generation, i.desired_state, i.config_version, i.action_id, i.expires_at,
 	(SELECT COUNT(*) FROM attempts a WHERE a.intent_id = o.intent_id),
 	(SELECT COALESCE(MAX(a.finished_at), 0) FROM attempts a WHERE a.intent_id = o.intent_id)
-	FROM outbox o JOIN intents i ON i.id = o.intent_id WHERE o.processed_at IS NULL ORDER BY o.seq`
+	FROM outbox o JOIN intents i ON i.id = o.intent_id`
+
+const outboxQuery = outboxSelect + ` WHERE o.processed_at IS NULL ORDER BY o.seq`
 
 // PendingOutbox returns up to limit unprocessed outbox rows, oldest first.
 func (s *Store) PendingOutbox(ctx context.Context, limit int) ([]OutboxEntry, error) {
@@ -75,6 +77,10 @@ func pendingOutbox(ctx context.Context, q querier, limit int) ([]OutboxEntry, er
 	if err != nil {
 		return nil, err
 	}
+	return scanOutbox(rows)
+}
+
+func scanOutbox(rows *sql.Rows) ([]OutboxEntry, error) {
 	defer rows.Close()
 	var out []OutboxEntry
 	for rows.Next() {
@@ -104,33 +110,10 @@ type AttemptStart struct {
 // intent that is not pending returns ErrNotPending.
 func (s *Store) StartAttempt(ctx context.Context, a AttemptStart) error {
 	return s.write(ctx, func(ctx context.Context, q querier) error {
-		i, err := getIntent(ctx, q, a.IntentID)
-		if err != nil {
-			return err
+		ok, err := startAttempt(ctx, q, a)
+		if err == nil && !ok {
+			return fmt.Errorf("intent %q: %w", a.IntentID, ErrNotPending)
 		}
-		if i.State != wire.OpPending {
-			return fmt.Errorf("intent %q is %s: %w", i.ID, i.State, ErrNotPending)
-		}
-		node := a.NodeID
-		if node == "" {
-			node = i.NodeID
-		}
-		now := ms(a.Now)
-		if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE intent_id = ? AND processed_at IS NULL`,
-			now, i.ID); err != nil {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, `INSERT INTO attempts (id, intent_id, node_id, state, created_at, updated_at, expires_at)
-			VALUES (?,?,?,'dispatched',?,?,?)`, a.AttemptID, i.ID, node, now, now, ms(a.ExpiresAt)); err != nil {
-			return err
-		}
-		if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'dispatched', attempt_id = ?, dispatched_at = ?, updated_at = ?
-			WHERE id = ?`, a.AttemptID, now, now, i.ID); err != nil {
-			return err
-		}
-		e := event(wire.EventCommandDispatched, a.Now, node, i.ResourceID, i.ID, i.CorrelationID, "", "", "")
-		e.Data = map[string]any{"attempt_id": a.AttemptID, "generation": i.Generation}
-		_, err = insertEvent(ctx, q, e)
 		return err
 	})
 }
@@ -226,8 +209,13 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 	if !i.ExpiresAt.IsZero() && now >= ms(i.ExpiresAt) {
 		return failIntent(ctx, q, i, "timeout", CodeExpired, "intent expired", now)
 	}
+	// The intent keeps the reason of its last failed attempt: the Agent's,
+	// or the Hub's own timeout.
+	if fc == "" && fcode == "" {
+		fc, fcode = "timeout", wire.OpTimedOut
+	}
 	if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'pending', retry_count = retry_count + 1, updated_at = ?,
-		failure_class = 'timeout', failure_code = 'timed_out', failure_message = '' WHERE id = ?`, now, i.ID); err != nil {
+		failure_class = ?, failure_code = ?, failure_message = ? WHERE id = ?`, now, fc, fcode, fmsg, i.ID); err != nil {
 		return err
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO outbox (intent_id, node_id, created_at) VALUES (?,?,?)`, i.ID, i.NodeID, now)

@@ -1,0 +1,348 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Node is what the Agent needs of its node; *node.Node implements it.
+type Node interface {
+	System() node.System
+	Streams() []wire.Stream
+	ConfigVersion() string
+	StreamAction(id, action string, req node.Request) (wire.Operation, wire.StreamDesired, error)
+	WaitOperation(ctx context.Context, id string) (wire.Operation, error)
+}
+
+var _ Node = (*node.Node)(nil)
+
+// Defaults of the Options' timings.
+const (
+	DefaultPollWait       = 25 * time.Second
+	DefaultReportPeriod   = 5 * time.Second
+	DefaultReportDebounce = 20 * time.Millisecond
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultMinBackoff     = 100 * time.Millisecond
+	DefaultMaxBackoff     = 10 * time.Second
+)
+
+// Options configure an Agent. HubURLs, NodeToken, NodeID, BootID, StateDir
+// and Node are required.
+type Options struct {
+	HubURLs   []string
+	NodeToken string
+	NodeID    string
+	// BootID is the node process's boot id (the one GET /system shows).
+	BootID  string
+	Version string
+	// LeaseTTL and SessionTTL are agent_lease_ttl_ms and
+	// agent_session_ttl_ms.
+	LeaseTTL   time.Duration
+	SessionTTL time.Duration
+	// DataAddress is data_host:data_port, or empty without a data plane.
+	DataAddress string
+	// StateDir is the node's state directory; the Agent keeps its own
+	// state under StateDir/agent.
+	StateDir string
+	Node     Node
+	// Events, when set, wakes the reporter on every node event (stream
+	// state changes, operations): reports follow changes within
+	// ReportDebounce instead of ReportPeriod.
+	Events *eventlog.Log
+	Logger *slog.Logger
+	// Now is the clock of session renewal and command expiry.
+	Now        func() time.Time
+	HTTPClient *http.Client
+
+	PollWait       time.Duration // long-poll wait of GET agent/commands (at most wire.MaxWaitMS)
+	ReportPeriod   time.Duration // a report at least this often
+	ReportDebounce time.Duration // a change is reported this long after it
+	RequestTimeout time.Duration // bound of each call (long-polls add their wait)
+	MinBackoff     time.Duration // jittered capped exponential backoff bounds
+	MaxBackoff     time.Duration
+	// Rand is the jitter source, in [0, 1); nil means math/rand.
+	Rand func() float64
+}
+
+// ConfigOptions are the Options a node's health_check section gives.
+func ConfigOptions(hc config.HealthCheck) Options {
+	o := Options{
+		HubURLs: hc.HubURLs, NodeToken: hc.NodeToken,
+		LeaseTTL:   time.Duration(hc.AgentLeaseTTLMs) * time.Millisecond,
+		SessionTTL: time.Duration(hc.AgentSessionTTLMs) * time.Millisecond,
+	}
+	if hc.DataPort > 0 && hc.DataHost != "" {
+		o.DataAddress = net.JoinHostPort(hc.DataHost, strconv.Itoa(hc.DataPort))
+	}
+	return o
+}
+
+// Agent connects one node to its Hub. Create it with New, run it with Run.
+type Agent struct {
+	o    Options
+	log  *slog.Logger
+	st   *store
+	c    *client
+	x    *executor
+	rep  *reporter
+	caps []string
+	b    backoff
+}
+
+// New returns an Agent over the node, with the state kept in
+// StateDir/agent read back.
+func New(o Options) (*Agent, error) {
+	if len(o.HubURLs) == 0 || o.NodeToken == "" || o.NodeID == "" || o.BootID == "" || o.StateDir == "" || o.Node == nil {
+		return nil, errors.New("agent: HubURLs, NodeToken, NodeID, BootID, StateDir and Node are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.HTTPClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 8 // poll, heartbeat, report and results run at once
+		o.HTTPClient = &http.Client{Transport: tr}
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 15 * time.Second
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = time.Hour
+	}
+	defaults := []struct {
+		d *time.Duration
+		v time.Duration
+	}{
+		{&o.PollWait, DefaultPollWait}, {&o.ReportPeriod, DefaultReportPeriod}, {&o.ReportDebounce, DefaultReportDebounce},
+		{&o.RequestTimeout, DefaultRequestTimeout}, {&o.MinBackoff, DefaultMinBackoff}, {&o.MaxBackoff, DefaultMaxBackoff},
+	}
+	for _, d := range defaults {
+		if *d.d <= 0 {
+			*d.d = d.v
+		}
+	}
+	o.PollWait = min(o.PollWait, wire.MaxWaitMS*time.Millisecond)
+	log := o.Logger.With("component", "agent")
+	bases := make([]string, len(o.HubURLs))
+	for i, u := range o.HubURLs {
+		b, err := hubBase(u)
+		if err != nil {
+			return nil, err
+		}
+		bases[i] = b
+	}
+	st, err := openStore(filepath.Join(o.StateDir, "agent"), o.NodeID, log)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand)}
+	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress)
+	a.c = &client{
+		urls: o.HubURLs, bases: bases, nodeToken: o.NodeToken, httpc: o.HTTPClient, log: log, now: o.Now,
+		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
+		registerBody: a.registerBody, regSem: make(chan struct{}, 1),
+	}
+	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, st, o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
+	a.c.onRegister = a.rep.forceSend
+	a.x = &executor{
+		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{},
+		post: func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
+	}
+	return a, nil
+}
+
+// capabilities is what the Agent advertises: stream control, the component
+// set (kind:name, as GET /system lists it) and, with a data address, the
+// network shuffle.
+func capabilities(components []string, dataAddress string) []string {
+	caps := append([]string{wire.CapabilityStreamControl}, components...)
+	if dataAddress != "" {
+		caps = append(caps, wire.CapabilityNetworkShuffle)
+	}
+	return caps
+}
+
+func (a *Agent) registerBody() wire.RegisterRequest {
+	return wire.RegisterRequest{
+		NodeID: a.o.NodeID, BootID: a.o.BootID, Version: a.o.Version, ProtocolVersion: wire.ProtocolVersion,
+		Capabilities: a.caps, DataAddress: a.o.DataAddress,
+		LeaseTTLMS: a.o.LeaseTTL.Milliseconds(), SessionTTLMS: a.o.SessionTTL.Milliseconds(),
+	}
+}
+
+// Stopped returns the streams the Hub last wanted stopped, as recorded
+// before this process started. A node passes them to
+// engine.ApplyStopped at start-up so that they never run.
+func (a *Agent) Stopped() []string {
+	var ids []string
+	for id, d := range a.st.allDesires() {
+		if d.State == node.DesiredStopped {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Status is the Agent's connection as GET /system shows it.
+func (a *Agent) Status() node.AgentStatus {
+	hubURL, connected, s, lastErr, lastErrAt := a.c.status()
+	st := node.AgentStatus{HubURL: hubURL, Connected: connected, LastError: lastErr}
+	if s.token != "" {
+		st.SessionExpiresAt, st.RegisteredAt = wire.At(s.expiresAt), wire.At(s.registeredAt)
+	}
+	if !lastErrAt.IsZero() {
+		st.LastErrorAt = wire.At(lastErrAt)
+	}
+	return st
+}
+
+// Run re-applies the recorded Hub desires to the node, then registers,
+// heartbeats, reports and executes commands until ctx ends. Lost
+// connectivity is retried forever and never touches the streams. It
+// returns nil once ctx ended and its work stopped.
+func (a *Agent) Run(ctx context.Context) error {
+	a.log.Info("agent starting", "hubs", len(a.o.HubURLs), "hub_url", redactURL(a.o.HubURLs[0]), "node_id", a.o.NodeID)
+	a.reapply(ctx)
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){a.heartbeats, a.rep.run, a.poll, a.watchEvents} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
+	wg.Wait()
+	a.x.tasks.Wait()
+	a.o.HTTPClient.CloseIdleConnections()
+	a.log.Info("agent stopped")
+	return nil
+}
+
+// reapply carries out, through the node, each recorded desire the node
+// does not hold. At boot every stream runs, save those held by
+// engine.ApplyStopped (which the node itself still wants running): this
+// stops, as node operations, the streams the Hub wants stopped, and starts
+// a stream the Hub wants running that is stopped.
+func (a *Agent) reapply(ctx context.Context) {
+	desires := a.st.allDesires()
+	for _, v := range a.o.Node.Streams() {
+		d, ok := desires[v.ID]
+		var action string
+		switch {
+		case !ok:
+			continue
+		case d.State == node.DesiredStopped && (v.Desired.State != node.DesiredStopped || v.Observed.State != "stopped"):
+			action = node.OpStop
+		case d.State == node.DesiredRunning && v.Observed.State == "stopped":
+			action = node.OpStart
+		default:
+			continue
+		}
+		rec, _, err := a.o.Node.StreamAction(v.ID, action, node.Request{Actor: actor, CorrelationID: d.CommandID})
+		if err == nil {
+			rec, err = a.o.Node.WaitOperation(ctx, rec.OperationID)
+		}
+		switch {
+		case err != nil:
+			a.log.Error("could not re-apply the Hub's desire", "stream", v.ID, "state", d.State, "err", err)
+		case rec.State != wire.OpSucceeded:
+			a.log.Error("could not re-apply the Hub's desire", "stream", v.ID, "state", d.State, "operation_state", rec.State)
+		default:
+			a.log.Info("re-applied the Hub's desire", "stream", v.ID, "state", d.State, "generation", d.Generation)
+		}
+	}
+}
+
+func (a *Agent) heartbeats(ctx context.Context) {
+	failures := 0
+	for {
+		s, err := a.c.ensure(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			if !sleep(ctx, a.b.delay(failures)) {
+				return
+			}
+			continue
+		}
+		if !sleep(ctx, s.heartbeat) {
+			return
+		}
+		var resp wire.HeartbeatResponse
+		err = a.c.call(ctx, http.MethodPost, "/agent/heartbeat", wire.HeartbeatRequest{BootID: a.o.BootID, Capabilities: a.caps, DataAddress: a.o.DataAddress}, &resp, 0)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !errors.Is(err, errNoSession):
+			a.log.Warn("heartbeat failed", "err", err)
+		default:
+			failures = 0
+		}
+	}
+}
+
+func (a *Agent) sendReport(ctx context.Context, r wire.Report) error {
+	err := a.c.call(ctx, http.MethodPost, "/agent/report", r, nil, 0)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errNoSession) {
+		a.log.Warn("report failed", "report_seq", r.ReportSeq, "err", err)
+	}
+	return err
+}
+
+// poll long-polls commands and hands each to the executor in order.
+func (a *Agent) poll(ctx context.Context) {
+	path := "/agent/commands?wait_ms=" + strconv.FormatInt(a.o.PollWait.Milliseconds(), 10)
+	failures := 0
+	for {
+		var page wire.Page[wire.Command]
+		err := a.c.call(ctx, http.MethodGet, path, nil, &page, a.o.PollWait)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failures++
+			if !errors.Is(err, errNoSession) {
+				a.log.Warn("command poll failed", "err", err)
+			}
+			if !sleep(ctx, a.b.delay(failures)) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		for _, cmd := range page.Items {
+			a.x.handle(ctx, cmd)
+		}
+	}
+}
+
+// watchEvents wakes the reporter on every node event.
+func (a *Agent) watchEvents(ctx context.Context) {
+	if a.o.Events == nil {
+		return
+	}
+	sub := a.o.Events.Subscribe(ctx, eventlog.Live, eventlog.Filter{})
+	for {
+		if _, err := sub.Next(ctx); err != nil {
+			return
+		}
+		a.rep.wake()
+	}
+}

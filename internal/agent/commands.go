@@ -1,0 +1,215 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Failure classes and codes of command results.
+const (
+	classPermanent = "permanent"
+
+	codeUnsupported      = "unsupported_operation"
+	codeStreamNotFound   = "stream_not_found"
+	codeConfigVersion    = "config_version_unavailable"
+	codeInvalidPayload   = "invalid_payload"
+	codeCancelledLocally = "cancelled"
+)
+
+// actor is the actor of the node operations the Agent runs for the Hub.
+const actor = "hub"
+
+// executor carries out commands as node operations. It owns the in-flight
+// set; the outcome cache lives in the store.
+type executor struct {
+	node  Node
+	st    *store
+	now   func() time.Time
+	log   *slog.Logger
+	post  func(ctx context.Context, commandID string, res wire.CommandResult)
+	wake  func() // a stream's desire changed: report
+	tasks sync.WaitGroup
+
+	mu       sync.Mutex          // guards inflight, and orders cache lookups against records
+	inflight map[string][]string // command id -> attempt ids awaiting its outcome
+}
+
+// handle takes one delivered command. It is called in delivery order by
+// one goroutine: the node operation is queued before handle returns, so
+// commands for one stream run in the order the Hub sent them; waiting for
+// them and posting results happens in the background.
+func (x *executor) handle(ctx context.Context, cmd wire.Command) {
+	x.mu.Lock()
+	if out, ok := x.st.outcome(cmd.CommandID); ok {
+		x.mu.Unlock()
+		x.log.Debug("command redelivered; answering its recorded outcome", "command_id", cmd.CommandID, "state", out.State)
+		x.background(func() { x.post(ctx, cmd.CommandID, out.result(cmd.AttemptID)) })
+		return
+	}
+	if atts, ok := x.inflight[cmd.CommandID]; ok {
+		// Redelivered while it runs: this attempt gets the outcome too.
+		x.inflight[cmd.CommandID] = append(atts, cmd.AttemptID)
+		x.mu.Unlock()
+		return
+	}
+	x.inflight[cmd.CommandID] = []string{cmd.AttemptID}
+	x.mu.Unlock()
+
+	if !cmd.ExpiresAt.IsZero() && !x.now().Before(cmd.ExpiresAt.Time) {
+		x.log.Warn("command expired before it was received; not run", "command_id", cmd.CommandID, "operation", cmd.Operation, "expires_at", cmd.ExpiresAt.Time)
+		x.background(func() { x.finish(ctx, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil) })
+		return
+	}
+	acked := make(chan struct{})
+	x.background(func() {
+		defer close(acked)
+		x.post(ctx, cmd.CommandID, wire.CommandResult{AttemptID: cmd.AttemptID, State: wire.ResultAcknowledged})
+	})
+	opID, desire, fail := x.submit(cmd)
+	x.background(func() {
+		out := Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: fail}
+		if fail == nil {
+			rec, err := x.node.WaitOperation(ctx, opID)
+			if err != nil {
+				return // shutting down: not recorded, a redelivery runs it again
+			}
+			switch rec.State {
+			case wire.OpSucceeded:
+				out = Outcome{CommandID: cmd.CommandID, State: wire.ResultSucceeded}
+			case wire.OpCancelled:
+				out.Failure = &wire.Failure{Class: classPermanent, Code: codeCancelledLocally, Message: "the node operation was cancelled through the Node API before it ran"}
+				desire = nil
+			default:
+				out.Failure = rec.Failure
+				desire = nil
+			}
+		}
+		<-acked // the outcome follows the acknowledgement
+		x.finish(ctx, cmd, out, desire)
+	})
+}
+
+// submit checks a command and queues its node operation. It returns the
+// operation id and the desire to record once it succeeded, or a failure.
+func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
+	permanent := func(code, format string, args ...any) (string, *Desire, *wire.Failure) {
+		return "", nil, &wire.Failure{Class: classPermanent, Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	var action string
+	d := Desire{Generation: cmd.Generation, ConfigVersion: cmd.ConfigVersion, ActionID: cmd.ActionID, CommandID: cmd.CommandID}
+	switch cmd.Operation {
+	case wire.CommandStreamDesiredState:
+		switch cmd.Payload.State {
+		case node.DesiredRunning:
+			action = node.OpStart
+		case node.DesiredStopped:
+			action = node.OpStop
+		default:
+			return permanent(codeInvalidPayload, "payload state %q is neither running nor stopped", cmd.Payload.State)
+		}
+		d.State = cmd.Payload.State
+	case wire.CommandStreamRestart:
+		action, d.State = node.OpRestart, node.DesiredRunning
+	default:
+		return permanent(codeUnsupported, "this Agent does not execute %q commands", cmd.Operation)
+	}
+	applied := x.node.ConfigVersion()
+	if cmd.ConfigVersion != "" && cmd.ConfigVersion != applied {
+		// Applying configurations through the Hub is not implemented yet.
+		return permanent(codeConfigVersion, "configuration version %s is not the applied version %s, and this Agent does not apply configurations", cmd.ConfigVersion, applied)
+	}
+	if d.ConfigVersion == "" {
+		d.ConfigVersion = applied
+	}
+	rec, _, err := x.node.StreamAction(cmd.ResourceID, action, node.Request{Actor: actor, CorrelationID: cmd.CommandID, ActionID: cmd.ActionID})
+	switch {
+	case errors.Is(err, node.ErrStreamNotFound):
+		return permanent(codeStreamNotFound, "no stream %q on this node", cmd.ResourceID)
+	case err != nil:
+		return "", nil, &wire.Failure{Class: "internal", Code: "internal", Message: err.Error()}
+	}
+	return rec.OperationID, &d, nil
+}
+
+// finish records a command's outcome (and the stream's new desire), then
+// answers every delivery attempt waiting for it.
+func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d *Desire) {
+	x.mu.Lock()
+	if err := x.st.record(out, cmd.ResourceID, d); err != nil {
+		x.log.Error("agent state not written; a restart may report an older generation", "err", err)
+	}
+	atts := x.inflight[cmd.CommandID]
+	delete(x.inflight, cmd.CommandID)
+	x.mu.Unlock()
+	if d != nil && x.wake != nil {
+		x.wake()
+	}
+	attrs := []any{"command_id", cmd.CommandID, "operation", cmd.Operation, "resource_id", cmd.ResourceID, "generation", cmd.Generation, "state", out.State}
+	if out.Failure != nil {
+		x.log.Warn("command did not succeed", append(attrs, "code", out.Failure.Code, "message", out.Failure.Message)...)
+	} else {
+		x.log.Info("command executed", attrs...)
+	}
+	for _, a := range atts {
+		x.post(ctx, cmd.CommandID, out.result(a))
+	}
+}
+
+func (x *executor) background(f func()) {
+	x.tasks.Add(1)
+	go func() {
+		defer x.tasks.Done()
+		f()
+	}()
+}
+
+// postResult sends one command result, retrying on failure with backoff a
+// bounded number of times: a result that never arrives is made good by
+// the Hub's redelivery, answered from the outcome cache. 409 (that attempt
+// is finished) and 404 (unknown command) end it.
+func postResult(ctx context.Context, c *client, b backoff, log *slog.Logger, commandID string, res wire.CommandResult) {
+	const attempts = 8
+	for i := 1; ; i++ {
+		err := c.call(ctx, http.MethodPost, "/agent/commands/"+url.PathEscape(commandID)+"/result", res, nil, 0)
+		var se *statusError
+		switch {
+		case err == nil:
+			return
+		case errors.As(err, &se) && se.Status == http.StatusConflict:
+			log.Debug("command attempt already finished at the Hub", "command_id", commandID, "attempt_id", res.AttemptID)
+			return
+		case errors.As(err, &se) && se.Status == http.StatusNotFound:
+			log.Warn("the Hub does not know the command; dropping its result", "command_id", commandID)
+			return
+		case ctx.Err() != nil:
+			return
+		case i == attempts:
+			log.Warn("command result not delivered; the Hub will redeliver the command", "command_id", commandID, "state", res.State, "err", err)
+			return
+		}
+		if !sleep(ctx, b.delay(i)) {
+			return
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

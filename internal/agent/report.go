@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// snapshot builds the report of the node as observed now (without its
+// sequence number): every stream's observed state with the generation and
+// action id of the Hub desire last applied to it (0 and none when the Hub
+// never commanded the stream), and a small bounded set of node metrics.
+func snapshot(n Node, st *store, bootID string) wire.Report {
+	desires := st.allDesires()
+	views := n.Streams()
+	rep := wire.Report{
+		BootID:               bootID,
+		Streams:              make([]wire.ReportStream, 0, len(views)),
+		ConfigurationVersion: n.ConfigVersion(),
+		Metrics:              map[string]float64{},
+	}
+	var running, failed, stopped, completed, received, sent, errs float64
+	for _, v := range views {
+		d := desires[v.ID]
+		c := v.Observed.Counters
+		rep.Streams = append(rep.Streams, wire.ReportStream{
+			ID: v.ID, State: v.Observed.State, Generation: d.Generation, ConfigVersion: rep.ConfigurationVersion, ActionID: d.ActionID,
+			// The node redacts resolved secret values from errors.
+			LastError: v.Observed.LastError, LastErrorAt: v.Observed.LastErrorAt,
+			Counters: &c,
+		})
+		switch v.Observed.State {
+		case "running":
+			running++
+		case "failed":
+			failed++
+		case "stopped", "stopping":
+			stopped++
+		case "completed":
+			completed++
+		}
+		received += float64(c.Received)
+		sent += float64(c.Sent)
+		errs += float64(c.Errors)
+	}
+	rep.Metrics["streams_total"] = float64(len(views))
+	rep.Metrics["streams_running"] = running
+	rep.Metrics["streams_failed"] = failed
+	rep.Metrics["streams_stopped"] = stopped
+	rep.Metrics["streams_completed"] = completed
+	rep.Metrics["messages_received"] = received
+	rep.Metrics["messages_sent"] = sent
+	rep.Metrics["stream_errors"] = errs
+	return rep
+}
+
+// changeKey is what makes a report worth sending at once: everything but
+// counters, metrics and the sequence number.
+func changeKey(r wire.Report) string {
+	type key struct {
+		Streams []wire.ReportStream
+		Version string
+	}
+	k := key{Streams: make([]wire.ReportStream, len(r.Streams)), Version: r.ConfigurationVersion}
+	for i, s := range r.Streams {
+		s.Counters = nil
+		k.Streams[i] = s
+	}
+	b, _ := json.Marshal(k)
+	return string(b)
+}
+
+// reporter sends reports: soon after a change (wake, then debounce to let
+// a burst of changes settle; at once after a command), when forced (after each register), and every
+// period in any case. It owns the report sequence.
+type reporter struct {
+	build    func() wire.Report
+	send     func(ctx context.Context, r wire.Report) error
+	debounce time.Duration
+	period   time.Duration
+	backoff  backoff
+
+	wakec   chan struct{} // buffered(1)
+	urgentc chan struct{} // buffered(1)
+	force   atomic.Bool
+}
+
+func newReporter(build func() wire.Report, send func(context.Context, wire.Report) error, debounce, period time.Duration, b backoff) *reporter {
+	return &reporter{build: build, send: send, debounce: debounce, period: period, backoff: b, wakec: make(chan struct{}, 1), urgentc: make(chan struct{}, 1)}
+}
+
+// wake asks for a report if the observation changed.
+func (r *reporter) wake() {
+	select {
+	case r.wakec <- struct{}{}:
+	default:
+	}
+}
+
+// wakeNow asks for a report of a change without the debounce: a command
+// finished, and the Hub waits for its report to converge.
+func (r *reporter) wakeNow() {
+	select {
+	case r.urgentc <- struct{}{}:
+	default:
+	}
+}
+
+// forceSend asks for a report whether or not anything changed.
+func (r *reporter) forceSend() {
+	r.force.Store(true)
+	r.wake()
+}
+
+// run sends reports until ctx ends. Sequence numbers start at 1 and grow
+// with every report sent (a failed send uses up its number).
+func (r *reporter) run(ctx context.Context) {
+	var seq int64
+	var lastKey string
+	lastSent := time.Time{}
+	failures := 0
+	periodic := time.NewTimer(0)
+	defer periodic.Stop()
+	for {
+		rep := r.build()
+		key := changeKey(rep)
+		if r.force.Swap(false) || key != lastKey || time.Since(lastSent) >= r.period {
+			seq++
+			rep.ReportSeq = seq
+			if err := r.send(ctx, rep); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				failures++
+				r.force.Store(true)
+				if !sleep(ctx, r.backoff.delay(failures)) {
+					return
+				}
+				continue
+			}
+			failures = 0
+			lastKey, lastSent = key, time.Now()
+			periodic.Reset(r.period)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-periodic.C:
+			periodic.Reset(r.period)
+		case <-r.urgentc:
+		case <-r.wakec:
+			t := time.NewTimer(r.debounce)
+			select {
+			case <-t.C:
+			case <-r.urgentc:
+				t.Stop()
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}

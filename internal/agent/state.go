@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// maxOutcomes bounds the outcome cache: the last executed commands.
+const maxOutcomes = 1024
+
+// stateFileName is the Agent's durable state under <state dir>/agent.
+const stateFileName = "hub-state.json"
+
+// Desire is the Hub desire the Agent last applied to one stream. Its
+// generation and action id are what the Agent reports for the stream.
+type Desire struct {
+	State         string `json:"state"`
+	Generation    int64  `json:"generation"`
+	ConfigVersion string `json:"config_version,omitempty"`
+	ActionID      string `json:"action_id,omitempty"`
+	// CommandID is the command that set it; re-applying it at boot uses
+	// it as the correlation id.
+	CommandID string `json:"command_id,omitempty"`
+}
+
+// Outcome is the final result of one executed command, kept so that a
+// redelivery is answered without running the command again.
+type Outcome struct {
+	CommandID string          `json:"command_id"`
+	State     string          `json:"state"`
+	Failure   *wire.Failure   `json:"failure,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+// result is the outcome as the answer to one delivery attempt.
+func (o Outcome) result(attemptID string) wire.CommandResult {
+	return wire.CommandResult{AttemptID: attemptID, State: o.State, Failure: o.Failure, Result: o.Result}
+}
+
+// stateFile is the JSON form of the durable state.
+type stateFile struct {
+	Version  int               `json:"version"`
+	NodeID   string            `json:"node_id"`
+	Streams  map[string]Desire `json:"streams"`
+	Outcomes []Outcome         `json:"outcomes"`
+}
+
+// store holds the Agent's durable state: the Hub desire per stream and the
+// outcome cache. Every change is written through (tmp + fsync + rename)
+// before the caller acts on it.
+type store struct {
+	path   string
+	nodeID string
+
+	mu       sync.Mutex // guards the fields below and the file
+	desires  map[string]Desire
+	outcomes []Outcome // oldest first, at most maxOutcomes
+	byID     map[string]int
+}
+
+// openStore reads the state kept in dir. A missing file is an empty state;
+// an unreadable one, or one of another node id, is moved aside (logged) and
+// the Agent starts empty: the Hub re-dispatches what it wants.
+func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent state directory: %w", err)
+	}
+	s := &store{path: filepath.Join(dir, stateFileName), nodeID: nodeID, desires: map[string]Desire{}, byID: map[string]int{}}
+	b, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read agent state: %w", err)
+	}
+	var f stateFile
+	if err := json.Unmarshal(b, &f); err != nil || f.Version != 1 || f.NodeID != nodeID {
+		aside := s.path + ".discarded"
+		log.Error("agent state is unreadable or belongs to another node id; starting without it", "file", aside, "err", err)
+		if err := os.Rename(s.path, aside); err != nil {
+			return nil, fmt.Errorf("move agent state aside: %w", err)
+		}
+		return s, nil
+	}
+	for id, d := range f.Streams {
+		s.desires[id] = d
+	}
+	for _, o := range f.Outcomes {
+		s.addLocked(o)
+	}
+	return s, nil
+}
+
+// allDesires returns a copy of every stream's desire.
+func (s *store) allDesires() map[string]Desire {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]Desire, len(s.desires))
+	for id, d := range s.desires {
+		m[id] = d
+	}
+	return m
+}
+
+func (s *store) outcome(commandID string) (Outcome, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.byID[commandID]
+	if !ok {
+		return Outcome{}, false
+	}
+	return s.outcomes[i], true
+}
+
+// record keeps a command's outcome and, when the command changed a
+// stream's desire (it succeeded), the new desire; then writes the state.
+// The in-memory state changes even when the write fails (returned).
+func (s *store) record(o Outcome, streamID string, d *Desire) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(o)
+	if d != nil {
+		s.desires[streamID] = *d
+	}
+	return s.writeLocked()
+}
+
+func (s *store) addLocked(o Outcome) {
+	if i, ok := s.byID[o.CommandID]; ok {
+		s.outcomes[i] = o
+		return
+	}
+	if len(s.outcomes) >= maxOutcomes {
+		drop := len(s.outcomes) - maxOutcomes + 1
+		s.outcomes = append(s.outcomes[:0:0], s.outcomes[drop:]...)
+		clear(s.byID)
+		for i, x := range s.outcomes {
+			s.byID[x.CommandID] = i
+		}
+	}
+	s.byID[o.CommandID] = len(s.outcomes)
+	s.outcomes = append(s.outcomes, o)
+}
+
+func (s *store) writeLocked() error {
+	b, err := json.Marshal(stateFile{Version: 1, NodeID: s.nodeID, Streams: s.desires, Outcomes: s.outcomes})
+	if err != nil {
+		return err
+	}
+	return writeFileSync(s.path, b)
+}
+
+// writeFileSync replaces path with data durably: a temporary file written
+// and synced, renamed over path, then the directory synced.
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write agent state: %w", err)
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write agent state: %w", werr)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write agent state: %w", err)
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("write agent state: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("write agent state: %w", err)
+	}
+	return nil
+}

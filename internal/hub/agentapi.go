@@ -1,0 +1,401 @@
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Agent protocol limits and defaults.
+const (
+	defaultLeaseTTL   = 15 * time.Second
+	defaultSessionTTL = time.Hour
+	minLeaseTTL       = 100 * time.Millisecond
+	minSessionTTL     = time.Second
+	maxSessionTTL     = 7 * 24 * time.Hour
+	maxCapabilities   = 1024
+	// CodeSessionExpired answers an agent call whose session is expired,
+	// replaced or unknown: the Agent registers again.
+	CodeSessionExpired = "session_expired"
+	// principalNode is the principal of an Agent call, followed by the node id.
+	principalNode = "node:"
+)
+
+func (h *Hub) agentRoutes(p string) []httpapi.Route {
+	register := httpapi.BearerToken(h.opts.Settings.NodeToken, "node")
+	session := h.sessionAuth
+	return []httpapi.Route{
+		{Method: "POST", Pattern: p + "/agent/register", Handler: h.postRegister, Auth: register},
+		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session},
+		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session},
+		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session},
+		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session},
+		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session},
+	}
+}
+
+// sessionAuth authenticates an agent call by its session token. Any token
+// that is not a live session (unknown, replaced or expired) answers 401
+// session_expired, so the Agent registers again.
+func (h *Hub) sessionAuth(r *http.Request) (string, error) {
+	tok, ok := httpapi.BearerCredential(r)
+	if !ok {
+		return "", httpapi.Unauthorized(httpapi.CodeUnauthorized, "a session token is required; register first")
+	}
+	now := h.opts.Now()
+	key := sessionKey(tok)
+	h.fleet.mu.Lock()
+	s, cached := h.fleet.sessions[key]
+	h.fleet.mu.Unlock()
+	if !cached {
+		got, err := h.st.LookupSession(r.Context(), tok, now)
+		switch {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrSessionExpired):
+			return "", expiredSession()
+		case err != nil:
+			return "", storeProblem(err)
+		}
+		s = session{nodeID: got.NodeID, expiresAt: got.ExpiresAt}
+		h.fleet.mu.Lock()
+		h.fleet.sessions[key] = s
+		h.fleet.mu.Unlock()
+	}
+	if !now.Before(s.expiresAt) {
+		h.fleet.mu.Lock()
+		delete(h.fleet.sessions, key)
+		h.fleet.mu.Unlock()
+		return "", expiredSession()
+	}
+	return principalNode + s.nodeID, nil
+}
+
+func expiredSession() error {
+	return httpapi.Unauthorized(CodeSessionExpired, "the session expired or was replaced; register again")
+}
+
+// agentNode is the node id of an authenticated agent call.
+func agentNode(r *http.Request) string {
+	p := httpapi.Principal(r.Context())
+	if len(p) > len(principalNode) && p[:len(principalNode)] == principalNode {
+		return p[len(principalNode):]
+	}
+	return ""
+}
+
+func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
+	var req wire.RegisterRequest
+	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
+		return err
+	}
+	var probs []httpapi.FieldProblem
+	if req.NodeID == "" || len(req.NodeID) > maxIDLen {
+		probs = append(probs, httpapi.FieldProblem{Path: "node_id", Message: "1 to 255 characters"})
+	}
+	if req.BootID == "" || len(req.BootID) > maxIDLen {
+		probs = append(probs, httpapi.FieldProblem{Path: "boot_id", Message: "1 to 255 characters"})
+	}
+	if req.ProtocolVersion != wire.ProtocolVersion {
+		probs = append(probs, httpapi.FieldProblem{Path: "protocol_version", Message: fmt.Sprintf("this Hub speaks protocol %d", wire.ProtocolVersion)})
+	}
+	if len(req.Capabilities) > maxCapabilities {
+		probs = append(probs, httpapi.FieldProblem{Path: "capabilities", Message: fmt.Sprintf("at most %d", maxCapabilities)})
+	}
+	lease := defaultLeaseTTL
+	if req.LeaseTTLMS != 0 {
+		lease = time.Duration(req.LeaseTTLMS) * time.Millisecond
+	}
+	sess := defaultSessionTTL
+	if req.SessionTTLMS != 0 {
+		sess = time.Duration(req.SessionTTLMS) * time.Millisecond
+	}
+	if lease < minLeaseTTL {
+		probs = append(probs, httpapi.FieldProblem{Path: "lease_ttl_ms", Message: "at least 100"})
+	}
+	if sess < minSessionTTL || sess > maxSessionTTL {
+		probs = append(probs, httpapi.FieldProblem{Path: "session_ttl_ms", Message: "between 1000 and 604800000"})
+	}
+	if len(probs) > 0 {
+		return httpapi.Validation(probs)
+	}
+	token, err := newSessionToken()
+	if err != nil {
+		return err
+	}
+	now := h.opts.Now()
+	caps := slices.Clone(req.Capabilities)
+	slices.Sort(caps)
+	caps = slices.Compact(caps)
+	reg := store.Registration{NodeID: req.NodeID, BootID: req.BootID, Version: req.Version, ProtocolVersion: req.ProtocolVersion,
+		Capabilities: caps, DataAddress: req.DataAddress, SessionToken: token, SessionExpiresAt: now.Add(sess),
+		LeaseExpiresAt: now.Add(lease), LeaseTTL: lease, Now: now}
+	if err := h.st.RegisterNode(r.Context(), reg); err != nil {
+		return h.storeFailed(err)
+	}
+	h.fleet.mu.Lock()
+	n := h.fleet.nodeLocked(req.NodeID)
+	// The replaced session stops working at once.
+	for k, s := range h.fleet.sessions {
+		if s.nodeID == req.NodeID {
+			delete(h.fleet.sessions, k)
+		}
+	}
+	h.fleet.sessions[sessionKey(token)] = session{nodeID: req.NodeID, expiresAt: reg.SessionExpiresAt}
+	n.node.NodeID, n.node.BootID, n.node.Version, n.node.ProtocolVersion = req.NodeID, req.BootID, req.Version, req.ProtocolVersion
+	n.node.Capabilities, n.node.DataAddress, n.node.RegisteredAt, n.node.SessionExpiresAt = caps, req.DataAddress, now, reg.SessionExpiresAt
+	n.leaseTTL = lease
+	came := h.renewLeaseLocked(n, now)
+	h.fleet.mu.Unlock()
+	h.wrote()
+	if came {
+		h.nodeOnline(req.NodeID, now)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, wire.RegisterResponse{SessionToken: token, SessionExpiresAt: wire.At(reg.SessionExpiresAt),
+		LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
+}
+
+// renewLeaseLocked extends n's lease from now and reports whether the node
+// just came online. h.fleet.mu is held.
+func (h *Hub) renewLeaseLocked(n *nodeState, now time.Time) bool {
+	n.leaseUntil = now.Add(n.leaseTTL)
+	if n.online {
+		return false
+	}
+	n.online = true
+	return true
+}
+
+func newSessionToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("session token: %w", err)
+	}
+	return "fps_" + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (h *Hub) postHeartbeat(w http.ResponseWriter, r *http.Request) error {
+	var req wire.HeartbeatRequest
+	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
+		return err
+	}
+	if len(req.Capabilities) > maxCapabilities {
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "capabilities", Message: fmt.Sprintf("at most %d", maxCapabilities)}})
+	}
+	id := agentNode(r)
+	now := h.opts.Now()
+	caps := slices.Clone(req.Capabilities)
+	slices.Sort(caps)
+	caps = slices.Compact(caps)
+	h.fleet.mu.Lock()
+	n := h.fleet.nodeLocked(id)
+	changed := !slices.Equal(caps, n.node.Capabilities) || req.DataAddress != n.node.DataAddress
+	came := h.renewLeaseLocked(n, now)
+	until := n.leaseUntil
+	h.fleet.mu.Unlock()
+	// Leases live in memory; only a change of what the node advertises is
+	// written.
+	if changed {
+		if err := h.st.Heartbeat(r.Context(), id, caps, req.DataAddress, until); err != nil {
+			return h.storeFailed(err)
+		}
+		h.fleet.mu.Lock()
+		n.node.Capabilities, n.node.DataAddress = caps, req.DataAddress
+		h.fleet.mu.Unlock()
+		h.nudge()
+	}
+	if came {
+		h.nodeOnline(id, now)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, wire.HeartbeatResponse{LeaseExpiresAt: wire.At(until)})
+}
+
+func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
+	var req wire.Report
+	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
+		return err
+	}
+	if req.BootID == "" || req.ReportSeq < 1 {
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "report_seq", Message: "boot_id and a positive report_seq are required"}})
+	}
+	if len(req.Streams) > store.MaxReportStreams || len(req.Metrics) > store.MaxReportMetrics {
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams", Message: fmt.Sprintf("at most %d streams and %d metrics", store.MaxReportStreams, store.MaxReportMetrics)}})
+	}
+	id := agentNode(r)
+	now := h.opts.Now()
+	obs := make([]store.ObservedStream, 0, len(req.Streams))
+	for _, s := range req.Streams {
+		if s.ID == "" || len(s.ID) > maxIDLen {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams[].id", Message: "1 to 255 characters"}})
+		}
+		obs = append(obs, store.ObservedStream{StreamID: s.ID, State: s.State, Generation: s.Generation, ConfigVersion: s.ConfigVersion,
+			ActionID: s.ActionID, LastError: truncate(s.LastError, 1024), LastErrorAt: s.LastErrorAt.Time})
+	}
+	slices.SortFunc(obs, func(a, b store.ObservedStream) int { return cmpString(a.StreamID, b.StreamID) })
+	counters := map[string]wire.StreamCounters{}
+	for _, s := range req.Streams {
+		if s.Counters != nil {
+			counters[s.ID] = *s.Counters
+		}
+	}
+	h.fleet.mu.Lock()
+	n := h.fleet.nodeLocked(id)
+	stale := n.reportBoot == req.BootID && req.ReportSeq <= n.reportSeq
+	if !stale {
+		n.counters = counters
+	}
+	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameObservation(n.observed, obs)
+	if same {
+		// Nothing new to write: remember the order and the metrics only.
+		n.reportSeq, n.metrics, n.reportedAt = req.ReportSeq, req.Metrics, now
+	}
+	prev := n.observed
+	h.fleet.mu.Unlock()
+	if stale || same {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	res, err := h.st.ApplyReport(r.Context(), store.Report{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Streams: obs,
+		ConfigVersion: req.ConfigurationVersion, Metrics: req.Metrics, Now: now})
+	if err != nil {
+		return h.storeFailed(err)
+	}
+	if !res.Stale {
+		h.fleet.mu.Lock()
+		n.reportBoot, n.reportSeq, n.observed, n.cfgVersion, n.metrics, n.reportedAt = req.BootID, req.ReportSeq, obs, req.ConfigurationVersion, req.Metrics, now
+		n.node.ReportBootID, n.node.ReportSeq, n.node.ReportedAt = req.BootID, req.ReportSeq, now
+		if res.NewBoot {
+			n.node.Restarts++
+		}
+		h.fleet.mu.Unlock()
+		h.streamChanges(id, prev, obs, now)
+		h.converge(id)
+	}
+	h.wrote()
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// postJobObservations accepts job observations; jobs come with the kernel.
+func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error {
+	if _, _, err := httpapi.ReadBody(r, MaxBodyBytes, httpapi.MediaTypeJSON); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func sameObservation(a, b []store.ObservedStream) bool {
+	return slices.EqualFunc(a, b, func(x, y store.ObservedStream) bool {
+		return x.StreamID == y.StreamID && x.State == y.State && x.Generation == y.Generation &&
+			x.ConfigVersion == y.ConfigVersion && x.ActionID == y.ActionID && x.LastError == y.LastError &&
+			x.LastErrorAt.Equal(y.LastErrorAt)
+	})
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func (h *Hub) getCommands(w http.ResponseWriter, r *http.Request) error {
+	wait := time.Duration(0)
+	if v := r.URL.Query().Get("wait_ms"); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 0 || ms > wire.MaxWaitMS {
+			return httpapi.BadRequest(httpapi.CodeInvalidQuery, fmt.Sprintf("wait_ms must be an integer from 0 to %d", wire.MaxWaitMS))
+		}
+		wait = time.Duration(ms) * time.Millisecond
+	}
+	id := agentNode(r)
+	ctx := r.Context()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	h.fleet.mu.Lock()
+	h.fleet.nodeLocked(id).pollers++
+	h.fleet.mu.Unlock()
+	defer func() {
+		h.fleet.mu.Lock()
+		h.fleet.nodeLocked(id).pollers--
+		h.fleet.mu.Unlock()
+	}()
+	for {
+		h.fleet.mu.Lock()
+		cmds, wake := h.fleet.takeLocked(id, h.opts.Now())
+		h.fleet.mu.Unlock()
+		if len(cmds) > 0 {
+			return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: cmds, Page: 1, PageSize: len(cmds), Total: len(cmds)})
+		}
+		select {
+		case <-wake:
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-h.closing:
+		}
+		return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: []wire.Command{}, Page: 1, PageSize: 0, Total: 0})
+	}
+}
+
+func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
+	var req wire.CommandResult
+	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
+		return err
+	}
+	states := []string{wire.ResultAcknowledged, wire.ResultSucceeded, wire.ResultFailed, wire.ResultTimedOut}
+	if !slices.Contains(states, req.State) {
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "state", Message: "one of acknowledged, succeeded, failed, timed_out"}})
+	}
+	if req.Failure != nil {
+		req.Failure.Message = truncate(req.Failure.Message, 1024)
+	}
+	ctx := r.Context()
+	id := agentNode(r)
+	a, err := h.st.GetAttempt(ctx, req.AttemptID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (a.NodeID != id || a.IntentID != r.PathValue("id"))) {
+		return httpapi.NotFound(CodeOperationNotFound, "no such command attempt for this node")
+	}
+	if err != nil {
+		return storeProblem(err)
+	}
+	now := h.opts.Now()
+	err = h.st.FinishAttempt(ctx, store.AttemptFinish{AttemptID: req.AttemptID, State: req.State, Failure: req.Failure, Result: req.Result, Now: now})
+	switch {
+	case errors.Is(err, store.ErrAttemptFinished):
+		return httpapi.Conflict(httpapi.CodeConflict, "that attempt already finished")
+	case errors.Is(err, store.ErrInvalid):
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "result", Message: "must be JSON"}})
+	case err != nil:
+		return h.storeFailed(err)
+	}
+	h.attemptMoved(req.AttemptID, req.State, now)
+	h.wrote()
+	h.converge(id)
+	if req.State == wire.ResultTimedOut {
+		h.fleet.mu.Lock()
+		h.fleet.markLocked(id)
+		h.fleet.mu.Unlock()
+		h.nudge()
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,40 @@
+package hub
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestHubAPIDocListsEveryRoute keeps docs/hub-api.md in step with the route
+// table: every operator and agent route has a row "| METHOD | `{p}/path`"
+// (an {action} route is listed by its actions), and every open route is
+// named.
+func TestHubAPIDocListsEveryRoute(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/hub-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	th := serve(t, dbPath(t), "", true)
+	routes := th.h.Routes()
+	if len(routes) < 30 {
+		t.Fatalf("only %d routes: the route table changed shape", len(routes))
+	}
+	for _, r := range routes {
+		if r.Method == "HEAD" {
+			continue
+		}
+		if r.Public {
+			if !strings.Contains(text, "`"+r.Pattern+"`") {
+				t.Errorf("docs/hub-api.md does not name the open route %s", r.Pattern)
+			}
+			continue
+		}
+		path := "{p}" + strings.TrimPrefix(r.Pattern, APIPrefix)
+		path = strings.Replace(path, "/{action}", "/start", 1)
+		if !strings.Contains(text, "| "+r.Method+" | `"+path+"`") {
+			t.Errorf("docs/hub-api.md has no row for %s %s (looked for %q)", r.Method, r.Pattern, "| "+r.Method+" | `"+path+"`")
+		}
+	}
+}

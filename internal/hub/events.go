@@ -1,0 +1,173 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// The Hub's events are written to the store first, in the transaction of
+// the change they describe; the pump then feeds the committed rows, in id
+// order, into the in-memory eventlog that SSE subscribers read. So every
+// event is durable and every event is live.
+
+// wrote tells the pump that events may have been committed.
+func (h *Hub) wrote() {
+	select {
+	case h.pumpc <- struct{}{}:
+	default:
+	}
+}
+
+// pumpLoop copies committed events into the live log until ctx ends. It
+// also runs once a tick, so an event is never held back by a missed wake.
+func (h *Hub) pumpLoop(ctx context.Context) {
+	tick := time.NewTicker(tickInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.pumpc:
+		case <-tick.C:
+		}
+		if err := h.pump(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("hub: event pump", "err", err)
+		}
+	}
+}
+
+// pump moves every committed event after the live log's last id into it.
+// Calls are serialized, so events go in in id order, each once.
+func (h *Hub) pump(ctx context.Context) error {
+	h.pumpMu.Lock()
+	defer h.pumpMu.Unlock()
+	for {
+		evs, err := h.st.EventsAfter(ctx, h.events.LastID(), store.EventFilter{}, store.MaxEvents)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if _, err := h.events.Insert(e); err != nil && !errors.Is(err, eventlog.ErrOutOfOrder) {
+				return err
+			}
+		}
+		if len(evs) < store.MaxEvents {
+			return nil
+		}
+	}
+}
+
+func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
+	f, err := eventlog.FilterFromQuery(r.URL.Query())
+	if err != nil {
+		return httpapi.BadRequest(httpapi.CodeInvalidQuery, err.Error())
+	}
+	err = eventlog.ServeSSE(w, r, h.events, f, h.keepAlive)
+	switch {
+	case errors.Is(err, eventlog.ErrInvalidHeader):
+		return httpapi.BadRequest(httpapi.CodeInvalidHeader, err.Error())
+	case errors.Is(err, eventlog.ErrInvalidQuery):
+		return httpapi.BadRequest(httpapi.CodeInvalidQuery, err.Error())
+	}
+	return err
+}
+
+// converge asks the convergence worker to look at a node's resources again.
+func (h *Hub) converge(nodeID string) {
+	h.dirtyMu.Lock()
+	h.dirty[nodeID] = true
+	h.dirtyMu.Unlock()
+	select {
+	case h.convc <- struct{}{}:
+	default:
+	}
+}
+
+// convergeLoop recomputes the convergence of the resources of dirty nodes
+// and records a convergence_changed event for each one that changed.
+func (h *Hub) convergeLoop(ctx context.Context) {
+	tick := time.NewTicker(tickInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.convc:
+		case <-tick.C:
+			// Time alone moves some values (an intent that expired, an error
+			// that aged out of its window): look at everything now and then.
+			if h.opts.Now().UnixMilli()-h.lastFullConverge.Load() >= 10*tickInterval.Milliseconds() {
+				h.converge("")
+			}
+		}
+		h.dirtyMu.Lock()
+		dirty := h.dirty
+		h.dirty = map[string]bool{}
+		h.dirtyMu.Unlock()
+		if len(dirty) == 0 {
+			continue
+		}
+		if dirty[""] {
+			dirty = map[string]bool{"": true}
+			h.lastFullConverge.Store(h.opts.Now().UnixMilli())
+		}
+		if err := h.convergeNodes(ctx, dirty); err != nil && ctx.Err() == nil {
+			h.storeFailed(err)
+			h.log.Warn("hub: convergence", "err", err)
+			// Try again at the next wake.
+			h.dirtyMu.Lock()
+			for id := range dirty {
+				h.dirty[id] = true
+			}
+			h.dirtyMu.Unlock()
+		}
+	}
+}
+
+// convergeNodes evaluates the resources of the given nodes ("" = all).
+func (h *Hub) convergeNodes(ctx context.Context, nodes map[string]bool) error {
+	now := h.opts.Now()
+	var evs []wire.Event
+	for id := range nodes {
+		states, err := h.st.ResourceStates(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, rs := range states {
+			res := h.convergenceOf(rs, now)
+			key := rs.NodeID + "\x00" + rs.Kind + "\x00" + rs.ResourceID
+			h.convMu.Lock()
+			prev, known := h.conv[key]
+			h.conv[key] = res.Value
+			h.convMu.Unlock()
+			if known && prev == res.Value {
+				continue
+			}
+			if !known && !h.convPrimed.Load() {
+				continue
+			}
+			e := wire.Event{Kind: wire.EventConvergenceChanged, OccurredAt: wire.At(now), NodeID: rs.NodeID, ResourceID: rs.ResourceID,
+				Message: "convergence " + res.Value, Data: map[string]any{"convergence": res.Value, "reason": res.Reason,
+					"generation": rs.Generation, "resource_type": rs.Kind}}
+			if known {
+				e.Data["previous"] = prev
+			}
+			if rs.Latest != nil && rs.Latest.Generation == rs.Generation {
+				e.OperationID, e.CorrelationID = rs.Latest.ID, rs.Latest.CorrelationID
+			}
+			evs = append(evs, e)
+		}
+	}
+	if err := h.st.AppendEvents(ctx, evs); err != nil {
+		return err
+	}
+	h.wrote()
+	return nil
+}

@@ -1,0 +1,195 @@
+package hub
+
+import (
+	"crypto/sha256"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// redeliverAfter is how long a command delivered to an Agent may stay
+// unacknowledged before the next poll gets it again (the Agent died between
+// the poll and its acknowledgement, or the answer was lost).
+const redeliverAfter = 10 * time.Second
+
+// fleet is the Hub's in-memory view of its nodes: liveness (leases are not
+// written to disk; after a Hub restart every node is unavailable until its
+// next heartbeat), the session cache, the commands waiting for delivery and
+// the attempts in flight. The durable truth is the store; fleet is rebuilt
+// from it at restore. mu guards everything below it.
+type fleet struct {
+	mu       sync.Mutex
+	nodes    map[string]*nodeState
+	sessions map[[sha256.Size]byte]session
+	inflight map[string]*flight // by attempt id
+	// pending holds the nodes that may have unprocessed outbox rows, each
+	// with the sequence number of its latest mark, so that a pass that read
+	// the outbox before a mark does not clear it.
+	pending map[string]int64
+	markSeq int64
+}
+
+type session struct {
+	nodeID    string
+	expiresAt time.Time
+}
+
+// nodeState is one registered node as the Hub sees it now.
+type nodeState struct {
+	node        store.Node // as last written (mode, capabilities, version, ...)
+	leaseTTL    time.Duration
+	leaseUntil  time.Time
+	online      bool
+	reportBoot  string
+	reportSeq   int64
+	observed    []store.ObservedStream         // as last accepted
+	counters    map[string]wire.StreamCounters // by stream, from the latest report (not durable)
+	cfgVersion  string
+	metrics     map[string]float64
+	reportedAt  time.Time
+	queue       []*flight     // commands not yet acknowledged, oldest first
+	wake        chan struct{} // closed when queue grows; nil while nobody waits
+	active      int           // attempts in flight
+	pollers     int           // long-polls waiting now
+	lastPollAt  time.Time
+	capacityHit map[string]bool // intents already counted as waiting for capacity
+}
+
+// flight is one attempt in flight: its command, when it was dispatched, and
+// when it was last handed to the Agent (zero: not yet).
+type flight struct {
+	cmd          wire.Command
+	state        string // dispatched or acknowledged
+	dispatchedAt time.Time
+	expiresAt    time.Time
+	deliveredAt  time.Time
+}
+
+func newFleet() *fleet {
+	return &fleet{nodes: map[string]*nodeState{}, sessions: map[[sha256.Size]byte]session{},
+		inflight: map[string]*flight{}, pending: map[string]int64{}}
+}
+
+// markLocked notes that node id may have outbox rows to dispatch. f.mu is
+// held.
+func (f *fleet) markLocked(id string) {
+	f.markSeq++
+	f.pending[id] = f.markSeq
+}
+
+// nodeLocked returns the state of id, creating an empty one. f.mu is held.
+func (f *fleet) nodeLocked(id string) *nodeState {
+	n := f.nodes[id]
+	if n == nil {
+		n = &nodeState{node: store.Node{NodeID: id, Mode: store.ModeActive}, leaseTTL: defaultLeaseTTL, capacityHit: map[string]bool{}}
+		f.nodes[id] = n
+	}
+	return n
+}
+
+// status is the node's liveness as API.md names it.
+func (n *nodeState) status() string {
+	switch {
+	case n == nil:
+		return reconcile.StatusUnknown
+	case n.online:
+		return reconcile.StatusOnline
+	}
+	return reconcile.StatusUnavailable
+}
+
+// reconcileNode is what the pure decisions know of a node. f.mu is held.
+func (f *fleet) reconcileNodeLocked(id string) reconcile.Node {
+	n := f.nodes[id]
+	if n == nil {
+		return reconcile.Node{Status: reconcile.StatusUnknown, Mode: reconcile.ModeActive}
+	}
+	return reconcile.Node{Status: n.status(), Mode: n.node.Mode, Capabilities: slices.Clone(n.node.Capabilities), Active: n.active}
+}
+
+// enqueueLocked puts a dispatched command on its node's queue and wakes the
+// node's long-polls. f.mu is held.
+func (f *fleet) enqueueLocked(fl *flight) {
+	f.inflight[fl.cmd.AttemptID] = fl
+	n := f.nodeLocked(fl.cmd.NodeID)
+	n.active++
+	if fl.state == wire.OpDispatched {
+		n.queue = append(n.queue, fl)
+		if n.wake != nil {
+			close(n.wake)
+			n.wake = nil
+		}
+	}
+}
+
+// acknowledgedLocked takes an attempt off its node's delivery queue; it
+// stays in flight. f.mu is held.
+func (f *fleet) acknowledgedLocked(attemptID string) {
+	fl := f.inflight[attemptID]
+	if fl == nil {
+		return
+	}
+	fl.state = wire.OpAcknowledged
+	if n := f.nodes[fl.cmd.NodeID]; n != nil {
+		n.queue = slices.DeleteFunc(n.queue, func(q *flight) bool { return q == fl })
+	}
+}
+
+// finishedLocked forgets an attempt that reached an outcome. f.mu is held.
+func (f *fleet) finishedLocked(attemptID string) *flight {
+	fl := f.inflight[attemptID]
+	if fl == nil {
+		return nil
+	}
+	delete(f.inflight, attemptID)
+	if n := f.nodes[fl.cmd.NodeID]; n != nil {
+		n.queue = slices.DeleteFunc(n.queue, func(q *flight) bool { return q == fl })
+		n.active = max(n.active-1, 0)
+	}
+	return fl
+}
+
+// takeLocked returns the commands of node ready for delivery at now and
+// marks them delivered, or a channel closed when one may be. f.mu is held.
+func (f *fleet) takeLocked(nodeID string, now time.Time) ([]wire.Command, <-chan struct{}) {
+	n := f.nodeLocked(nodeID)
+	n.lastPollAt = now
+	var out []wire.Command
+	for _, fl := range n.queue {
+		if fl.deliveredAt.IsZero() || now.Sub(fl.deliveredAt) >= redeliverAfter {
+			fl.deliveredAt = now
+			out = append(out, fl.cmd)
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	if n.wake == nil {
+		n.wake = make(chan struct{})
+	}
+	return nil, n.wake
+}
+
+// sessionKey is the cache key of a session token.
+func sessionKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+
+// commandOf is the command an outbox row turns into.
+func commandOf(e store.OutboxEntry, attemptID string, expires time.Time) wire.Command {
+	return commandFromIntent(store.Intent{ID: e.IntentID, Operation: e.Operation, NodeID: e.NodeID, Kind: e.Kind,
+		ResourceID: e.ResourceID, Generation: e.Generation, DesiredState: e.DesiredState, ConfigVersion: e.ConfigVersion,
+		ActionID: e.ActionID}, attemptID, expires)
+}
+
+func commandFromIntent(i store.Intent, attemptID string, expires time.Time) wire.Command {
+	op := wire.CommandStreamDesiredState
+	if i.ActionID != "" {
+		op = wire.CommandStreamRestart
+	}
+	return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: op, NodeID: i.NodeID, ResourceID: i.ResourceID,
+		Generation: i.Generation, ActionID: i.ActionID, ConfigVersion: i.ConfigVersion, ExpiresAt: wire.At(expires),
+		Payload: wire.CommandPayload{State: i.DesiredState}}
+}

@@ -1,0 +1,226 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// CodeNodeNotFound answers a route naming a node the Hub never registered.
+const CodeNodeNotFound = "node_not_found"
+
+// NodeView is one node of GET /nodes.
+type NodeView struct {
+	NodeID           string             `json:"node_id"`
+	Status           string             `json:"status"`
+	Mode             string             `json:"mode"`
+	Version          string             `json:"version,omitempty"`
+	ProtocolVersion  int                `json:"protocol_version,omitempty"`
+	BootID           string             `json:"boot_id,omitempty"`
+	Capabilities     []string           `json:"capabilities"`
+	DataAddress      string             `json:"data_address,omitempty"`
+	ConfigVersion    string             `json:"config_version,omitempty"`
+	RegisteredAt     wire.Time          `json:"registered_at,omitzero"`
+	LeaseTTLMS       int64              `json:"lease_ttl_ms,omitempty"`
+	LeaseExpiresAt   wire.Time          `json:"lease_expires_at,omitzero"`
+	SessionExpiresAt wire.Time          `json:"session_expires_at,omitzero"`
+	LastReportAt     wire.Time          `json:"last_report_at,omitzero"`
+	ReportSeq        int64              `json:"report_seq,omitempty"`
+	Restarts         int64              `json:"restarts"`
+	Streams          int                `json:"streams"`
+	QueuedCommands   int                `json:"queued_commands"`
+	InFlight         int                `json:"in_flight"`
+	Metrics          map[string]float64 `json:"metrics,omitempty"`
+}
+
+// nodeViewLocked is the view of a registered node. h.fleet.mu is held.
+func nodeViewLocked(n *nodeState) NodeView {
+	v := NodeView{NodeID: n.node.NodeID, Status: n.status(), Mode: n.node.Mode, Version: n.node.Version,
+		ProtocolVersion: n.node.ProtocolVersion, BootID: n.node.BootID, Capabilities: slices.Clone(n.node.Capabilities),
+		DataAddress: n.node.DataAddress, ConfigVersion: n.cfgVersion, RegisteredAt: wire.At(n.node.RegisteredAt),
+		LeaseTTLMS: n.leaseTTL.Milliseconds(), SessionExpiresAt: wire.At(n.node.SessionExpiresAt),
+		LastReportAt: wire.At(n.reportedAt), ReportSeq: n.reportSeq, Restarts: n.node.Restarts, Streams: len(n.observed),
+		QueuedCommands: len(n.queue), InFlight: n.active, Metrics: n.metrics}
+	if n.online {
+		v.LeaseExpiresAt = wire.At(n.leaseUntil)
+	}
+	if v.Capabilities == nil {
+		v.Capabilities = []string{}
+	}
+	return v
+}
+
+// nodeViews lists registered nodes and, as unknown, the nodes that only
+// have desired state, by id.
+func (h *Hub) nodeViews(ctx context.Context) ([]NodeView, error) {
+	states, err := h.st.ResourceStates(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	h.fleet.mu.Lock()
+	out := make([]NodeView, 0, len(h.fleet.nodes))
+	for _, n := range h.fleet.nodes {
+		if n.node.RegisteredAt.IsZero() {
+			continue
+		}
+		out = append(out, nodeViewLocked(n))
+	}
+	h.fleet.mu.Unlock()
+	known := map[string]bool{}
+	for _, v := range out {
+		known[v.NodeID] = true
+	}
+	for _, rs := range states {
+		if !known[rs.NodeID] {
+			known[rs.NodeID] = true
+			out = append(out, NodeView{NodeID: rs.NodeID, Status: "unknown", Mode: store.ModeActive, Capabilities: []string{}})
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeView) int { return cmpString(a.NodeID, b.NodeID) })
+	return out, nil
+}
+
+func (h *Hub) getNodes(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	all, err := h.nodeViews(r.Context())
+	if err != nil {
+		return storeProblem(err)
+	}
+	q := r.URL.Query()
+	if st := q.Get("status"); st != "" {
+		all = slices.DeleteFunc(all, func(v NodeView) bool { return v.Status != st })
+	}
+	if m := q.Get("mode"); m != "" {
+		all = slices.DeleteFunc(all, func(v NodeView) bool { return v.Mode != m })
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
+}
+
+func (h *Hub) getNode(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("node_id")
+	all, err := h.nodeViews(r.Context())
+	if err != nil {
+		return storeProblem(err)
+	}
+	for _, v := range all {
+		if v.NodeID == id {
+			return httpapi.WriteJSON(w, http.StatusOK, v)
+		}
+	}
+	return httpapi.NotFound(CodeNodeNotFound, "no node with that id is registered or has desired state")
+}
+
+// nodeMode handles drain, maintenance entry and maintenance exit: the mode
+// changes with an audit row and a node_maintenance_changed event; desired
+// state and attempts in flight are untouched; new dispatch to the node is
+// suppressed until it is active again.
+func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		ctx := r.Context()
+		id := r.PathValue("node_id")
+		if _, err := httpapi.DecodeOptionalJSON(r, &struct{}{}, MaxBodyBytes); err != nil {
+			return err
+		}
+		err := h.st.SetNodeMode(ctx, store.ModeChange{NodeID: id, Mode: mode, Actor: httpapi.Principal(ctx),
+			CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now()})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return httpapi.NotFound(CodeNodeNotFound, "no node with that id is registered")
+		case err != nil:
+			return h.storeFailed(err)
+		}
+		h.fleet.mu.Lock()
+		n := h.fleet.nodeLocked(id)
+		n.node.Mode = mode
+		if mode == store.ModeActive {
+			h.fleet.markLocked(id)
+		}
+		v := nodeViewLocked(n)
+		h.fleet.mu.Unlock()
+		h.wrote()
+		h.converge(id)
+		h.nudge()
+		return httpapi.WriteJSON(w, http.StatusOK, v)
+	}
+}
+
+// auditAction names the audit action of a request: the same name the store
+// gives the accepted mutation, so /audit?action= finds both outcomes.
+type auditAction func(r *http.Request) string
+
+func fixedAction(name string) auditAction { return func(*http.Request) string { return name } }
+
+// modeAction is the action of a node mode change (store.SetNodeMode's).
+func modeAction(mode string) auditAction { return fixedAction(store.ModeAction(mode)) }
+
+// streamActionName is the operation name of POST .../streams/{id}/{action}.
+func streamActionName(r *http.Request) string {
+	switch a := r.PathValue("action"); a {
+	case "start", "stop", "restart":
+		return "stream_" + a
+	}
+	return "stream_action"
+}
+
+// audited records a rejected mutation (4xx but 405) in the audit log with
+// the principal and the problem's code; accepted ones are audited by the
+// store in their own transaction.
+func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := next(w, r)
+		var e *httpapi.Error
+		if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
+			return err
+		}
+		action := name(r)
+		ctx := r.Context()
+		resType, resID := "stream", r.PathValue("id")
+		switch {
+		case r.PathValue("node_id") != "" && resID == "":
+			resType, resID = "node", r.PathValue("node_id")
+		case action == store.ActionCancel:
+			// Audit the cancel against the intent's resource, as accepted ones are.
+			resType = "operation"
+			if in, ierr := h.st.GetIntent(ctx, resID); ierr == nil {
+				resType, resID = in.Kind, in.ResourceID
+				r.SetPathValue("node_id", in.NodeID)
+			}
+		}
+		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
+			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),
+			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
+		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
+			h.storeFailed(aerr)
+		}
+		return err
+	}
+}
+
+// streamChanges records a stream_state_changed event for every stream whose
+// observed state differs from the previous report.
+func (h *Hub) streamChanges(nodeID string, prev, cur []store.ObservedStream, now time.Time) {
+	was := map[string]string{}
+	for _, o := range prev {
+		was[o.StreamID] = o.State
+	}
+	var evs []wire.Event
+	for _, o := range cur {
+		if p, ok := was[o.StreamID]; ok && p == o.State {
+			continue
+		}
+		evs = append(evs, wire.Event{Kind: wire.EventStreamStateChanged, OccurredAt: wire.At(now), NodeID: nodeID, ResourceID: o.StreamID,
+			Message: "stream " + o.State, Data: map[string]any{"state": o.State, "generation": o.Generation}})
+	}
+	if err := h.st.AppendEvents(context.Background(), evs); err != nil {
+		h.storeFailed(err)
+	}
+}

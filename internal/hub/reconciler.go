@@ -1,0 +1,319 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Reconciler cadence (spec "Limits").
+const (
+	tickInterval  = time.Second
+	sweepInterval = 60 * time.Second
+	// dispatchBatch bounds the outbox rows one pass reads.
+	dispatchBatch = 4096
+)
+
+// nudge asks the reconciler for a pass now (coalesced).
+func (h *Hub) nudge() {
+	select {
+	case h.nudgec <- struct{}{}:
+	default:
+	}
+}
+
+// reconcileLoop runs a pass every tick and after every nudge until ctx
+// ends. It is the only goroutine that dispatches, expires attempts, marks
+// leases lapsed and sweeps.
+func (h *Hub) reconcileLoop(ctx context.Context) {
+	tick := time.NewTicker(tickInterval)
+	defer tick.Stop()
+	lastSweep := h.opts.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-h.nudgec:
+		}
+		now := h.opts.Now()
+		h.pass(ctx, now)
+		if now.Sub(lastSweep) >= sweepInterval {
+			lastSweep = now
+			h.sweep(ctx, now)
+		}
+	}
+}
+
+// pass is one reconciliation at now.
+func (h *Hub) pass(ctx context.Context, now time.Time) {
+	start := time.Now()
+	defer func() { h.metrics.reconcileSeconds.Observe(time.Since(start).Seconds()) }()
+	h.lastPass.Store(now.UnixMilli())
+	if h.storageDown.Load() {
+		if err := h.st.Probe(ctx, now); err != nil {
+			return
+		}
+		h.storageDown.Store(false)
+		h.log.Warn("hub: storage accepts writes again")
+	}
+	h.expireLeases(ctx, now)
+	h.expireAttempts(ctx, now)
+	h.dispatch(ctx, now)
+}
+
+// expireLeases marks nodes whose lease lapsed unavailable.
+func (h *Hub) expireLeases(ctx context.Context, now time.Time) {
+	var gone []string
+	h.fleet.mu.Lock()
+	for id, n := range h.fleet.nodes {
+		if n.online && !now.Before(n.leaseUntil) {
+			n.online = false
+			gone = append(gone, id)
+		}
+	}
+	h.fleet.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	slices.Sort(gone)
+	evs := make([]wire.Event, len(gone))
+	for i, id := range gone {
+		evs[i] = wire.Event{Kind: wire.EventNodeUnavailable, OccurredAt: wire.At(now), NodeID: id, Message: "lease expired"}
+	}
+	if err := h.st.AppendEvents(ctx, evs); err != nil {
+		h.storeFailed(err)
+	}
+	h.wrote()
+	for _, id := range gone {
+		h.converge(id)
+	}
+}
+
+// nodeOnline records that a node came back (register or heartbeat).
+func (h *Hub) nodeOnline(id string, now time.Time) {
+	ev := wire.Event{Kind: wire.EventNodeOnline, OccurredAt: wire.At(now), NodeID: id, Message: "lease renewed"}
+	if err := h.st.AppendEvents(context.Background(), []wire.Event{ev}); err != nil {
+		h.storeFailed(err)
+	}
+	h.wrote()
+	h.fleet.mu.Lock()
+	h.fleet.markLocked(id)
+	h.fleet.mu.Unlock()
+	h.converge(id)
+	h.nudge()
+}
+
+// expireAttempts turns attempts in flight past their expiry into timed_out;
+// the store puts their intents back in the outbox until the intents expire.
+func (h *Hub) expireAttempts(ctx context.Context, now time.Time) {
+	h.fleet.mu.Lock()
+	active := make([]reconcile.Attempt, 0, len(h.fleet.inflight))
+	for id, fl := range h.fleet.inflight {
+		active = append(active, reconcile.Attempt{AttemptID: id, IntentID: fl.cmd.CommandID, NodeID: fl.cmd.NodeID, State: fl.state, ExpiresAt: fl.expiresAt})
+	}
+	h.fleet.mu.Unlock()
+	for _, x := range reconcile.ExpireAttempts(active, now) {
+		err := h.st.FinishAttempt(ctx, store.AttemptFinish{AttemptID: x.AttemptID, State: wire.OpTimedOut,
+			Failure: &wire.Failure{Class: "timeout", Code: wire.OpTimedOut, Message: "no result before the attempt expired"}, Now: now})
+		if err != nil && !errors.Is(err, store.ErrAttemptFinished) && !errors.Is(err, store.ErrNotFound) {
+			h.storeFailed(err)
+			return
+		}
+		h.attemptMoved(x.AttemptID, wire.OpTimedOut, now)
+		h.fleet.mu.Lock()
+		h.fleet.markLocked(x.NodeID)
+		h.fleet.mu.Unlock()
+		h.converge(x.NodeID)
+	}
+}
+
+// dispatch turns ready outbox rows into attempts and queued commands, in one
+// store transaction, and fails the rows PlanDispatch gives up on.
+func (h *Hub) dispatch(ctx context.Context, now time.Time) {
+	// Only nodes that can take a command now are read; rows of the others
+	// wait in the outbox, and the expiry scan finds those that expire.
+	h.fleet.mu.Lock()
+	var nodes []string
+	marks := map[string]int64{}
+	for id, mark := range h.fleet.pending {
+		if n := h.fleet.nodes[id]; n != nil && n.online && n.node.Mode == store.ModeActive {
+			nodes = append(nodes, id)
+			marks[id] = mark
+		}
+	}
+	h.fleet.mu.Unlock()
+	if len(nodes) == 0 && !h.expiryDue(now) {
+		return
+	}
+	rows, err := h.st.OutboxFor(ctx, nodes, now, dispatchBatch)
+	if err != nil {
+		h.storeFailed(err)
+		return
+	}
+	h.fleet.mu.Lock()
+	// Nodes with no row left need no look until something is written for them.
+	seen := map[string]bool{}
+	for _, e := range rows {
+		seen[e.NodeID] = true
+	}
+	if len(rows) < dispatchBatch {
+		for _, id := range nodes {
+			if !seen[id] && h.fleet.pending[id] == marks[id] {
+				delete(h.fleet.pending, id)
+			}
+		}
+	}
+	in := reconcile.DispatchInput{Nodes: map[string]reconcile.Node{}, Limits: h.limits, Now: now}
+	for _, e := range rows {
+		in.Rows = append(in.Rows, reconcile.OutboxRow{IntentID: e.IntentID, NodeID: e.NodeID, CreatedAt: e.CreatedAt,
+			ExpiresAt: e.ExpiresAt, Attempts: e.Attempts, LastFinishedAt: e.LastFinishedAt,
+			RequiredCapabilities: []string{wire.CapabilityStreamControl}})
+		if _, ok := in.Nodes[e.NodeID]; !ok {
+			in.Nodes[e.NodeID] = h.fleet.reconcileNodeLocked(e.NodeID)
+		}
+	}
+	h.fleet.mu.Unlock()
+	if len(rows) == 0 {
+		return
+	}
+	plan := reconcile.PlanDispatch(in)
+	var starts []store.AttemptStart
+	var cmds []*flight
+	for i, d := range plan.Decisions {
+		e := rows[i]
+		switch d.Action {
+		case reconcile.ActionDispatch:
+			aid := newUUIDv7()
+			starts = append(starts, store.AttemptStart{IntentID: e.IntentID, AttemptID: aid, NodeID: e.NodeID, Now: now, ExpiresAt: d.AttemptExpiresAt})
+			cmds = append(cmds, &flight{cmd: commandOf(e, aid, d.AttemptExpiresAt), state: wire.OpDispatched, dispatchedAt: now, expiresAt: d.AttemptExpiresAt})
+		case reconcile.ActionFail:
+			err := h.st.FailIntent(ctx, e.IntentID, d.Code, failMessage(d.Code), now)
+			if err != nil && !errors.Is(err, store.ErrNotPending) {
+				h.storeFailed(err)
+				return
+			}
+			if err == nil {
+				h.metrics.command(commandLabel(commandOf(e, "", time.Time{})), failOutcome(d.Code))
+				h.converge(e.NodeID)
+			}
+		case reconcile.ActionWait:
+			if d.Code == reconcile.CodeCapacity {
+				h.capacityWait(e)
+			}
+		}
+	}
+	if len(starts) > 0 {
+		skipped, err := h.st.StartAttempts(ctx, starts)
+		if err != nil {
+			h.storeFailed(err)
+			return
+		}
+		h.fleet.mu.Lock()
+		for i, fl := range cmds {
+			if !slices.Contains(skipped, i) {
+				h.fleet.enqueueLocked(fl)
+			}
+		}
+		h.fleet.mu.Unlock()
+		touched := map[string]bool{}
+		for i, fl := range cmds {
+			if !slices.Contains(skipped, i) {
+				h.metrics.command(commandLabel(fl.cmd), outcomeEnqueued)
+				touched[fl.cmd.NodeID] = true
+			}
+		}
+		for id := range touched {
+			h.converge(id)
+		}
+	}
+	h.wrote()
+}
+
+// expiryDue reports whether intents waiting for offline nodes may have
+// expired by now: checked once a tick.
+func (h *Hub) expiryDue(now time.Time) bool {
+	last := h.lastExpiryScan.Load()
+	if now.UnixMilli()-last < tickInterval.Milliseconds() {
+		return false
+	}
+	h.lastExpiryScan.Store(now.UnixMilli())
+	return true
+}
+
+// capacityWait counts an intent waiting for room in its node's queue, once.
+func (h *Hub) capacityWait(e store.OutboxEntry) {
+	h.fleet.mu.Lock()
+	n := h.fleet.nodeLocked(e.NodeID)
+	first := !n.capacityHit[e.IntentID]
+	n.capacityHit[e.IntentID] = true
+	h.fleet.mu.Unlock()
+	if first {
+		h.metrics.command(commandLabel(commandOf(e, "", time.Time{})), outcomeCapacity)
+	}
+}
+
+func failMessage(code string) string {
+	switch code {
+	case reconcile.CodeNodeUnavailable:
+		return "the node stayed unavailable until the intent expired"
+	case reconcile.CodeExpired:
+		return "the intent expired before it could be executed"
+	case reconcile.CodeIncompatibleCapability:
+		return "the node does not advertise a capability the command needs"
+	}
+	return code
+}
+
+// attemptMoved updates the fleet and the command metrics after an attempt
+// reached state (acknowledged, or an outcome).
+func (h *Hub) attemptMoved(attemptID, state string, now time.Time) {
+	h.fleet.mu.Lock()
+	fl := h.fleet.inflight[attemptID]
+	var cmd wire.Command
+	var dispatched time.Time
+	if fl != nil {
+		cmd, dispatched = fl.cmd, fl.dispatchedAt
+		delete(h.fleet.nodeLocked(cmd.NodeID).capacityHit, cmd.CommandID)
+	}
+	if state == wire.OpAcknowledged {
+		h.fleet.acknowledgedLocked(attemptID)
+	} else {
+		h.fleet.finishedLocked(attemptID)
+	}
+	h.fleet.mu.Unlock()
+	if fl == nil {
+		return
+	}
+	label := commandLabel(cmd)
+	h.metrics.command(label, state)
+	if state == wire.OpAcknowledged {
+		h.metrics.duration.WithLabelValues(label).Observe(now.Sub(dispatched).Seconds())
+	}
+}
+
+// sweep applies the retention limits.
+func (h *Hub) sweep(ctx context.Context, now time.Time) {
+	n, err := h.st.Sweep(ctx, now)
+	if err != nil {
+		h.storeFailed(err)
+		return
+	}
+	if n != (store.Swept{}) {
+		h.log.Debug("hub: retention sweep", "intents", n.Intents, "outbox", n.Outbox, "attempts", n.Attempts,
+			"events", n.Events, "audit", n.Audit, "idempotency", n.Idempotency)
+	}
+	// Sessions past their expiry leave the cache.
+	h.fleet.mu.Lock()
+	for k, s := range h.fleet.sessions {
+		if !now.Before(s.expiresAt) {
+			delete(h.fleet.sessions, k)
+		}
+	}
+	h.fleet.mu.Unlock()
+}

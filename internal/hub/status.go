@@ -1,0 +1,151 @@
+package hub
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Status is GET /status: stream totals summed over the registered nodes'
+// latest reports, node totals, the Hub's version and uptime.
+type Status struct {
+	Version   string       `json:"version,omitempty"`
+	StartedAt wire.Time    `json:"started_at"`
+	UptimeMS  int64        `json:"uptime_ms"`
+	Ready     bool         `json:"ready"`
+	Storage   string       `json:"storage"`
+	Streams   StreamTotals `json:"streams"`
+	Nodes     NodeTotals   `json:"nodes"`
+}
+
+// StreamTotals count reported streams (spec: total, running, failed).
+type StreamTotals struct {
+	Total   int `json:"total"`
+	Running int `json:"running"`
+	Failed  int `json:"failed"`
+}
+
+// NodeTotals count registered nodes by liveness and mode.
+type NodeTotals struct {
+	Total       int `json:"total"`
+	Online      int `json:"online"`
+	Unavailable int `json:"unavailable"`
+	Draining    int `json:"draining"`
+	Maintenance int `json:"maintenance"`
+}
+
+func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
+	now := h.opts.Now()
+	s := Status{Version: h.opts.Version, StartedAt: wire.At(h.startedAt), UptimeMS: now.Sub(h.startedAt).Milliseconds(),
+		Ready: h.ready.Load() && !h.storageDown.Load(), Storage: "ok"}
+	if h.storageDown.Load() {
+		s.Storage = "unavailable"
+	}
+	h.fleet.mu.Lock()
+	for _, n := range h.fleet.nodes {
+		if n.node.RegisteredAt.IsZero() {
+			continue
+		}
+		s.Nodes.Total++
+		if n.online {
+			s.Nodes.Online++
+		} else {
+			s.Nodes.Unavailable++
+		}
+		switch n.node.Mode {
+		case reconcile.ModeDraining:
+			s.Nodes.Draining++
+		case reconcile.ModeMaintenance:
+			s.Nodes.Maintenance++
+		}
+		for _, o := range n.observed {
+			s.Streams.Total++
+			switch o.State {
+			case "running":
+				s.Streams.Running++
+			case "failed":
+				s.Streams.Failed++
+			}
+		}
+	}
+	h.fleet.mu.Unlock()
+	return httpapi.WriteJSON(w, http.StatusOK, s)
+}
+
+// OperationsStatus is GET /operations/status: bounded diagnostics.
+type OperationsStatus struct {
+	ByState            map[string]int `json:"by_state"`
+	OldestPendingAgeMS int64          `json:"oldest_pending_age_ms"`
+	OutboxDepth        int            `json:"outbox_depth"`
+	InFlight           int            `json:"in_flight"`
+	ReconcilerLagMS    int64          `json:"reconciler_lag_ms"`
+	Nodes              []NodeQueue    `json:"nodes"`
+	NodesTruncated     bool           `json:"nodes_truncated,omitempty"`
+}
+
+// NodeQueue is one node's queue depth.
+type NodeQueue struct {
+	NodeID   string `json:"node_id"`
+	Queued   int    `json:"queued"`
+	InFlight int    `json:"in_flight"`
+}
+
+// maxStatusNodes bounds the per-node rows of /operations/status: the
+// deepest queues first.
+const maxStatusNodes = 100
+
+func (h *Hub) getOperationsStatus(w http.ResponseWriter, r *http.Request) error {
+	st, err := h.st.OperationStats(r.Context())
+	if err != nil {
+		return storeProblem(err)
+	}
+	now := h.opts.Now()
+	out := OperationsStatus{ByState: st.ByState, OutboxDepth: st.OutboxDepth, Nodes: []NodeQueue{}}
+	if !st.OldestPendingAt.IsZero() {
+		out.OldestPendingAgeMS = now.Sub(st.OldestPendingAt).Milliseconds()
+	}
+	if last := h.lastPass.Load(); last > 0 {
+		out.ReconcilerLagMS = max(now.UnixMilli()-last, 0)
+	}
+	h.fleet.mu.Lock()
+	out.InFlight = len(h.fleet.inflight)
+	for id, n := range h.fleet.nodes {
+		if len(n.queue) > 0 || n.active > 0 {
+			out.Nodes = append(out.Nodes, NodeQueue{NodeID: id, Queued: len(n.queue), InFlight: n.active})
+		}
+	}
+	h.fleet.mu.Unlock()
+	slices.SortFunc(out.Nodes, func(a, b NodeQueue) int {
+		if a.InFlight != b.InFlight {
+			return b.InFlight - a.InFlight
+		}
+		return cmpString(a.NodeID, b.NodeID)
+	})
+	if len(out.Nodes) > maxStatusNodes {
+		out.Nodes, out.NodesTruncated = out.Nodes[:maxStatusNodes], true
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, out)
+}
+
+func (h *Hub) getComponents(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(h.opts.Registry.Catalog(), page, size))
+}
+
+func (h *Hub) getComponent(w http.ResponseWriter, r *http.Request) error {
+	d, ok := h.opts.Registry.Describe(r.PathValue("kind"), r.PathValue("name"))
+	if !ok {
+		return httpapi.NotFound("component_not_found", "no "+quote(r.PathValue("kind"))+" component named "+quote(r.PathValue("name")))
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, d)
+}
+
+func (h *Hub) getSchema(w http.ResponseWriter, r *http.Request) error {
+	return httpapi.WriteJSON(w, http.StatusOK, h.schema)
+}

@@ -1,0 +1,328 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Operation names of stream intents.
+const (
+	OpStreamDesiredState = "stream_desired_state"
+	OpStreamStart        = "stream_start"
+	OpStreamStop         = "stream_stop"
+	OpStreamRestart      = "stream_restart"
+)
+
+// CodeAmbiguousStream answers a legacy route whose stream runs on several nodes.
+const CodeAmbiguousStream = "ambiguous_stream"
+
+type desiredRequest struct {
+	State         string `json:"state"`
+	ConfigVersion string `json:"config_version"`
+}
+
+// desire is one stream desired-state write as the handlers build it.
+type desire struct {
+	nodeID, streamID, operation string
+	state, configVersion        string
+	actionID                    string
+}
+
+func (h *Hub) putStreamDesired(w http.ResponseWriter, r *http.Request) error {
+	var body desiredRequest
+	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
+		return err
+	}
+	var probs []httpapi.FieldProblem
+	if body.State != "running" && body.State != "stopped" {
+		probs = append(probs, httpapi.FieldProblem{Path: "state", Message: "must be running or stopped"})
+	}
+	if len(body.ConfigVersion) > maxIDLen {
+		probs = append(probs, httpapi.FieldProblem{Path: "config_version", Message: "at most 255 characters"})
+	}
+	if len(probs) > 0 {
+		return httpapi.Validation(probs)
+	}
+	return h.writeDesired(w, r, desire{nodeID: r.PathValue("node_id"), streamID: r.PathValue("id"), operation: OpStreamDesiredState,
+		state: body.State, configVersion: body.ConfigVersion})
+}
+
+// postStreamAction is POST .../streams/{id}/{action}: start, stop or restart.
+func (h *Hub) postStreamAction(w http.ResponseWriter, r *http.Request) error {
+	if r.PathValue("action") == "desired-state" {
+		return httpapi.MethodNotAllowed([]string{http.MethodPut})
+	}
+	return h.streamAction(w, r, r.PathValue("node_id"), r.PathValue("id"), r.PathValue("action"))
+}
+
+func (h *Hub) postRestart(w http.ResponseWriter, r *http.Request) error {
+	return h.streamAction(w, r, r.PathValue("node_id"), r.PathValue("id"), "restart")
+}
+
+// postLegacyAction is the un-targeted POST /streams/{id}/{action}: an
+// adapter that finds the one node hosting the stream.
+func (h *Hub) postLegacyAction(w http.ResponseWriter, r *http.Request) error {
+	id, action := r.PathValue("id"), r.PathValue("action")
+	if !slices.Contains([]string{"start", "stop", "restart"}, action) {
+		return unknownAction(action)
+	}
+	nodes, err := h.hostsOf(r.Context(), id)
+	if err != nil {
+		return storeProblem(err)
+	}
+	switch len(nodes) {
+	case 0:
+		return httpapi.NotFound(CodeStreamNotFound, "no node hosts or is desired to run that stream")
+	case 1:
+		return h.streamAction(w, r, nodes[0], id, action)
+	}
+	e := httpapi.Conflict(CodeAmbiguousStream, "the stream exists on several nodes; use /nodes/{node_id}/streams/{id}/"+action)
+	e.Details = map[string]any{"node_ids": nodes}
+	return e
+}
+
+// hostsOf returns the nodes that report the stream or hold a desired state
+// for it, sorted.
+func (h *Hub) hostsOf(ctx context.Context, streamID string) ([]string, error) {
+	set := map[string]bool{}
+	h.fleet.mu.Lock()
+	for id, n := range h.fleet.nodes {
+		for _, o := range n.observed {
+			if o.StreamID == streamID {
+				set[id] = true
+			}
+		}
+	}
+	h.fleet.mu.Unlock()
+	states, err := h.st.ResourceStates(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, rs := range states {
+		if rs.Kind == store.KindStream && rs.ResourceID == streamID {
+			set[rs.NodeID] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func unknownAction(action string) error {
+	return httpapi.NotFound(httpapi.CodeNotFound, "unknown stream action "+quote(action)+"; one of start, stop, restart")
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return "\"" + s + "\""
+}
+
+// streamAction writes the desire of a one-shot action: start and stop set
+// the state; restart keeps it running with a new action_id, and converges
+// only when a report carries that action_id. The configuration version
+// stays what the last write set.
+func (h *Hub) streamAction(w http.ResponseWriter, r *http.Request, nodeID, streamID, action string) error {
+	var body struct {
+		ConfigVersion *string `json:"config_version"`
+	}
+	if _, err := httpapi.DecodeOptionalJSON(r, &body, MaxBodyBytes); err != nil {
+		return err
+	}
+	d := desire{nodeID: nodeID, streamID: streamID}
+	switch action {
+	case "start":
+		d.operation, d.state = OpStreamStart, "running"
+	case "stop":
+		d.operation, d.state = OpStreamStop, "stopped"
+	case "restart":
+		d.operation, d.state, d.actionID = OpStreamRestart, "running", h.opts.NewID()
+	default:
+		return unknownAction(action)
+	}
+	cur, err := h.st.GetResource(r.Context(), nodeID, store.KindStream, streamID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return storeProblem(err)
+	}
+	d.configVersion = cur.ConfigVersion
+	if body.ConfigVersion != nil {
+		if len(*body.ConfigVersion) > maxIDLen {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: "config_version", Message: "at most 255 characters"}})
+		}
+		d.configVersion = *body.ConfigVersion
+	}
+	return h.writeDesired(w, r, d)
+}
+
+// writeDesired is the intent pipeline: one store transaction (generation+1,
+// intent, outbox row, audit row, event), then 202. Nothing else happens on
+// the request path but a nudge to the reconciler.
+func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) error {
+	if d.nodeID == "" || d.streamID == "" || len(d.nodeID) > maxIDLen || len(d.streamID) > maxIDLen {
+		return httpapi.Validation([]httpapi.FieldProblem{{Message: "node_id and stream id are 1 to 255 characters"}})
+	}
+	gen, matchAny, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	var ifMatch *int64
+	if present && !matchAny {
+		ifMatch = &gen
+	}
+	id := h.opts.NewID()
+	now := h.opts.Now()
+	res, err := h.st.WriteDesired(r.Context(), store.DesiredWrite{
+		IntentID: id, Operation: d.operation, NodeID: d.nodeID, Kind: store.KindStream,
+		ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, IfMatch: ifMatch,
+		CorrelationID: httpapi.CorrelationID(r.Context()), Actor: httpapi.Principal(r.Context()),
+		Now: now, ExpiresAt: now.Add(h.opts.Settings.IntentTTL),
+	})
+	var gc *store.GenerationConflictError
+	switch {
+	case errors.As(err, &gc):
+		return httpapi.GenerationConflict(gc.Expected, gc.Current, map[string]any{"node_id": d.nodeID, "stream_id": d.streamID})
+	case err != nil:
+		return h.storeFailed(err)
+	}
+	h.metrics.accepted.Inc()
+	h.fleet.mu.Lock()
+	h.fleet.markLocked(d.nodeID)
+	h.fleet.mu.Unlock()
+	h.nudge()
+	h.wrote()
+	h.converge(d.nodeID)
+	w.Header().Set("Location", h.prefix+"/operations/"+id)
+	w.Header().Set("ETag", httpapi.ETag(res.Generation))
+	return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{
+		OperationID: id, IntentID: id, NodeID: d.nodeID, StreamID: d.streamID, Generation: res.Generation,
+		DesiredState: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, Convergence: wire.ConvergencePending,
+	})
+}
+
+func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
+	nodeID, streamID := r.PathValue("node_id"), r.PathValue("id")
+	rs, err := h.st.GetResourceState(r.Context(), nodeID, store.KindStream, streamID)
+	if errors.Is(err, store.ErrNotFound) {
+		// A stream a node reports without a desired state still has a view.
+		if o, ok := h.observedOnly(nodeID, streamID); ok {
+			return httpapi.WriteJSON(w, http.StatusOK, o)
+		}
+		return httpapi.NotFound(CodeStreamNotFound, "that node neither reports nor is desired to run that stream")
+	}
+	if err != nil {
+		return storeProblem(err)
+	}
+	w.Header().Set("ETag", httpapi.ETag(rs.Generation))
+	return httpapi.WriteJSON(w, http.StatusOK, h.streamView(rs, h.opts.Now()))
+}
+
+// observedOnly is the view of a stream a node reports but nobody desired:
+// its convergence is unknown.
+func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
+	h.fleet.mu.Lock()
+	defer h.fleet.mu.Unlock()
+	n := h.fleet.nodes[nodeID]
+	if n == nil {
+		return wire.Stream{}, false
+	}
+	for _, o := range n.observed {
+		if o.StreamID == streamID {
+			return wire.Stream{ID: streamID, NodeID: nodeID, Observed: h.fleet.observedViewLocked(nodeID, o), Convergence: wire.ConvergenceUnknown}, true
+		}
+	}
+	return wire.Stream{}, false
+}
+
+// getStreams lists the streams across the fleet: every desired stream and
+// every reported one, by node and id. Filters: node_id, convergence.
+func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
+	page, size, err := httpapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	nodeFilter, convFilter := q.Get("node_id"), q.Get("convergence")
+	all, err := h.fleetStreams(r.Context(), nodeFilter)
+	if err != nil {
+		return storeProblem(err)
+	}
+	if convFilter != "" {
+		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return s.Convergence != convFilter })
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
+}
+
+// fleetStreams is every stream view, of one node when nodeID is set.
+func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]wire.Stream, error) {
+	states, err := h.st.ResourceStates(ctx, nodeID)
+	if err != nil {
+		return nil, err
+	}
+	now := h.opts.Now()
+	seen := map[[2]string]bool{}
+	var out []wire.Stream
+	for _, rs := range states {
+		if rs.Kind != store.KindStream {
+			continue
+		}
+		seen[[2]string{rs.NodeID, rs.ResourceID}] = true
+		out = append(out, h.streamView(rs, now))
+	}
+	h.fleet.mu.Lock()
+	for id, n := range h.fleet.nodes {
+		if nodeID != "" && id != nodeID {
+			continue
+		}
+		for _, o := range n.observed {
+			if !seen[[2]string{id, o.StreamID}] {
+				out = append(out, wire.Stream{ID: o.StreamID, NodeID: id, Observed: h.fleet.observedViewLocked(id, o), Convergence: wire.ConvergenceUnknown})
+			}
+		}
+	}
+	h.fleet.mu.Unlock()
+	slices.SortFunc(out, func(a, b wire.Stream) int {
+		if c := cmpString(a.NodeID, b.NodeID); c != 0 {
+			return c
+		}
+		return cmpString(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// operation is the record of one intent with its derived fields.
+func (h *Hub) operation(ctx context.Context, in store.Intent) wire.Operation {
+	var rs *store.ResourceState
+	if got, err := h.st.GetResourceState(ctx, in.NodeID, in.Kind, in.ResourceID); err == nil {
+		rs = &got
+	}
+	return h.operationOf(in, rs, h.opts.Now())
+}
+
+// operations turns a page of intents into operation records.
+func (h *Hub) operations(ctx context.Context, pg wire.Page[store.Intent]) wire.Page[wire.Operation] {
+	out := wire.Page[wire.Operation]{Items: make([]wire.Operation, len(pg.Items)), Page: pg.Page, PageSize: pg.PageSize, Total: pg.Total}
+	cache := map[[3]string]*store.ResourceState{}
+	now := h.opts.Now()
+	for i, in := range pg.Items {
+		k := [3]string{in.NodeID, in.Kind, in.ResourceID}
+		rs, ok := cache[k]
+		if !ok {
+			if got, err := h.st.GetResourceState(ctx, in.NodeID, in.Kind, in.ResourceID); err == nil {
+				rs = &got
+			}
+			cache[k] = rs
+		}
+		out.Items[i] = h.operationOf(in, rs, now)
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package hub
+
+import (
+	"time"
+
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// errorWindow is how long an observed last_error keeps a matching stream
+// degraded after it happened.
+const errorWindow = 5 * time.Minute
+
+// convergenceOf is the one convergence rule (reconcile.Convergence) applied
+// to a stored resource and the node as the fleet sees it now.
+func (h *Hub) convergenceOf(rs store.ResourceState, now time.Time) reconcile.Result {
+	in := reconcile.ConvergenceInput{
+		Desired:              &reconcile.Desired{State: rs.State, Generation: rs.Generation, ConfigVersion: rs.ConfigVersion, ActionID: rs.ActionID},
+		RequiredCapabilities: []string{wire.CapabilityStreamControl},
+		ErrorWindow:          errorWindow,
+		Now:                  now,
+	}
+	if o := rs.Observed; o != nil {
+		in.Observed = &reconcile.Observed{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion,
+			ActionID: o.ActionID, LastError: o.LastError, LastErrorAt: o.LastErrorAt}
+	}
+	if i := rs.Latest; i != nil {
+		in.Latest = latestAttempt(*i, now)
+	}
+	h.fleet.mu.Lock()
+	in.Node = h.fleet.reconcileNodeLocked(rs.NodeID)
+	h.fleet.mu.Unlock()
+	return reconcile.Convergence(in)
+}
+
+// latestAttempt is what Convergence needs of a resource's latest intent.
+func latestAttempt(i store.Intent, now time.Time) *reconcile.LatestAttempt {
+	a := &reconcile.LatestAttempt{State: i.State, RetryPending: i.RetryCount > 0 && !terminalOp(i.State),
+		IntentExpired: !i.ExpiresAt.IsZero() && !now.Before(i.ExpiresAt)}
+	if i.Failure != nil {
+		a.FailureCode = i.Failure.Code
+	}
+	return a
+}
+
+func terminalOp(state string) bool {
+	switch state {
+	case wire.OpSucceeded, wire.OpFailed, wire.OpCancelled, wire.OpSuperseded:
+		return true
+	}
+	return false
+}
+
+// streamView is the three views of a stream resource.
+func (h *Hub) streamView(rs store.ResourceState, now time.Time) wire.Stream {
+	v := wire.Stream{
+		ID: rs.ResourceID, NodeID: rs.NodeID,
+		Desired:     wire.StreamDesired{State: rs.State, Generation: rs.Generation, ConfigVersion: rs.ConfigVersion, ActionID: rs.ActionID},
+		Convergence: h.convergenceOf(rs, now).Value,
+	}
+	if o := rs.Observed; o != nil {
+		v.Observed = h.observedView(rs.NodeID, *o)
+	}
+	if rs.Latest != nil {
+		op := h.operationOf(*rs.Latest, &rs, now)
+		op.Observed = nil // the view holds the observation itself
+		v.LatestOperation = &op
+	}
+	return v
+}
+
+// observedView is a stored observation with the counters of the node's
+// latest report (kept in memory only).
+func (h *Hub) observedView(nodeID string, o store.ObservedStream) wire.StreamObserved {
+	h.fleet.mu.Lock()
+	defer h.fleet.mu.Unlock()
+	return h.fleet.observedViewLocked(nodeID, o)
+}
+
+// observedViewLocked is observedView with h.fleet.mu held.
+func (f *fleet) observedViewLocked(nodeID string, o store.ObservedStream) wire.StreamObserved {
+	v := wire.StreamObserved{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion, ActionID: o.ActionID,
+		LastError: o.LastError, LastErrorAt: wire.At(o.LastErrorAt)}
+	if n := f.nodes[nodeID]; n != nil {
+		v.Counters = n.counters[o.StreamID]
+	}
+	return v
+}
+
+// operationOf is the operation record of an intent with its derived fields:
+// convergence (of the resource while the intent is its latest, else from the
+// intent's own state), the latest observation and the retry's next time.
+// rs, when not nil, is the intent's resource.
+func (h *Hub) operationOf(in store.Intent, rs *store.ResourceState, now time.Time) wire.Operation {
+	op := in.Wire()
+	switch {
+	case rs != nil && rs.Latest != nil && rs.Latest.ID == in.ID:
+		op.Convergence = h.convergenceOf(*rs, now).Value
+	case in.State == wire.OpSuperseded:
+		op.Convergence = wire.ConvergencePending
+	case in.State == wire.OpCancelled, in.State == wire.OpFailed:
+		op.Convergence = wire.ConvergenceBlocked
+	default:
+		// A later write owns the resource's convergence; this intent is done.
+		op.Convergence = wire.ConvergenceUnknown
+	}
+	if rs != nil && rs.Observed != nil {
+		obs := h.observedView(rs.NodeID, *rs.Observed)
+		op.Observed = &obs
+	}
+	if in.State == wire.OpPending && in.RetryCount > 0 {
+		op.Retry.NextAt = wire.At(in.UpdatedAt.Add(reconcile.Backoff(in.RetryCount, h.limits.BackoffInitial, h.limits.BackoffMax)))
+	}
+	return op
+}
