@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/wire"
@@ -38,6 +39,8 @@ type simAgent struct {
 	onCommand func(cmd wire.Command, at time.Time)
 	// executed, when set, is called after a command was executed and reported.
 	executed func(cmd wire.Command)
+	// done counts the commands executed and reported.
+	done atomic.Int64
 
 	regMu sync.Mutex // serialises re-registration
 
@@ -255,6 +258,7 @@ func (a *simAgent) execute(ctx context.Context, c wire.Command) {
 	if a.report(ctx, false) != nil {
 		return
 	}
+	a.done.Add(1)
 	if a.executed != nil {
 		a.executed(c)
 	}

@@ -36,7 +36,7 @@ type hubUnderTest struct {
 // startHub starts the Hub over a database in dir, as a child process of
 // the binary bin or, when inProcess, inside this process, and waits until
 // /readiness answers 200.
-func startHub(ctx context.Context, dir, bin string, inProcess bool) (*hubUnderTest, error) {
+func startHub(ctx context.Context, dir, bin string, inProcess bool, env []string) (*hubUnderTest, error) {
 	addr, err := freeAddress()
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func startHub(ctx context.Context, dir, bin string, inProcess bool) (*hubUnderTe
 	if inProcess {
 		err = h.startInProcess(ctx, settings)
 	} else {
-		err = h.startChild(bin, settings)
+		err = h.startChild(bin, settings, env)
 	}
 	if err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func startHub(ctx context.Context, dir, bin string, inProcess bool) (*hubUnderTe
 	return h, nil
 }
 
-func (h *hubUnderTest) startChild(bin string, s hub.Settings) error {
+func (h *hubUnderTest) startChild(bin string, s hub.Settings, env []string) error {
 	logf, err := os.Create(h.logPath)
 	if err != nil {
 		return err
@@ -72,6 +72,7 @@ func (h *hubUnderTest) startChild(bin string, s hub.Settings) error {
 	}
 	cmd.Env = append(cmd.Env, hub.EnvAddress+"="+s.Address, hub.EnvStorage+"="+s.Storage,
 		hub.EnvOperatorToken+"="+s.OperatorToken, hub.EnvNodeToken+"="+s.NodeToken)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
@@ -305,4 +306,35 @@ func loadAverage() string {
 		return "?"
 	}
 	return f[0]
+}
+
+// goMemory reads the Go runtime gauges of the Hub's /metrics (its Go
+// collector): where its resident memory goes. Fetched once, after the
+// window (the page lists every node's reported metrics).
+func goMemory(ctx context.Context, base string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	want := map[string]bool{"go_goroutines": true, "go_memstats_heap_inuse_bytes": true, "go_memstats_heap_alloc_bytes": true,
+		"go_memstats_stack_inuse_bytes": true, "go_memstats_next_gc_bytes": true, "go_memstats_sys_bytes": true,
+		"go_memstats_heap_idle_bytes": true, "go_memstats_heap_released_bytes": true}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !want[name] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
 }

@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -40,12 +41,14 @@ type options struct {
 	changeProb  float64
 	waitMS      int
 	conns       string
+	desired     int
 
 	writes     int
 	writers    int
 	pollers    int
 	background int
 
+	hubEnv     envList
 	bin        string
 	dir        string
 	keep       bool
@@ -68,10 +71,12 @@ func main() {
 	flag.Float64Var(&o.changeProb, "change", 0.01, "probability that a report carries a stream state change (a store write)")
 	flag.IntVar(&o.waitMS, "wait-ms", 25000, "long-poll wait_ms")
 	flag.StringVar(&o.conns, "conns", connsShared, "shared (one client transport: a long-poll connection per agent and a pool) or per-agent (up to 2 connections each)")
+	flag.IntVar(&o.desired, "desired", 0, "agents mode: before measuring, give this many of each agent's streams a desired state (running) and wait until the agents executed the commands")
 	flag.IntVar(&o.writes, "writes", 1000, "latency mode: desired-state writes")
 	flag.IntVar(&o.writers, "writers", 1, "latency mode: concurrent writers")
 	flag.IntVar(&o.pollers, "pollers", 1, "latency mode: long-polling agents that receive the writes")
 	flag.IntVar(&o.background, "background", 0, "latency mode: simulated agents running meanwhile, as in agents mode")
+	flag.Var(&o.hubEnv, "hub-env", "KEY=VALUE added to the Hub child's environment (repeatable), e.g. GOGC=100 or GOMEMLIMIT=400MiB")
 	flag.StringVar(&o.bin, "bin", "", "flowplane binary to run (default: go build ./cmd/flowplane from the module in the working directory)")
 	flag.StringVar(&o.dir, "dir", "", "parent of the run's temporary directory (database, log, binary); default $TMPDIR")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory")
@@ -120,6 +125,12 @@ func (o options) validate() error {
 	if o.changeProb < 0 || o.changeProb > 1 || o.streams < 0 || o.streams > 100 {
 		errs = append(errs, errors.New("-change must be 0 to 1, -streams 0 to 100"))
 	}
+	if o.desired < 0 || o.desired > o.streams {
+		errs = append(errs, errors.New("-desired must be 0 to -streams"))
+	}
+	if o.inProcess && len(o.hubEnv) > 0 {
+		errs = append(errs, errors.New("-hub-env applies to the Hub child; with -inprocess set the environment of this process"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -128,9 +139,13 @@ func run(ctx context.Context, o options) error {
 	if o.mode == "latency" {
 		agents = o.background + o.pollers
 	}
-	// Each agent holds up to two sockets in each process, the Hub and this
-	// one; with -inprocess both ends live here.
-	need := uint64(3*agents + 4096)
+	// Each agent holds a long-poll socket in each process, the Hub and
+	// this one, plus its share of the pool for heartbeats and reports (at
+	// most one more each); with -inprocess both ends live here.
+	need := uint64(agents + agents/2 + 4096)
+	if o.conns == connsPerAgent {
+		need = uint64(2*agents + 4096)
+	}
 	if o.inProcess {
 		need *= 2
 	}
@@ -156,7 +171,7 @@ func run(ctx context.Context, o options) error {
 		// As the flowplane binary does (cmd/flowplane/main.go).
 		debug.SetGCPercent(400)
 	}
-	hut, err := startHub(ctx, dir, bin, o.inProcess)
+	hut, err := startHub(ctx, dir, bin, o.inProcess, o.hubEnv)
 	if err != nil {
 		return err
 	}
@@ -177,6 +192,19 @@ func run(ctx context.Context, o options) error {
 		err = fmt.Errorf("%w (hub log %s)", err, hut.logPath)
 	}
 	return err
+}
+
+// envList is a repeatable KEY=VALUE flag.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 // raiseFileLimit makes RLIMIT_NOFILE at least need, raising the hard limit
