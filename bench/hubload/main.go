@@ -167,9 +167,18 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	if o.inProcess && os.Getenv("GOGC") == "" {
+	switch {
+	case os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "":
+	case o.inProcess:
 		// As the flowplane binary does (cmd/flowplane/main.go).
 		debug.SetGCPercent(400)
+	default:
+		// The generator's own garbage collection would show in the
+		// latencies it measures (a mark phase every few seconds stalls
+		// requests for hundreds of milliseconds on 2 cores): it collects
+		// only when its heap reaches genMemoryLimit.
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(genMemoryLimit)
 	}
 	hut, err := startHub(ctx, dir, bin, o.inProcess, o.hubEnv)
 	if err != nil {
@@ -193,6 +202,10 @@ func run(ctx context.Context, o options) error {
 	}
 	return err
 }
+
+// genMemoryLimit is the heap at which the load generator collects garbage
+// (GOGC and GOMEMLIMIT in the environment override it).
+const genMemoryLimit = 4 << 30
 
 // envList is a repeatable KEY=VALUE flag.
 type envList []string
