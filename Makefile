@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-fleet fuzz
+.PHONY: test quickstart build lint bench bench-fleet bench-hub fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -25,6 +25,17 @@ bench:
 # Control-plane write-to-in_sync latency: a Hub and three Agents (bench/README.md).
 bench-fleet:
 	$(GO) run ./bench/fleet
+
+# Hub benchmarks (bench/hubload, bench/README.md): a simulated fleet of
+# HUB_AGENTS agents for HUB_DURATION (Hub CPU and RSS), then HUB_WRITES
+# desired-state writes to a long-polling agent (write-to-delivery latency).
+# Minutes long; not part of make test.
+HUB_AGENTS ?= 10000
+HUB_DURATION ?= 60s
+HUB_WRITES ?= 1000
+bench-hub:
+	$(GO) run ./bench/hubload -mode agents -agents $(HUB_AGENTS) -duration $(HUB_DURATION)
+	$(GO) run ./bench/hubload -mode latency -writes $(HUB_WRITES)
 
 # Run each fuzz target briefly (FUZZTIME=30s make fuzz for longer).
 FUZZTIME ?= 10s
