@@ -145,3 +145,34 @@ func TestOutboxForAndStats(t *testing.T) {
 		t.Fatalf("unknown resource: %v", err)
 	}
 }
+
+// TestManyReadTransactionsOnAColdCache runs more read transactions at once
+// than the read pool has connections, each preparing statements it runs for
+// the first time (a fresh store: an empty statement cache): none may wait
+// forever for a connection.
+func TestManyReadTransactionsOnAColdCache(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for round := range 20 {
+		s, _ := openTest(t)
+		if _, err := s.WriteDesired(ctx, dw("i1", "n1", "s1", t0)); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		errs := make(chan error, 16)
+		for range 16 {
+			go func() {
+				<-start
+				_, err := s.ResourceStates(ctx, "")
+				errs <- err
+			}()
+		}
+		close(start)
+		for range 16 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v (a pool deadlock ends with the context's deadline)", round, err)
+			}
+		}
+		_ = s.Close()
+	}
+}

@@ -73,15 +73,19 @@ type writeReq struct {
 // writes go through one connection owned by the writer goroutine; reads
 // use a separate pool.
 type Store struct {
-	wdb    *sql.DB
-	wconn  *sql.Conn // owned by the writer goroutine after Open
-	wq     *stmtConn // wconn with its statement cache; writer goroutine only
-	rdb    *sql.DB
-	rq     *readStmts // rdb's statement cache
-	writes chan writeReq
-	quit   chan struct{}
-	wg     sync.WaitGroup
-	once   sync.Once
+	wdb   *sql.DB
+	wconn *sql.Conn // owned by the writer goroutine after Open
+	wq    *stmtConn // wconn with its statement cache; writer goroutine only
+	rdb   *sql.DB
+	rq    *readStmts // rdb's statement cache
+	// txSlots bounds the read transactions open at once below the pool's
+	// size: a transaction holds a connection, and preparing a statement it
+	// runs for the first time takes another one from the pool.
+	txSlots chan struct{}
+	writes  chan writeReq
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 
 	txns   atomic.Int64
 	writen atomic.Int64
@@ -177,13 +181,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if s.rdb, err = sql.Open("sqlite", rdsn); err != nil {
 		return fail(storageErr(err))
 	}
-	s.rdb.SetMaxOpenConns(4)
+	s.rdb.SetMaxOpenConns(readConns)
 	// Idle connections stay open, with the statements prepared on them.
-	s.rdb.SetMaxIdleConns(4)
+	s.rdb.SetMaxIdleConns(readConns)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fail(storageErr(err))
 	}
 	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}}
+	s.txSlots = make(chan struct{}, readConns-1)
 	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
 	s.wg.Add(1)
 	go s.writer()
@@ -390,8 +395,19 @@ func (s *Store) read(ctx context.Context, fn func(q querier) error) error {
 	return classify(fn(readQuerier{r: s.rq}))
 }
 
+// readConns is the size of the read pool.
+const readConns = 4
+
 // readTx runs fn in one read transaction (a consistent snapshot).
 func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
+	select {
+	case s.txSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	defer func() { <-s.txSlots }()
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return storageErr(err)
