@@ -66,7 +66,7 @@ func (h *Hub) sessionAuth(r *http.Request) (string, error) {
 		}
 		s = session{nodeID: got.NodeID, expiresAt: got.ExpiresAt}
 		h.fleet.mu.Lock()
-		h.fleet.sessions[key] = s
+		h.fleet.cacheSessionLocked(key, s)
 		h.fleet.mu.Unlock()
 	}
 	if !now.Before(s.expiresAt) {
@@ -143,12 +143,10 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	h.fleet.mu.Lock()
 	n := h.fleet.nodeLocked(req.NodeID)
 	// The replaced session stops working at once.
-	for k, s := range h.fleet.sessions {
-		if s.nodeID == req.NodeID {
-			delete(h.fleet.sessions, k)
-		}
+	if old, ok := h.fleet.sessionOf[req.NodeID]; ok {
+		delete(h.fleet.sessions, old)
 	}
-	h.fleet.sessions[sessionKey(token)] = session{nodeID: req.NodeID, expiresAt: reg.SessionExpiresAt}
+	h.fleet.cacheSessionLocked(sessionKey(token), session{nodeID: req.NodeID, expiresAt: reg.SessionExpiresAt})
 	n.node.NodeID, n.node.BootID, n.node.Version, n.node.ProtocolVersion = req.NodeID, req.BootID, req.Version, req.ProtocolVersion
 	n.node.Capabilities, n.node.DataAddress, n.node.RegisteredAt, n.node.SessionExpiresAt = caps, req.DataAddress, now, reg.SessionExpiresAt
 	n.leaseTTL = lease

@@ -25,6 +25,9 @@ type fleet struct {
 	mu       sync.Mutex
 	nodes    map[string]*nodeState
 	sessions map[[sha256.Size]byte]session
+	// sessionOf is each node's current session key: a new registration
+	// drops the old one without scanning every session.
+	sessionOf map[string][sha256.Size]byte
 	inflight map[string]*flight // by attempt id
 	// pending holds the nodes that may have unprocessed outbox rows, each
 	// with the sequence number of its latest mark, so that a pass that read
@@ -70,8 +73,15 @@ type flight struct {
 }
 
 func newFleet() *fleet {
-	return &fleet{nodes: map[string]*nodeState{}, sessions: map[[sha256.Size]byte]session{},
+	return &fleet{nodes: map[string]*nodeState{}, sessions: map[[sha256.Size]byte]session{}, sessionOf: map[string][sha256.Size]byte{},
 		inflight: map[string]*flight{}, pending: map[string]int64{}}
+}
+
+// cacheSessionLocked remembers a live session as its node's current one.
+// f.mu is held.
+func (f *fleet) cacheSessionLocked(key [sha256.Size]byte, s session) {
+	f.sessions[key] = s
+	f.sessionOf[s.nodeID] = key
 }
 
 // markLocked notes that node id may have outbox rows to dispatch. f.mu is
