@@ -28,7 +28,7 @@ type fleet struct {
 	// sessionOf is each node's current session key: a new registration
 	// drops the old one without scanning every session.
 	sessionOf map[string][sha256.Size]byte
-	inflight map[string]*flight // by attempt id
+	inflight  map[string]*flight // by attempt id
 	// pending holds the nodes that may have unprocessed outbox rows, each
 	// with the sequence number of its latest mark, so that a pass that read
 	// the outbox before a mark does not clear it.
