@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench fuzz
+.PHONY: test quickstart build lint bench bench-hub fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -21,6 +21,12 @@ lint:
 
 bench:
 	bash bench/run.sh
+
+# Durable desired-state writes through the Hub's HTTP API (bench/README.md).
+bench-hub:
+	$(GO) build -o bench/results/flowplane ./cmd/flowplane
+	$(GO) build -o bench/results/hubwrites ./bench/hubwrites
+	for i in 1 2 3; do bench/results/hubwrites -bin bench/results/flowplane || exit 1; done
 
 # Run each fuzz target briefly (FUZZTIME=30s make fuzz for longer).
 FUZZTIME ?= 10s
