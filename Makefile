@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-hub fuzz
+.PHONY: test quickstart build lint bench bench-fleet bench-hub bench-hub-writes fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -22,8 +22,24 @@ lint:
 bench:
 	bash bench/run.sh
 
-# Durable desired-state writes through the Hub's HTTP API (bench/README.md).
+# Control-plane write-to-in_sync latency: a Hub and three Agents (bench/README.md).
+bench-fleet:
+	$(GO) run ./bench/fleet
+
+# Hub benchmarks (bench/hubload, bench/README.md): a simulated fleet of
+# HUB_AGENTS agents for HUB_DURATION (Hub CPU and RSS), then HUB_WRITES
+# desired-state writes to a long-polling agent (write-to-delivery latency).
+# Minutes long; not part of make test.
+HUB_AGENTS ?= 10000
+HUB_DURATION ?= 60s
+HUB_WRITES ?= 1000
 bench-hub:
+	$(GO) run ./bench/hubload -mode agents -agents $(HUB_AGENTS) -duration $(HUB_DURATION)
+	$(GO) run ./bench/hubload -mode latency -writes $(HUB_WRITES)
+
+# Durable desired-state writes/s through the Hub's HTTP API against the
+# disk's raw fsync rate, three runs (bench/README.md).
+bench-hub-writes:
 	$(GO) build -o bench/results/flowplane ./cmd/flowplane
 	$(GO) build -o bench/results/hubwrites ./bench/hubwrites
 	for i in 1 2 3; do bench/results/hubwrites -bin bench/results/flowplane || exit 1; done

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -69,21 +70,57 @@ func freePort(t *testing.T) int {
 
 func startChild(t *testing.T, conf, state string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "--config", conf, "--state-dir", state)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	return startProcess(t, "node", nil, "--config", conf, "--state-dir", state)
+}
+
+// startProcess starts flowplane (the test binary re-executed as the
+// command line, see TestMain) with args and env added to the test's
+// environment; the process is killed when t ends. When the test fails,
+// the last lines of the output are printed under name.
+func startProcess(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	return startProcessFor(t, t, name, env, args...)
+}
+
+// startProcessFor is startProcess for a process that outlives t: it is
+// killed when owner (a parent of t) ends.
+func startProcessFor(t, owner *testing.T, name string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
+	logs := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("child output:\n%s", logs.String())
+		if owner.Failed() {
+			owner.Logf("%s (pid %d) output, last lines:\n%s", name, cmd.Process.Pid, logs.tail(80))
 		}
 	})
 	return cmd
+}
+
+// logBuffer collects a child's output; it may be read while the child runs.
+type logBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// tail returns the last n lines.
+func (b *logBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lines := strings.SplitAfter(b.buf.String(), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "")
 }
 
 func waitListening(t *testing.T, addr string) {

@@ -157,10 +157,10 @@ func New(o Options) (*Agent, error) {
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
 		registerBody: a.registerBody, regSem: make(chan struct{}, 1),
 	}
-	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, st, o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
+	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
 	a.c.onRegister = a.rep.forceSend
 	a.x = &executor{
-		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{},
+		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{}, unposted: map[string]*heldDesire{},
 		post: func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
 	}
 	return a, nil

@@ -329,3 +329,37 @@ func containsAll(s string, subs ...string) bool {
 }
 
 func nodeRequest(actor string) node.Request { return node.Request{Actor: actor} }
+
+// TestOutcomeBeforeReport: no report shows a command applied (its
+// generation) before the command's outcome was answered, even when the
+// answer is slow and the stream's own events ask for a report meanwhile;
+// so the Hub records command_succeeded before the in_sync it causes.
+func TestOutcomeBeforeReport(t *testing.T) {
+	hub := newTestHub(t, testNodeToken)
+	startNode(t, nodeOptions{stateDir: t.TempDir(), hubURLs: []string{hub.URL}, streams: []string{"a"}})
+	hub.waitStream(t, "a", "running", func(s wire.ReportStream) bool { return s.State == "running" })
+	hub.update(func() { hub.resultDelay = 200 * time.Millisecond })
+	hub.enqueue(wire.Command{CommandID: "cmd-stop", AttemptID: "att-1", Operation: wire.CommandStreamDesiredState, NodeID: testNodeID, ResourceID: "a", Generation: 3, Payload: wire.CommandPayload{State: "stopped"}})
+	hub.waitStream(t, "a", "stopped at generation 3", func(s wire.ReportStream) bool { return s.State == "stopped" && s.Generation == 3 })
+
+	hub.mu.Lock()
+	defer hub.mu.Unlock()
+	answered, stoppedEarly := false, false
+	for _, r := range hub.requests { // in the order they were answered
+		switch {
+		case strings.HasSuffix(r.Path, "/commands/cmd-stop/result") && strings.Contains(string(r.Body), `"succeeded"`):
+			answered = true
+		case strings.HasSuffix(r.Path, "/agent/report"):
+			if strings.Contains(string(r.Body), `"generation":3`) && !answered {
+				t.Fatalf("a report showed generation 3 before the outcome was answered: %s", r.Body)
+			}
+			stoppedEarly = stoppedEarly || strings.Contains(string(r.Body), `"state":"stopped","generation":0`)
+		}
+	}
+	if !answered {
+		t.Fatal("no succeeded result")
+	}
+	if !stoppedEarly {
+		t.Error("no report showed the stream stopped before the outcome was answered: the slow answer tested nothing")
+	}
+}

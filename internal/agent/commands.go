@@ -39,8 +39,39 @@ type executor struct {
 	wake  func() // a stream's desire changed: report
 	tasks sync.WaitGroup
 
-	mu       sync.Mutex          // guards inflight, and orders cache lookups against records
+	mu       sync.Mutex          // guards inflight and unposted, and orders cache lookups against records
 	inflight map[string][]string // command id -> attempt ids awaiting its outcome
+	// unposted holds, by stream, the desire reports keep showing while a
+	// newer one is recorded but its command's outcome is still being
+	// posted: the Hub learns a command succeeded before a report shows
+	// it applied, so command_succeeded precedes the in_sync it causes.
+	unposted map[string]*heldDesire
+}
+
+// heldDesire is the desire a stream is reported with while n recorded
+// commands on it have outcomes not yet posted; had is false when the
+// stream had no desire before.
+type heldDesire struct {
+	prev Desire
+	had  bool
+	n    int
+}
+
+// desires returns every stream's desire as reports show it: the recorded
+// one, or for a stream whose command outcome is still being posted, the
+// one before it.
+func (x *executor) desires() map[string]Desire {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ds := x.st.allDesires()
+	for id, h := range x.unposted {
+		if h.had {
+			ds[id] = h.prev
+		} else {
+			delete(ds, id)
+		}
+	}
+	return ds
 }
 
 // handle takes one delivered command. It is called in delivery order by
@@ -66,7 +97,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 
 	if !cmd.ExpiresAt.IsZero() && !x.now().Before(cmd.ExpiresAt.Time) {
 		x.log.Warn("command expired before it was received; not run", "command_id", cmd.CommandID, "operation", cmd.Operation, "expires_at", cmd.ExpiresAt.Time)
-		x.background(func() { x.finish(ctx, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil) })
+		x.background(func() { x.finish(ctx, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil, nil) })
 		return
 	}
 	acked := make(chan struct{})
@@ -93,8 +124,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 				desire = nil
 			}
 		}
-		<-acked // the outcome follows the acknowledgement
-		x.finish(ctx, cmd, out, desire)
+		x.finish(ctx, cmd, out, desire, acked)
 	})
 }
 
@@ -140,19 +170,46 @@ func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
 	return rec.OperationID, &d, nil
 }
 
-// finish records a command's outcome (and the stream's new desire), then
-// answers every delivery attempt waiting for it.
-func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d *Desire) {
+// finish records a command's outcome (and the stream's new desire), then,
+// once the acknowledgement was answered (acked closed; nil: none was
+// sent), answers every delivery attempt waiting for it, and only then lets
+// reports show the new desire (and asks for one at once). The record's
+// fsync overlaps the acknowledgement's round trip.
+func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d *Desire, acked <-chan struct{}) {
 	x.mu.Lock()
+	if d != nil {
+		h := x.unposted[cmd.ResourceID]
+		if h == nil {
+			h = &heldDesire{}
+			h.prev, h.had = x.st.desire(cmd.ResourceID)
+			x.unposted[cmd.ResourceID] = h
+		}
+		h.n++
+	}
 	if err := x.st.record(out, cmd.ResourceID, d); err != nil {
 		x.log.Error("agent state not written; a restart may report an older generation", "err", err)
 	}
 	atts := x.inflight[cmd.CommandID]
 	delete(x.inflight, cmd.CommandID)
 	x.mu.Unlock()
-	if d != nil && x.wake != nil {
-		x.wake()
+	if acked != nil {
+		<-acked // the outcome follows the acknowledgement
 	}
+	defer func() {
+		if d == nil {
+			return
+		}
+		x.mu.Lock()
+		if h := x.unposted[cmd.ResourceID]; h != nil {
+			if h.n--; h.n <= 0 {
+				delete(x.unposted, cmd.ResourceID)
+			}
+		}
+		x.mu.Unlock()
+		if x.wake != nil {
+			x.wake()
+		}
+	}()
 	attrs := []any{"command_id", cmd.CommandID, "operation", cmd.Operation, "resource_id", cmd.ResourceID, "generation", cmd.Generation, "state", out.State}
 	if out.Failure != nil {
 		x.log.Warn("command did not succeed", append(attrs, "code", out.Failure.Code, "message", out.Failure.Message)...)

@@ -37,7 +37,8 @@ type testHub struct {
 	reports      []wire.Report
 	results      []result
 	queue        []wire.Command
-	unavailable  bool // answer 503 to everything
+	unavailable  bool          // answer 503 to everything
+	resultDelay  time.Duration // final results are answered this late
 	seq          int
 	answered401s int
 }
@@ -202,6 +203,12 @@ func (h *testHub) result(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&res); err != nil {
 		problemJSON(w, http.StatusBadRequest, "invalid_json")
 		return
+	}
+	h.mu.Lock()
+	delay := h.resultDelay
+	h.mu.Unlock()
+	if res.State != wire.ResultAcknowledged && delay > 0 {
+		time.Sleep(delay)
 	}
 	h.update(func() { h.results = append(h.results, result{CommandID: r.PathValue("id"), CommandResult: res}) })
 	w.WriteHeader(http.StatusNoContent)

@@ -11,10 +11,10 @@ import (
 
 // snapshot builds the report of the node as observed now (without its
 // sequence number): every stream's observed state with the generation and
-// action id of the Hub desire last applied to it (0 and none when the Hub
-// never commanded the stream), and a small bounded set of node metrics.
-func snapshot(n Node, st *store, bootID string) wire.Report {
-	desires := st.allDesires()
+// action id of the Hub desire last applied to it (desires; 0 and none when
+// the Hub never commanded the stream), and a small bounded set of node
+// metrics.
+func snapshot(n Node, desires map[string]Desire, bootID string) wire.Report {
 	views := n.Streams()
 	rep := wire.Report{
 		BootID:               bootID,

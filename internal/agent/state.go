@@ -110,6 +110,14 @@ func (s *store) allDesires() map[string]Desire {
 	return m
 }
 
+// desire returns one stream's desire, and whether it has one.
+func (s *store) desire(streamID string) (Desire, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.desires[streamID]
+	return d, ok
+}
+
 func (s *store) outcome(commandID string) (Outcome, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

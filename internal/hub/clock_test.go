@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -284,3 +285,54 @@ func limitsWithBound(n int) reconcile.Limits {
 	l.QueueBound = n
 	return l
 }
+
+// TestConvergenceEventPerGeneration: a resource that goes from in_sync to
+// in_sync at a new generation between two looks of the convergence worker
+// still gets its convergence_changed event.
+func TestConvergenceEventPerGeneration(t *testing.T) {
+	c := newClockHub(t, time.Hour)
+	ctx := context.Background()
+	session := c.register(t, "n1")
+	look := func() { t.Helper(); _ = c.h.convergeNodes(ctx, map[string]bool{"n1": true}) }
+	converge := func(state string) int64 {
+		t.Helper()
+		w := recDecode[wire.DesiredStateResponse](t, c.do(t, "PUT", APIPrefix+"/nodes/n1/streams/s1/desired-state", `{"state":"`+state+`"}`, ""))
+		c.at(0)
+		cmd := c.take(t, session)[0]
+		c.do(t, "POST", APIPrefix+"/agent/commands/"+cmd.CommandID+"/result", `{"attempt_id":"`+cmd.AttemptID+`","state":"succeeded"}`, session)
+		rep := `{"boot_id":"b","report_seq":` + itoa(w.Generation) + `,"streams":[{"id":"s1","state":"` + state + `","generation":` + itoa(w.Generation) + `}]}`
+		if rec := c.do(t, "POST", APIPrefix+"/agent/report", rep, session); rec.Code != 204 {
+			t.Fatalf("report: %d %s", rec.Code, rec.Body)
+		}
+		return w.Generation
+	}
+	converge("running")
+	look()
+	gen := converge("running") // same value, new generation, no look in between
+	look()
+	_ = c.h.pump(ctx)
+	evs := c.h.events.Query(eventlogFilterKind(wire.EventConvergenceChanged), 1, 100).Items
+	if len(evs) == 0 || evs[0].Data["convergence"] != wire.ConvergenceInSync || evs[0].Data["generation"] != float64(gen) {
+		t.Fatalf("newest convergence event %+v, want in_sync at generation %d", evs, gen)
+	}
+}
+
+// TestShutdownEndsEventStreams: an open SSE stream does not hold up the
+// Hub's shutdown (Serve would fail with the grace deadline exceeded).
+func TestShutdownEndsEventStreams(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	res, err := http.Get(th.base + APIPrefix + "/events/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("SSE: %d", res.StatusCode)
+	}
+	th.stop() // reports an error from Serve if the stream held the shutdown
+	if _, err := io.ReadAll(res.Body); err != nil {
+		t.Fatalf("stream did not end cleanly: %v", err)
+	}
+}
+
+func eventlogFilterKind(kind string) eventlog.Filter { return eventlog.Filter{Kinds: []string{kind}} }

@@ -69,7 +69,18 @@ func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpapi.BadRequest(httpapi.CodeInvalidQuery, err.Error())
 	}
-	err = eventlog.ServeSSE(w, r, h.events, f, h.keepAlive)
+	// The stream ends when the Hub stops serving, so shutdown does not wait
+	// for subscribers to go away.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = eventlog.ServeSSE(w, r.WithContext(ctx), h.events, f, h.keepAlive)
 	switch {
 	case errors.Is(err, eventlog.ErrInvalidHeader):
 		return httpapi.BadRequest(httpapi.CodeInvalidHeader, err.Error())
@@ -131,33 +142,34 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 	}
 }
 
-// convergeNodes evaluates the resources of the given nodes ("" = all).
+// convergeNodes evaluates the resources of the given nodes ("" = all) and
+// records a convergence_changed event where the value or the generation it
+// speaks of changed since the last look (a write that goes from in_sync to
+// in_sync at a new generation is a change too).
 func (h *Hub) convergeNodes(ctx context.Context, nodes map[string]bool) error {
-	now := h.opts.Now()
 	var evs []wire.Event
 	for id := range nodes {
 		states, err := h.st.ResourceStates(ctx, id)
 		if err != nil {
 			return err
 		}
+		now := h.opts.Now()
 		for _, rs := range states {
 			res := h.convergenceOf(rs, now)
 			key := rs.NodeID + "\x00" + rs.Kind + "\x00" + rs.ResourceID
+			cur := convSeen{value: res.Value, generation: rs.Generation}
 			h.convMu.Lock()
 			prev, known := h.conv[key]
-			h.conv[key] = res.Value
+			h.conv[key] = cur
 			h.convMu.Unlock()
-			if known && prev == res.Value {
+			if (known && prev == cur) || (!known && !h.convPrimed.Load()) {
 				continue
 			}
-			if !known && !h.convPrimed.Load() {
-				continue
-			}
-			e := wire.Event{Kind: wire.EventConvergenceChanged, OccurredAt: wire.At(now), NodeID: rs.NodeID, ResourceID: rs.ResourceID,
+			e := wire.Event{Kind: wire.EventConvergenceChanged, NodeID: rs.NodeID, ResourceID: rs.ResourceID,
 				Message: "convergence " + res.Value, Data: map[string]any{"convergence": res.Value, "reason": res.Reason,
 					"generation": rs.Generation, "resource_type": rs.Kind}}
 			if known {
-				e.Data["previous"] = prev
+				e.Data["previous"] = prev.value
 			}
 			if rs.Latest != nil && rs.Latest.Generation == rs.Generation {
 				e.OperationID, e.CorrelationID = rs.Latest.ID, rs.Latest.CorrelationID
@@ -165,9 +177,19 @@ func (h *Hub) convergeNodes(ctx context.Context, nodes map[string]bool) error {
 			evs = append(evs, e)
 		}
 	}
+	at := wire.At(h.opts.Now())
+	for i := range evs {
+		evs[i].OccurredAt = at
+	}
 	if err := h.st.AppendEvents(ctx, evs); err != nil {
 		return err
 	}
 	h.wrote()
 	return nil
+}
+
+// convSeen is what the convergence worker last saw of a resource.
+type convSeen struct {
+	value      string
+	generation int64
 }

@@ -84,7 +84,7 @@ type Hub struct {
 	dirty   map[string]bool // nodes whose convergence must be recomputed ("" = all)
 
 	convMu sync.Mutex
-	conv   map[string]string // last convergence value by node\x00kind\x00resource
+	conv   map[string]convSeen // last convergence seen by node\x00kind\x00resource
 
 	convPrimed       atomic.Bool
 	lastFullConverge atomic.Int64
@@ -144,7 +144,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive,
 		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
-		closing: make(chan struct{}), dirty: map[string]bool{}, conv: map[string]string{}}
+		closing: make(chan struct{}), dirty: map[string]bool{}, conv: map[string]convSeen{}}
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
 	var auth httpapi.Authenticator

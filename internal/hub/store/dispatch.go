@@ -103,29 +103,81 @@ type ResourceState struct {
 
 // ResourceStates returns the state of every resource with a desired state,
 // of one node when nodeID is not empty, ordered by node, kind and id, read
-// in one consistent transaction.
+// in one consistent transaction with two queries whatever their number.
 func (s *Store) ResourceStates(ctx context.Context, nodeID string) ([]ResourceState, error) {
 	var out []ResourceState
 	err := s.readTx(ctx, func(q querier) error {
 		w := &where{}
-		w.eq("node_id", nodeID)
-		rows, err := q.QueryContext(ctx, `SELECT node_id, resource_kind, resource_id, state, config_version, generation,
-			action_id, updated_at FROM resources`+w.String()+` ORDER BY node_id, resource_kind, resource_id`, w.args...)
+		w.eq("r.node_id", nodeID)
+		rows, err := q.QueryContext(ctx, `SELECT r.node_id, r.resource_kind, r.resource_id, r.state, r.config_version, r.generation,
+			r.action_id, r.updated_at, o.stream_id IS NOT NULL, COALESCE(o.state, ''), COALESCE(o.generation, 0),
+			COALESCE(o.config_version, ''), COALESCE(o.action_id, ''), COALESCE(o.last_error, ''), COALESCE(o.last_error_at, 0),
+			COALESCE(o.updated_at, 0)
+			FROM resources r LEFT JOIN observed_streams o
+			ON r.resource_kind = 'stream' AND o.node_id = r.node_id AND o.stream_id = r.resource_id`+w.String()+`
+			ORDER BY r.node_id, r.resource_kind, r.resource_id`, w.args...)
 		if err != nil {
 			return err
 		}
-		out, err = scanResourceRows(rows)
+		if out, err = scanResourceStates(rows); err != nil {
+			return err
+		}
+		latest, err := latestIntents(ctx, q, nodeID)
 		if err != nil {
 			return err
 		}
 		for i := range out {
-			if err := fillResourceState(ctx, q, &out[i]); err != nil {
-				return err
+			if in, ok := latest[[3]string{out[i].NodeID, out[i].Kind, out[i].ResourceID}]; ok {
+				out[i].Latest = &in
 			}
 		}
 		return nil
 	})
 	return out, err
+}
+
+func scanResourceStates(rows *sql.Rows) ([]ResourceState, error) {
+	defer rows.Close()
+	var out []ResourceState
+	for rows.Next() {
+		var r ResourceState
+		var o ObservedStream
+		var observed bool
+		var at, le, ou int64
+		if err := rows.Scan(&r.NodeID, &r.Kind, &r.ResourceID, &r.State, &r.ConfigVersion, &r.Generation, &r.ActionID, &at,
+			&observed, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &le, &ou); err != nil {
+			return nil, err
+		}
+		r.UpdatedAt = tm(at)
+		if observed {
+			o.StreamID, o.LastErrorAt, o.UpdatedAt = r.ResourceID, tm(le), tm(ou)
+			r.Observed = &o
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// latestIntents returns the newest intent of every resource (of one node
+// when nodeID is not empty), by node, kind and resource id.
+func latestIntents(ctx context.Context, q querier, nodeID string) (map[[3]string]Intent, error) {
+	w := &where{}
+	w.eq("node_id", nodeID)
+	rows, err := q.QueryContext(ctx, "SELECT "+intentCols+` FROM intents WHERE seq IN
+		(SELECT MAX(seq) FROM intents`+w.String()+` GROUP BY node_id, resource_kind, resource_id)`, w.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[[3]string]Intent{}
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[[3]string{in.NodeID, in.Kind, in.ResourceID}] = in
+	}
+	return out, rows.Err()
 }
 
 // GetResourceState returns the state of one resource, or ErrNotFound when
@@ -148,21 +200,6 @@ func (s *Store) GetResourceState(ctx context.Context, nodeID, kind, resourceID s
 		return fillResourceState(ctx, q, &out)
 	})
 	return out, err
-}
-
-func scanResourceRows(rows *sql.Rows) ([]ResourceState, error) {
-	defer rows.Close()
-	var out []ResourceState
-	for rows.Next() {
-		var r ResourceState
-		var at int64
-		if err := rows.Scan(&r.NodeID, &r.Kind, &r.ResourceID, &r.State, &r.ConfigVersion, &r.Generation, &r.ActionID, &at); err != nil {
-			return nil, err
-		}
-		r.UpdatedAt = tm(at)
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 func fillResourceState(ctx context.Context, q querier, r *ResourceState) error {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"sync"
 )
 
 // maxStmts bounds the writer's prepared-statement cache; the write paths
@@ -65,48 +66,90 @@ func (s *stmtConn) close() {
 	}
 }
 
-// txStmts is a read transaction that prepares each statement text once: a
-// read running one query per row (ResourceStates, two per resource) spent
-// most of its time parsing the same SQL again. Owned by the read's
-// goroutine; the statements close with the transaction.
-type txStmts struct {
-	tx    *sql.Tx
+// readStmts caches the read pool's prepared statements by text: the
+// convergence worker and the event pump run the same few queries many
+// times a second, and preparing them was most of their CPU. database/sql
+// prepares a cached statement on each pooled connection the first time it
+// runs there and keeps it. Entries are never evicted (a statement may be
+// in use); past maxStmts texts, queries are prepared per call as before.
+type readStmts struct {
+	db    *sql.DB
+	mu    sync.Mutex // guards stmts
 	stmts map[string]*sql.Stmt
 }
 
-func (t *txStmts) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st, ok := t.stmts[query]; ok {
-		return st, nil
+// stmt returns the cached statement for query, or nil when the cache is
+// full or preparing failed (the caller then runs query unprepared, so that
+// an error surfaces from the query itself).
+func (r *readStmts) stmt(ctx context.Context, query string) *sql.Stmt {
+	r.mu.Lock()
+	st, ok := r.stmts[query]
+	full := len(r.stmts) >= maxStmts
+	r.mu.Unlock()
+	if ok || full {
+		return st
 	}
-	st, err := t.tx.PrepareContext(ctx, query)
+	st, err := r.db.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil
 	}
-	t.stmts[query] = st
-	return st, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.stmts[query]; ok {
+		_ = st.Close()
+		return old
+	}
+	r.stmts[query] = st
+	return st
 }
 
-func (t *txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
+func (r *readStmts) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, st := range r.stmts {
+		_ = st.Close()
+		delete(r.stmts, k)
 	}
-	return st.ExecContext(ctx, args...)
 }
 
-func (t *txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
+// readQuerier runs reads through the statement cache, on the pool or in
+// the read transaction tx.
+type readQuerier struct {
+	r  *readStmts
+	tx *sql.Tx // nil: the pool
 }
 
-func (t *txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := t.stmt(ctx, query)
-	if err != nil {
-		// Let the error surface through Row.Scan.
-		return t.tx.QueryRowContext(ctx, query, args...)
+func (q readQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if q.tx != nil {
+		return q.tx.ExecContext(ctx, query, args...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return q.r.db.ExecContext(ctx, query, args...)
+}
+
+func (q readQuerier) prepared(ctx context.Context, query string) *sql.Stmt {
+	st := q.r.stmt(ctx, query)
+	if st != nil && q.tx != nil {
+		st = q.tx.StmtContext(ctx, st)
+	}
+	return st
+}
+
+func (q readQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := q.prepared(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryContext(ctx, query, args...)
+	}
+	return q.r.db.QueryContext(ctx, query, args...)
+}
+
+func (q readQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := q.prepared(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	if q.tx != nil {
+		return q.tx.QueryRowContext(ctx, query, args...)
+	}
+	return q.r.db.QueryRowContext(ctx, query, args...)
 }

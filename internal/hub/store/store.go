@@ -77,6 +77,7 @@ type Store struct {
 	wconn  *sql.Conn // owned by the writer goroutine after Open
 	wq     *stmtConn // wconn with its statement cache; writer goroutine only
 	rdb    *sql.DB
+	rq     *readStmts // rdb's statement cache
 	writes chan writeReq
 	quit   chan struct{}
 	wg     sync.WaitGroup
@@ -180,9 +181,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return fail(storageErr(err))
 	}
 	s.rdb.SetMaxOpenConns(4)
+	// Idle connections stay open, with the statements prepared on them.
+	s.rdb.SetMaxIdleConns(4)
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fail(storageErr(err))
 	}
+	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}}
 	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
 	s.wg.Add(1)
 	go s.writer()
@@ -221,6 +225,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.quit)
 		s.wg.Wait()
+		s.rq.close()
 		err = errors.Join(s.wconn.Close(), s.wdb.Close(), s.rdb.Close())
 	})
 	return err
@@ -385,7 +390,7 @@ func (s *Store) read(ctx context.Context, fn func(q querier) error) error {
 		return ErrClosed
 	default:
 	}
-	return classify(fn(s.rdb))
+	return classify(fn(readQuerier{r: s.rq}))
 }
 
 // readTx runs fn in one read transaction (a consistent snapshot).
@@ -395,7 +400,7 @@ func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
 		return storageErr(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	return classify(fn(&txStmts{tx: tx, stmts: map[string]*sql.Stmt{}}))
+	return classify(fn(readQuerier{r: s.rq, tx: tx}))
 }
 
 // at calls the test hook.
