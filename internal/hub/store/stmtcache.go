@@ -73,9 +73,11 @@ func (s *stmtConn) close() {
 // runs there and keeps it. Entries are never evicted (a statement may be
 // in use); past maxStmts texts, queries are prepared per call as before.
 type readStmts struct {
-	db    *sql.DB
-	mu    sync.Mutex // guards stmts
-	stmts map[string]*sql.Stmt
+	db      *sql.DB
+	mu      sync.Mutex // guards stmts, pending and closed
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool // being prepared by prepareLater
+	closed  bool
 }
 
 // stmt returns the cached statement for query, or nil when the cache is
@@ -95,7 +97,7 @@ func (r *readStmts) stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.stmts[query]; ok {
+	if old, ok := r.stmts[query]; ok || r.closed {
 		_ = st.Close()
 		return old
 	}
@@ -103,9 +105,39 @@ func (r *readStmts) stmt(ctx context.Context, query string) *sql.Stmt {
 	return st
 }
 
+// cached returns the cached statement for query, or nil.
+func (r *readStmts) cached(query string) *sql.Stmt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stmts[query]
+}
+
+// prepareLater prepares query on the pool in the background, once a
+// connection is free, unless it is cached, being prepared or the cache is
+// full.
+func (r *readStmts) prepareLater(query string) {
+	r.mu.Lock()
+	_, ok := r.stmts[query]
+	skip := ok || r.closed || r.pending[query] || len(r.stmts)+len(r.pending) >= maxStmts
+	if !skip {
+		r.pending[query] = true
+	}
+	r.mu.Unlock()
+	if skip {
+		return
+	}
+	go func() {
+		r.stmt(context.Background(), query) // fails at once if the pool is closed
+		r.mu.Lock()
+		delete(r.pending, query)
+		r.mu.Unlock()
+	}()
+}
+
 func (r *readStmts) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	for k, st := range r.stmts {
 		_ = st.Close()
 		delete(r.stmts, k)
@@ -127,11 +159,18 @@ func (q readQuerier) ExecContext(ctx context.Context, query string, args ...any)
 }
 
 func (q readQuerier) prepared(ctx context.Context, query string) *sql.Stmt {
-	st := q.r.stmt(ctx, query)
-	if st != nil && q.tx != nil {
-		st = q.tx.StmtContext(ctx, st)
+	if q.tx == nil {
+		return q.r.stmt(ctx, query)
 	}
-	return st
+	// The transaction holds a pooled connection: preparing on the pool here
+	// could wait for a connection every other read transaction holds too.
+	// A miss runs unprepared on the transaction and is prepared later.
+	st := q.r.cached(query)
+	if st == nil {
+		q.r.prepareLater(query)
+		return nil
+	}
+	return q.tx.StmtContext(ctx, st)
 }
 
 func (q readQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {

@@ -186,7 +186,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := s.rdb.PingContext(ctx); err != nil {
 		return fail(storageErr(err))
 	}
-	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}}
+	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
 	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
 	s.wg.Add(1)
 	go s.writer()
