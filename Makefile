@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-fleet bench-hub fuzz
+.PHONY: test quickstart build lint bench bench-fleet bench-hub bench-hub-writes fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -36,6 +36,13 @@ HUB_WRITES ?= 1000
 bench-hub:
 	$(GO) run ./bench/hubload -mode agents -agents $(HUB_AGENTS) -duration $(HUB_DURATION)
 	$(GO) run ./bench/hubload -mode latency -writes $(HUB_WRITES)
+
+# Durable desired-state writes/s through the Hub's HTTP API against the
+# disk's raw fsync rate, three runs (bench/README.md).
+bench-hub-writes:
+	$(GO) build -o bench/results/flowplane ./cmd/flowplane
+	$(GO) build -o bench/results/hubwrites ./bench/hubwrites
+	for i in 1 2 3; do bench/results/hubwrites -bin bench/results/flowplane || exit 1; done
 
 # Run each fuzz target briefly (FUZZTIME=30s make fuzz for longer).
 FUZZTIME ?= 10s

@@ -126,7 +126,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		wdsn, rdsn = base, base+"&_pragma=query_only(1)"
 	} else {
 		u := url.URL{Scheme: "file", Opaque: url.PathEscape(path)}
-		base := u.String() + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+		// temp_store(2) keeps the statement journal of the per-write
+		// savepoints in memory: in a file it cost a pwrite per journaled
+		// page and 4-byte page number, a fifth of the writer's CPU.
+		base := u.String() + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(2)"
 		wdsn, rdsn = base, base+"&_pragma=query_only(1)"
 	}
 	s := &Store{writes: make(chan writeReq), quit: make(chan struct{})}
