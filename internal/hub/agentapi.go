@@ -254,7 +254,7 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		// Nothing new to write: remember the order and the metrics only.
 		n.reportSeq, n.metrics, n.reportedAt = req.ReportSeq, req.Metrics, now
 	}
-	prev := n.observed
+	prev, prevCfg := n.observed, n.cfgVersion
 	h.fleet.mu.Unlock()
 	if stale || same {
 		w.WriteHeader(http.StatusNoContent)
@@ -274,7 +274,12 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		}
 		h.fleet.mu.Unlock()
 		h.streamChanges(id, prev, obs, now)
-		h.converge(id)
+		switch changed := changedStreams(prev, obs); {
+		case prevCfg != req.ConfigurationVersion || res.NewBoot:
+			h.converge(id)
+		case len(changed) > 0:
+			h.converge(id, changed...)
+		}
 	}
 	h.wrote()
 	w.WriteHeader(http.StatusNoContent)
@@ -288,6 +293,26 @@ func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error 
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// changedStreams returns the ids of the streams whose observation differs
+// between two reports (new, changed or gone).
+func changedStreams(prev, cur []store.ObservedStream) []string {
+	was := make(map[string]store.ObservedStream, len(prev))
+	for _, o := range prev {
+		was[o.StreamID] = o
+	}
+	var out []string
+	for _, o := range cur {
+		if p, ok := was[o.StreamID]; !ok || !sameObservation([]store.ObservedStream{p}, []store.ObservedStream{o}) {
+			out = append(out, o.StreamID)
+		}
+		delete(was, o.StreamID)
+	}
+	for id := range was {
+		out = append(out, id)
+	}
+	return out
 }
 
 func sameObservation(a, b []store.ObservedStream) bool {
@@ -385,9 +410,12 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return h.storeFailed(err)
 	}
-	h.attemptMoved(req.AttemptID, req.State, now)
+	if res := h.attemptMoved(req.AttemptID, req.State, now); res != "" {
+		h.converge(id, res)
+	} else {
+		h.converge(id)
+	}
 	h.wrote()
-	h.converge(id)
 	if req.State == wire.ResultTimedOut {
 		h.fleet.mu.Lock()
 		h.fleet.markLocked(id)

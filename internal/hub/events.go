@@ -90,10 +90,16 @@ func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-// converge asks the convergence worker to look at a node's resources again.
-func (h *Hub) converge(nodeID string) {
+// converge asks the convergence worker to look at a node's resources again
+// ("" = every node), or only at the named streams of the node.
+func (h *Hub) converge(nodeID string, streamIDs ...string) {
 	h.dirtyMu.Lock()
-	h.dirty[nodeID] = true
+	if len(streamIDs) == 0 {
+		h.dirty[nodeID] = true
+	}
+	for _, id := range streamIDs {
+		h.dirtyRes[[2]string{nodeID, id}] = true
+	}
 	h.dirtyMu.Unlock()
 	select {
 	case h.convc <- struct{}{}:
@@ -119,17 +125,22 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 			}
 		}
 		h.dirtyMu.Lock()
-		dirty := h.dirty
-		h.dirty = map[string]bool{}
+		dirty, res := h.dirty, h.dirtyRes
+		h.dirty, h.dirtyRes = map[string]bool{}, map[[2]string]bool{}
 		h.dirtyMu.Unlock()
-		if len(dirty) == 0 {
+		if len(dirty) == 0 && len(res) == 0 {
 			continue
 		}
 		if dirty[""] {
-			dirty = map[string]bool{"": true}
+			dirty, res = map[string]bool{"": true}, nil
 			h.lastFullConverge.Store(h.opts.Now().UnixMilli())
 		}
-		if err := h.convergeNodes(ctx, dirty); err != nil && ctx.Err() == nil {
+		for k := range res {
+			if dirty[k[0]] {
+				delete(res, k) // its node is looked at whole
+			}
+		}
+		if err := h.convergeSome(ctx, dirty, res); err != nil && ctx.Err() == nil {
 			h.storeFailed(err)
 			h.log.Warn("hub: convergence", "err", err)
 			// Try again at the next wake.
@@ -137,45 +148,71 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 			for id := range dirty {
 				h.dirty[id] = true
 			}
+			for k := range res {
+				h.dirtyRes[k] = true
+			}
 			h.dirtyMu.Unlock()
 		}
 	}
 }
 
-// convergeNodes evaluates the resources of the given nodes ("" = all) and
-// records a convergence_changed event where the value or the generation it
-// speaks of changed since the last look (a write that goes from in_sync to
-// in_sync at a new generation is a change too).
-func (h *Hub) convergeNodes(ctx context.Context, nodes map[string]bool) error {
-	var evs []wire.Event
+// convergeSome evaluates the resources of the given nodes and the given
+// streams, and records their convergence events in one write.
+func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams map[[2]string]bool) error {
+	var states []store.ResourceState
 	for id := range nodes {
-		states, err := h.st.ResourceStates(ctx, id)
+		got, err := h.st.ResourceStates(ctx, id)
 		if err != nil {
 			return err
 		}
-		now := h.opts.Now()
-		for _, rs := range states {
-			res := h.convergenceOf(rs, now)
-			key := rs.NodeID + "\x00" + rs.Kind + "\x00" + rs.ResourceID
-			cur := convSeen{value: res.Value, generation: rs.Generation}
-			h.convMu.Lock()
-			prev, known := h.conv[key]
-			h.conv[key] = cur
-			h.convMu.Unlock()
-			if (known && prev == cur) || (!known && !h.convPrimed.Load()) {
-				continue
-			}
-			e := wire.Event{Kind: wire.EventConvergenceChanged, NodeID: rs.NodeID, ResourceID: rs.ResourceID,
-				Message: "convergence " + res.Value, Data: map[string]any{"convergence": res.Value, "reason": res.Reason,
-					"generation": rs.Generation, "resource_type": rs.Kind}}
-			if known {
-				e.Data["previous"] = prev.value
-			}
-			if rs.Latest != nil && rs.Latest.Generation == rs.Generation {
-				e.OperationID, e.CorrelationID = rs.Latest.ID, rs.Latest.CorrelationID
-			}
-			evs = append(evs, e)
+		states = append(states, got...)
+	}
+	for k := range streams {
+		rs, err := h.st.GetResourceState(ctx, k[0], store.KindStream, k[1])
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue // reported, not desired: nothing to converge
+		case err != nil:
+			return err
 		}
+		states = append(states, rs)
+	}
+	return h.recordConvergence(ctx, states)
+}
+
+// convergeNodes evaluates every resource of the given nodes ("" = all).
+func (h *Hub) convergeNodes(ctx context.Context, nodes map[string]bool) error {
+	return h.convergeSome(ctx, nodes, nil)
+}
+
+// recordConvergence computes the convergence of each resource and records
+// a convergence_changed event where the value or the generation it speaks
+// of changed since the last look (a write that goes from in_sync to in_sync
+// at a new generation is a change too).
+func (h *Hub) recordConvergence(ctx context.Context, states []store.ResourceState) error {
+	now := h.opts.Now()
+	var evs []wire.Event
+	for _, rs := range states {
+		res := h.convergenceOf(rs, now)
+		key := rs.NodeID + "\x00" + rs.Kind + "\x00" + rs.ResourceID
+		cur := convSeen{value: res.Value, generation: rs.Generation}
+		h.convMu.Lock()
+		prev, known := h.conv[key]
+		h.conv[key] = cur
+		h.convMu.Unlock()
+		if (known && prev == cur) || (!known && !h.convPrimed.Load()) {
+			continue
+		}
+		e := wire.Event{Kind: wire.EventConvergenceChanged, NodeID: rs.NodeID, ResourceID: rs.ResourceID,
+			Message: "convergence " + res.Value, Data: map[string]any{"convergence": res.Value, "reason": res.Reason,
+				"generation": rs.Generation, "resource_type": rs.Kind}}
+		if known {
+			e.Data["previous"] = prev.value
+		}
+		if rs.Latest != nil && rs.Latest.Generation == rs.Generation {
+			e.OperationID, e.CorrelationID = rs.Latest.ID, rs.Latest.CorrelationID
+		}
+		evs = append(evs, e)
 	}
 	at := wire.At(h.opts.Now())
 	for i := range evs {

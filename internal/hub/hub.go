@@ -80,8 +80,9 @@ type Hub struct {
 	closing chan struct{} // closed when serving ends: long-polls return
 	once    sync.Once
 
-	dirtyMu sync.Mutex
-	dirty   map[string]bool // nodes whose convergence must be recomputed ("" = all)
+	dirtyMu  sync.Mutex
+	dirty    map[string]bool    // nodes whose convergence must be recomputed ("" = all)
+	dirtyRes map[[2]string]bool // single streams (node, id) to recompute
 
 	convMu sync.Mutex
 	conv   map[string]convSeen // last convergence seen by node\x00kind\x00resource
@@ -144,7 +145,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive,
 		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
-		closing: make(chan struct{}), dirty: map[string]bool{}, conv: map[string]convSeen{}}
+		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]bool{}, conv: map[string]convSeen{}}
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
 	var auth httpapi.Authenticator

@@ -120,7 +120,7 @@ func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 		return h.storeFailed(err)
 	}
 	h.wrote()
-	h.converge(in.NodeID)
+	h.converge(in.NodeID, in.ResourceID)
 	return httpapi.WriteJSON(w, http.StatusOK, h.operation(ctx, in))
 }
 

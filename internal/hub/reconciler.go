@@ -125,11 +125,11 @@ func (h *Hub) expireAttempts(ctx context.Context, now time.Time) {
 			h.storeFailed(err)
 			return
 		}
-		h.attemptMoved(x.AttemptID, wire.OpTimedOut, now)
+		res := h.attemptMoved(x.AttemptID, wire.OpTimedOut, now)
 		h.fleet.mu.Lock()
 		h.fleet.markLocked(x.NodeID)
 		h.fleet.mu.Unlock()
-		h.converge(x.NodeID)
+		h.converge(x.NodeID, res)
 	}
 }
 
@@ -200,7 +200,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 			}
 			if err == nil {
 				h.metrics.command(commandLabel(commandOf(e, "", time.Time{})), failOutcome(d.Code))
-				h.converge(e.NodeID)
+				h.converge(e.NodeID, e.ResourceID)
 			}
 		case reconcile.ActionWait:
 			if d.Code == reconcile.CodeCapacity {
@@ -221,15 +221,11 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 			}
 		}
 		h.fleet.mu.Unlock()
-		touched := map[string]bool{}
 		for i, fl := range cmds {
 			if !slices.Contains(skipped, i) {
 				h.metrics.command(commandLabel(fl.cmd), outcomeEnqueued)
-				touched[fl.cmd.NodeID] = true
+				h.converge(fl.cmd.NodeID, fl.cmd.ResourceID)
 			}
-		}
-		for id := range touched {
-			h.converge(id)
 		}
 	}
 	h.wrote()
@@ -271,8 +267,9 @@ func failMessage(code string) string {
 }
 
 // attemptMoved updates the fleet and the command metrics after an attempt
-// reached state (acknowledged, or an outcome).
-func (h *Hub) attemptMoved(attemptID, state string, now time.Time) {
+// reached state (acknowledged, or an outcome). It returns the attempt's
+// stream, when the attempt was in flight.
+func (h *Hub) attemptMoved(attemptID, state string, now time.Time) string {
 	h.fleet.mu.Lock()
 	fl := h.fleet.inflight[attemptID]
 	var cmd wire.Command
@@ -288,13 +285,14 @@ func (h *Hub) attemptMoved(attemptID, state string, now time.Time) {
 	}
 	h.fleet.mu.Unlock()
 	if fl == nil {
-		return
+		return ""
 	}
 	label := commandLabel(cmd)
 	h.metrics.command(label, state)
 	if state == wire.OpAcknowledged {
 		h.metrics.duration.WithLabelValues(label).Observe(now.Sub(dispatched).Seconds())
 	}
+	return cmd.ResourceID
 }
 
 // sweep applies the retention limits.

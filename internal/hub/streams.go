@@ -200,7 +200,7 @@ func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) err
 	h.fleet.mu.Unlock()
 	h.nudge()
 	h.wrote()
-	h.converge(d.nodeID)
+	h.converge(d.nodeID, d.streamID)
 	w.Header().Set("Location", h.prefix+"/operations/"+id)
 	w.Header().Set("ETag", httpapi.ETag(res.Generation))
 	return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{
