@@ -18,9 +18,12 @@ import (
 // event is durable and every event is live.
 
 // wrote tells the pump that events may have been committed.
-func (h *Hub) wrote() {
+func (h *Hub) wrote() { wake(h.pumpc) }
+
+// wake signals a loop's buffered(1) channel without waiting: wakes coalesce.
+func wake(c chan<- struct{}) {
 	select {
-	case h.pumpc <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -101,10 +104,7 @@ func (h *Hub) converge(nodeID string, streamIDs ...string) {
 		h.dirtyRes[[2]string{nodeID, id}] = true
 	}
 	h.dirtyMu.Unlock()
-	select {
-	case h.convc <- struct{}{}:
-	default:
-	}
+	wake(h.convc)
 }
 
 // convergeLoop recomputes the convergence of the resources of dirty nodes

@@ -20,12 +20,7 @@ const (
 )
 
 // nudge asks the reconciler for a pass now (coalesced).
-func (h *Hub) nudge() {
-	select {
-	case h.nudgec <- struct{}{}:
-	default:
-	}
-}
+func (h *Hub) nudge() { wake(h.nudgec) }
 
 // reconcileLoop runs a pass every tick and after every nudge until ctx
 // ends. It is the only goroutine that dispatches, expires attempts, marks
