@@ -78,7 +78,7 @@ func TestHubCrashKeepsAcceptedIntents(t *testing.T) {
 		killAt := lo + rand.IntN(sh.killMax+1-lo)
 		ra, rres := crashRound(ctx, t, hub, client, sh, round, killAt)
 		hub = startHub(t, path)
-		verifyDurable(ctx, t, client, hub.base, rres, ra)
+		verifyDurable(ctx, t, client, hub, rres, ra)
 		if t.Failed() {
 			t.FailNow()
 		}

@@ -255,10 +255,10 @@ func TestHubReadOnlyStorageUnderLoad(t *testing.T) {
 		ackedBefore, frozen503, ackedAfter.Load(), len(acks))
 	mu.Unlock()
 
-	verifyDurable(ctx, t, client, hub.base, resources, acks)
+	verifyDurable(ctx, t, client, hub, resources, acks)
 	hub.stop(t)
 	quickCheck(t, path)
 	hub = startHub(t, path)
-	verifyDurable(ctx, t, client, hub.base, resources, acks)
+	verifyDurable(ctx, t, client, hub, resources, acks)
 	hub.stop(t)
 }

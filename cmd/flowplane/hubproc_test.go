@@ -34,8 +34,9 @@ const (
 // binary re-executed through TestMain's childEnv, listening on a port the
 // OS chose (read from its "hub: listening" log line).
 type hubProc struct {
-	cmd  *exec.Cmd
-	base string // http://127.0.0.1:<port>
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:<port>
+	storage string // its SQLite file
 	logs *logWatch
 
 	waitOnce sync.Once
@@ -97,7 +98,7 @@ func startHub(t *testing.T, storage string) *hubProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &hubProc{cmd: cmd, logs: lw}
+	p := &hubProc{cmd: cmd, logs: lw, storage: storage}
 	exited := make(chan struct{})
 	go func() { _ = p.wait(); close(exited) }()
 	t.Cleanup(func() {
@@ -304,21 +305,18 @@ type auditRow struct {
 //     accepted audit record;
 //   - GET /operations/{id} of every 202 answers that generation.
 //
-// resources lists every resource written to, acknowledged or not; their
-// events must not have been reclaimed yet (at most 2,048 events). It
-// returns the generation of each resource.
-func verifyDurable(ctx context.Context, t *testing.T, c *http.Client, base string, resources []resKey, acks []ack) map[resKey]int64 {
+// resources lists every resource written to, acknowledged or not. The
+// events are read from the Hub's SQLite file (read-only, beside the running
+// Hub): the API serves only the newest 2,048, and the retention sweep (every
+// 60 s) has not run yet. It returns the generation of each resource.
+func verifyDurable(ctx context.Context, t *testing.T, c *http.Client, hub *hubProc, resources []resKey, acks []ack) map[resKey]int64 {
 	t.Helper()
+	base := hub.base
 	maxAcked := map[resKey]int64{}
 	for _, a := range acks {
 		maxAcked[a.res] = max(maxAcked[a.res], a.gen)
 	}
-	// One pass over the intent_accepted events (at most 2,048 are kept)
-	// instead of a scan of the event table per resource.
-	events, err := getAll[wire.Event](ctx, c, base+"/api/v1/events?kind=intent_accepted")
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := storedEvents(t, hub.storage, "intent_accepted")
 	evByRes := map[resKey][]wire.Event{}
 	for _, e := range events {
 		k := resKey{e.NodeID, e.ResourceID}
@@ -473,6 +471,40 @@ func parallel(n int, fn func(i int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// storedEvents reads the events of one kind from a Hub's SQLite file,
+// read-only.
+func storedEvents(t *testing.T, path, kind string) []wire.Event {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT id, node_id, resource_id, operation_id, data FROM events WHERE kind = ? ORDER BY id", kind)
+	if err != nil {
+		t.Fatalf("read events: %v", err)
+	}
+	defer rows.Close()
+	var out []wire.Event
+	for rows.Next() {
+		e := wire.Event{Kind: kind}
+		var data string
+		if err := rows.Scan(&e.ID, &e.NodeID, &e.ResourceID, &e.OperationID, &data); err != nil {
+			t.Fatal(err)
+		}
+		if data != "" {
+			if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
+				t.Fatalf("event %d data: %v", e.ID, err)
+			}
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // quickCheck opens the SQLite file of a stopped Hub and requires
