@@ -37,7 +37,7 @@ type hubProc struct {
 	cmd     *exec.Cmd
 	base    string // http://127.0.0.1:<port>
 	storage string // its SQLite file
-	logs *logWatch
+	logs    *logWatch
 
 	waitOnce sync.Once
 	waitErr  error
