@@ -176,3 +176,15 @@ func TestManyReadTransactionsOnAColdCache(t *testing.T) {
 		_ = s.Close()
 	}
 }
+
+// TestCancelledReadIsNotAStorageFailure: a read whose caller went away
+// answers the context's error, not ErrStorage (which turns readiness off).
+func TestCancelledReadIsNotAStorageFailure(t *testing.T) {
+	s, _ := openTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.ResourceStates(ctx, "")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrStorage) {
+		t.Fatalf("cancelled read: %v", err)
+	}
+}

@@ -413,6 +413,9 @@ func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
 	defer func() { <-s.txSlots }()
 	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr // the caller went away; the storage is fine
+		}
 		return storageErr(err)
 	}
 	defer func() { _ = tx.Rollback() }()
