@@ -85,21 +85,7 @@ func (r resp) problem(t *testing.T) wire.Problem {
 
 func (th *testHub) do(t *testing.T, method, path, body string, hdr ...string) resp {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, th.base+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := http.DefaultClient.Do(th.request(t, context.Background(), method, path, body, hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +95,27 @@ func (th *testHub) do(t *testing.T, method, path, body string, hdr ...string) re
 		t.Fatal(err)
 	}
 	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// request builds a request to the test Hub; hdr holds header name, value
+// pairs.
+func (th *testHub) request(t *testing.T, ctx context.Context, method, path, body string, hdr ...string) *http.Request {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, th.base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return req
 }
 
 func decode[T any](t *testing.T, r resp) T {
@@ -313,17 +320,7 @@ func (th *testHub) status(t *testing.T, method, path, body string, hdr ...string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, th.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := http.DefaultClient.Do(th.request(t, ctx, method, path, body, hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}
