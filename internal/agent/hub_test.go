@@ -63,24 +63,32 @@ func newTestHub(t testing.TB, nodeToken string) *testHub {
 	mux.HandleFunc("POST /api/v1/agent/report", h.authed(h.report))
 	mux.HandleFunc("GET /api/v1/agent/commands", h.authed(h.commands))
 	mux.HandleFunc("POST /api/v1/agent/commands/{id}/result", h.authed(h.result))
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.Server = httptest.NewServer(tap(mux, func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.unavailable {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	}, func(c captured) { h.update(func() { h.requests = append(h.requests, c) }) }))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// tap serves next, or answers the status down returns when it is not 0,
+// and hands every request, with its body and answer status, to record.
+func tap(next http.Handler, down func() int, record func(captured)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := &statusRecorder{ResponseWriter: w, status: 200}
-		h.mu.Lock()
-		down := h.unavailable
-		h.mu.Unlock()
-		if down {
-			rec.WriteHeader(http.StatusServiceUnavailable)
+		if status := down(); status != 0 {
+			rec.WriteHeader(status)
 		} else {
-			mux.ServeHTTP(rec, r)
+			next.ServeHTTP(rec, r)
 		}
-		h.update(func() {
-			h.requests = append(h.requests, captured{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Body: body, Status: rec.status})
-		})
-	}))
-	t.Cleanup(h.Close)
-	return h
+		record(captured{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Body: body, Status: rec.status})
+	})
 }
 
 type statusRecorder struct {

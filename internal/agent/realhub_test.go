@@ -47,20 +47,16 @@ func newTapProxy(t *testing.T, target string) *tapProxy {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p := &tapProxy{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rec := &statusRecorder{ResponseWriter: w, status: 200}
+	p.Server = httptest.NewServer(tap(rp, func() int {
 		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			rec.WriteHeader(http.StatusBadGateway)
-		} else {
-			rp.ServeHTTP(rec, r)
+		defer p.mu.Unlock()
+		if p.down {
+			return http.StatusBadGateway
 		}
+		return 0
+	}, func(c captured) {
 		p.mu.Lock()
-		p.requests = append(p.requests, captured{Method: r.Method, Path: r.URL.Path, Auth: r.Header.Get("Authorization"), Body: body, Status: rec.status})
+		p.requests = append(p.requests, c)
 		p.mu.Unlock()
 	}))
 	t.Cleanup(p.Close)
