@@ -43,16 +43,16 @@ type MemoryConfig struct {
 // Memory merges input batches into batches of up to capacity messages and
 // max_bytes payload bytes.
 type Memory struct {
-	limit    limit // capacity and max_bytes
-	timeout  time.Duration
-	log      *slog.Logger
-	wake     chan struct{} // buffered(1): wakes Read
-	space    chan struct{} // buffered(1): wakes a Write waiting for room
+	limit   limit // capacity and max_bytes
+	timeout time.Duration
+	log     *slog.Logger
+	wake    chan struct{} // buffered(1): wakes Read
+	space   chan struct{} // buffered(1): wakes a Write waiting for room
 
 	mu      sync.Mutex // guards the fields below
 	q       []entry
 	held    usage // of q
-	waiting bool // a Write waits for room: emit now
+	waiting bool  // a Write waits for room: emit now
 	closed  bool
 }
 
@@ -73,11 +73,11 @@ func NewMemory(conf map[string]any, res component.Resources) (component.Buffer, 
 		return nil, err
 	}
 	return &Memory{
-		limit:    limit{messages: c.Capacity, bytes: c.MaxBytes},
-		timeout:  d,
-		log:      logger(res),
-		wake:     make(chan struct{}, 1),
-		space:    make(chan struct{}, 1),
+		limit:   limit{messages: c.Capacity, bytes: c.MaxBytes},
+		timeout: d,
+		log:     logger(res),
+		wake:    make(chan struct{}, 1),
+		space:   make(chan struct{}, 1),
 	}, nil
 }
 
