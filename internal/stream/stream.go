@@ -53,7 +53,8 @@ type Stream struct {
 	log *slog.Logger
 	m   *streamMetrics // nil without Config.Metrics
 
-	ran atomic.Bool // Run was called
+	ran    atomic.Bool // Run was called
+	staged int         // leading processors run as a buffer stage (stage.go), not in cfg.Processors
 
 	dropLog logSampler // paces "batch dropped" lines
 
@@ -86,7 +87,11 @@ func New(cfg Config) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
+	cfg, staged, err := cfg.withBatcher()
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}, staged: staged}
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID)
 	}
