@@ -24,9 +24,10 @@ type LimitConfig struct {
 // limitProps are the schema properties of LimitConfig, added to props.
 func limitProps(props map[string]any) map[string]any {
 	out := maps.Clone(props)
-	out["max_messages"] = countProp("Most messages held. When a batch would go beyond it, Write waits "+
-		"until emitted windows made room (back-pressure: the input is not read meanwhile). A batch "+
-		"arriving at an empty buffer is taken whatever its size.", DefaultMaxMessages)
+	out["max_messages"] = countProp("Most messages held (a sliding window: at least window_size, which "+
+		"an unset value is raised to). A batch that would go beyond it waits until an emitted window made "+
+		"room, and the input is not read meanwhile (back-pressure). A batch arriving at an empty buffer is "+
+		"taken whatever its size.", DefaultMaxMessages)
 	out["max_bytes"] = countProp("Most payload bytes held, with the same back-pressure as max_messages.", DefaultMaxBytes)
 	return out
 }
