@@ -164,7 +164,11 @@ func TestBatchProcessorFailingOutput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := newInput(3, 2)
 		in.endless = true
-		out := &testOutput{fail: func(int, message.Batch) error { return errors.New("output down") }}
+		var tried []int // sizes of the batches offered to the output (one goroutine writes)
+		out := &testOutput{fail: func(_ int, b message.Batch) error {
+			tried = append(tried, b.Len())
+			return errors.New("output down")
+		}}
 		s := mustNew(t, Config{
 			Input:       in,
 			Processors:  []component.Processor{newBatchProc(t, map[string]any{"count": 6.0, "timeout_ms": 3600000.0})},
@@ -183,6 +187,14 @@ func TestBatchProcessorFailingOutput(t *testing.T) {
 		cancel()
 		if err := <-done; !errors.Is(err, ErrStopTimeout) {
 			t.Fatalf("Run: %v, want ErrStopTimeout", err)
+		}
+		for _, n := range tried {
+			if n != 6 {
+				t.Fatalf("the output was offered a batch of %d messages, want only the merged 6: %v", n, tried)
+			}
+		}
+		if len(tried) == 0 {
+			t.Fatal("the output was never offered the merged batch")
 		}
 		for i := range 3 {
 			if a := in.ackCalls(i); len(a) != 1 || !errors.Is(a[0], ErrStopTimeout) {
