@@ -53,8 +53,9 @@ type Stream struct {
 	log *slog.Logger
 	m   *streamMetrics // nil without Config.Metrics
 
-	ran    atomic.Bool // Run was called
-	staged int         // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+	ran atomic.Bool // Run was called
+
+	staged int // leading processors run as a buffer stage (stage.go), not in cfg.Processors
 
 	dropLog logSampler // paces "batch dropped" lines
 
@@ -91,7 +92,8 @@ func New(cfg Config) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}, staged: staged}
+	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
+	s.staged = staged
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID)
 	}
