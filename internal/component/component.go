@@ -77,6 +77,28 @@ type Buffer interface {
 	Close(ctx context.Context) error
 }
 
+// Batcher is a processor that gathers messages across the batches it is
+// handed (the batch processor). Holding messages needs their
+// acknowledgements, which Process cannot carry, so the stream runtime does
+// not call its Process: it drives it as a stage in front of the workers,
+// exactly like a Buffer placed after the stream's buffer. A Batcher must
+// therefore be the first processor of a stream.
+//
+// Write is called in input order from one goroutine and may wait while the
+// Batcher is full (back-pressure); an error means it did not take the
+// batch and will not call ack. Read, from one goroutine, returns a merged
+// batch whose AckFunc acknowledges each input batch it holds messages of
+// exactly once, only after every merged batch holding any of its messages
+// was acknowledged, with the first error one of them was given. Close
+// flushes: Read returns what is held and then message.ErrEndOfInput.
+// Process, for callers that cannot hand acknowledgements over, must not
+// hold messages.
+type Batcher interface {
+	Processor
+	Write(ctx context.Context, b message.Batch, ack message.AckFunc) error
+	Read(ctx context.Context) (message.Batch, message.AckFunc, error)
+}
+
 // Constructors build a component from its decoded configuration: the
 // component object without its "type" field, secrets already resolved and
 // the schema already checked.

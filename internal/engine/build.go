@@ -64,6 +64,9 @@ func buildStream(reg *component.Registry, prefix string, s config.Stream, res co
 			fail(fmt.Sprintf("pipeline.processors[%d]", i), err)
 			continue
 		}
+		if _, ok := p.(component.Batcher); ok && i > 0 {
+			fail(fmt.Sprintf("pipeline.processors[%d]", i), fmt.Errorf("%s gathers batches across inputs and must be the first processor", pc.Type))
+		}
 		b.processors = append(b.processors, p)
 	}
 	if b.output, err = reg.NewOutput(s.Output.Type, s.Output.Fields, res); err != nil {

@@ -108,10 +108,13 @@ func (b Batch) Len() int { return len(b.Messages) }
 func (b Batch) Bytes() int {
 	n := 0
 	for i := range b.Messages {
-		n += len(b.Messages[i].payload)
+		n += b.Messages[i].Bytes()
 	}
 	return n
 }
+
+// Bytes is the size of the payload if it is materialized, else 0.
+func (m *Message) Bytes() int { return len(m.payload) }
 
 // AckFunc is how an input learns the fate of a batch it produced. It is called
 // exactly once: with nil once the batch was accepted by an output or

@@ -1,6 +1,7 @@
 // Package stream is the runtime of one stream: it reads batches from an
-// input, optionally passes them through a buffer, runs them through the
-// processors on thread_num workers, and writes the results to the output in
+// input, optionally passes them through a buffer (and a leading
+// component.Batcher processor, driven like a second buffer: stage.go), runs
+// them through the processors on thread_num workers, and writes the results to the output in
 // input order (or routes failed batches to error_output). It gives
 // at-least-once delivery: an input batch is acknowledged with nil only after
 // everything made from it was accepted downstream. It bounds the batches in

@@ -95,6 +95,7 @@ func (s *Stream) startPipeline(stop, hard, ackCtx context.Context, fail func(err
 		}
 	}
 	if s.cfg.Buffer != nil {
+		p.startPump()
 		p.wg.Go(p.bufferLoop)
 	}
 	if s.cfg.WAL != nil {
@@ -214,7 +215,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 }
 
 func (p *pipeline) failed(sl *slot, i int, err error, orig []message.Message, scratch *[]message.Message) {
-	sl.err = fmt.Errorf("processors[%d]: %w", i, err)
+	sl.err = fmt.Errorf("processors[%d]: %w", i+p.s.staged, err)
 	sl.orig = orig
 	*scratch = nil
 }

@@ -55,6 +55,8 @@ type Stream struct {
 
 	ran atomic.Bool // Run was called
 
+	staged int // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+
 	dropLog logSampler // paces "batch dropped" lines
 
 	received, sent, errors, dropped, retries atomic.Uint64
@@ -86,7 +88,12 @@ func New(cfg Config) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, staged, err := cfg.withBatcher()
+	if err != nil {
+		return nil, err
+	}
 	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
+	s.staged = staged
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID)
 	}

@@ -7,5 +7,7 @@
 // each input batch it contains exactly once, and only after every emitted
 // batch holding any of its messages was acknowledged; an error given to an
 // emitted batch's AckFunc reaches the input acks. Buffers hold messages only
-// in memory; they must not persist, process, or acknowledge anything early.
+// in memory, bounded in messages and payload bytes: a Write that would go
+// beyond the bound waits (back-pressure) until an emitted batch made room.
+// They must not persist, process, or acknowledge anything early.
 package buffer

@@ -11,7 +11,7 @@ func init() {
 		Name: "session_window",
 		Summary: "Groups messages into sessions: a session ends when no message arrived for `gap` " +
 			"and is then emitted as one batch.",
-		Schema: component.ObjectSchema(map[string]any{
+		Schema: schemaWithLimits(map[string]any{
 			"gap": component.DurationProp("Quiet time (processing time) that ends a session.", nil),
 		}, "gap"),
 		Example: `type: session_window
@@ -25,11 +25,12 @@ var _ component.Buffer = (*SessionWindow)(nil)
 // SessionWindowConfig is the configuration of the session_window buffer.
 type SessionWindowConfig struct {
 	Gap string `json:"gap"`
+	LimitConfig
 }
 
 // SessionWindow emits the messages of a session once no message arrived
-// for gap. It holds messages without limit: a session that never pauses is
-// never emitted before Close.
+// for gap. When it holds max_messages or max_bytes, Write waits: the input
+// is not read, so the gap passes and the session ends there.
 type SessionWindow struct {
 	timedQueue // holds the open session
 	gap        time.Duration
@@ -45,8 +46,12 @@ func NewSessionWindow(conf map[string]any, res component.Resources) (component.B
 	if err != nil {
 		return nil, err
 	}
+	l, err := c.build(1)
+	if err != nil {
+		return nil, err
+	}
 	s := &SessionWindow{gap: d}
-	s.timedQueue = newTimedQueue(logger(res), s.cut)
+	s.timedQueue = newTimedQueue(logger(res), l, s.cut)
 	return s, nil
 }
 

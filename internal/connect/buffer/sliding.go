@@ -21,7 +21,7 @@ func init() {
 			"messages are held, the oldest `window_size` are emitted as one batch and the window slides " +
 			"forward by `slide_size` messages. An input batch is acknowledged once every window holding " +
 			"any of its messages was.",
-		Schema: component.ObjectSchema(map[string]any{
+		Schema: schemaWithLimits(map[string]any{
 			"window_size": countProp("Messages in each window.", nil),
 			"interval": component.DurationProp("Time between window emissions (processing time, starting when the "+
 				"buffer is built); at most one window is emitted per interval.", nil),
@@ -43,6 +43,7 @@ type SlidingWindowConfig struct {
 	WindowSize int    `json:"window_size"`
 	Interval   string `json:"interval"`
 	SlideSize  int    `json:"slide_size"`
+	LimitConfig
 }
 
 // SlidingWindow emits count windows over the held messages at interval
@@ -54,17 +55,21 @@ type SlidingWindowConfig struct {
 // Acknowledgement: an input batch is acknowledged when all of its messages
 // have slid out of the buffer and every window that held any of them was
 // acknowledged, with the first error a window was acknowledged with (nil
-// when all succeeded). It holds messages without limit when the input is
-// faster than one slide per interval.
+// when all succeeded). When the input is faster than one slide per
+// interval, Write waits once max_messages or max_bytes are held and a
+// window is ready (back-pressure), so that a slide makes room.
 type SlidingWindow struct {
 	size, slide int
 	interval    time.Duration
 	start       time.Time // tick k falls at start + k*interval, k >= 1
+	limit       limit
 	log         *slog.Logger
 	wake        chan struct{} // buffered(1): wakes Read
+	space       chan struct{} // buffered(1): wakes a Write waiting for room
 
 	mu       sync.Mutex // guards the fields below and every source reachable from q
 	q        []slot     // held messages, oldest first
+	held     usage      // of q
 	covered  int        // q[:covered] were in an emitted window
 	lastTick int64      // tick of the latest emission, 0 before the first
 	closed   bool
@@ -72,8 +77,9 @@ type SlidingWindow struct {
 
 // slot is one held message.
 type slot struct {
-	m   message.Message
-	src *source
+	m    message.Message
+	src  *source
+	size int // payload bytes counted in held
 }
 
 // source is the acknowledgement state of one input batch.
@@ -103,12 +109,16 @@ func NewSlidingWindow(conf map[string]any, res component.Resources) (component.B
 	if err != nil {
 		errs = append(errs, err)
 	}
+	l, err := c.build(c.WindowSize)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return &SlidingWindow{
-		size: c.WindowSize, slide: c.SlideSize, interval: d,
-		start: time.Now(), log: logger(res), wake: make(chan struct{}, 1),
+		size: c.WindowSize, slide: c.SlideSize, interval: d, limit: l,
+		start: time.Now(), log: logger(res), wake: make(chan struct{}, 1), space: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -121,22 +131,37 @@ func (w *SlidingWindow) tickTime(k int64) time.Time {
 	return w.start.Add(time.Duration(k) * w.interval)
 }
 
-// Write appends the messages of b to the held messages.
+// Write appends the messages of b to the held messages. It waits while b
+// would take the buffer beyond its limit and a window is ready to make room
+// (with fewer than window_size messages held nothing could, so b is then
+// taken). When it returns an error the buffer did not take b and will not
+// call ack.
 func (w *SlidingWindow) Write(ctx context.Context, b message.Batch, ack message.AckFunc) error {
 	if b.Len() == 0 {
 		ackEmpty(ctx, w.log, ack)
 		return nil
 	}
+	u := usageOf(b)
 	w.mu.Lock()
+	for !w.closed && len(w.q) >= w.size && !w.limit.admits(w.held, u) {
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.space:
+		}
+		w.mu.Lock()
+	}
 	if w.closed {
 		w.mu.Unlock()
 		return ErrClosed
 	}
 	before := len(w.q)
 	src := &source{ack: ack, at: time.Now(), left: b.Len()}
-	for _, m := range b.Messages {
-		w.q = append(w.q, slot{m: m, src: src})
+	for i := range b.Messages {
+		w.q = append(w.q, slot{m: b.Messages[i], src: src, size: b.Messages[i].Bytes()})
 	}
+	w.held.add(u)
 	filled := before < w.size && len(w.q) >= w.size
 	w.mu.Unlock()
 	if filled {
@@ -162,6 +187,7 @@ func (w *SlidingWindow) Read(ctx context.Context) (message.Batch, message.AckFun
 				w.lastTick = tick
 				b, ack := w.window(w.size, w.slide)
 				w.mu.Unlock()
+				notify(w.space)
 				return b, ack, nil
 			}
 		case w.closed && w.covered < len(w.q):
@@ -175,7 +201,7 @@ func (w *SlidingWindow) Read(ctx context.Context) (message.Batch, message.AckFun
 			for i := range w.q {
 				ready = w.slideOut(ready, w.q[i].src)
 			}
-			w.q, w.covered = nil, 0
+			w.q, w.covered, w.held = nil, 0, usage{}
 			w.mu.Unlock()
 			if err := w.fire(ctx, ready); err != nil {
 				w.log.Warn("acknowledging input batches failed", "err", err)
@@ -208,6 +234,7 @@ func (w *SlidingWindow) window(n, slide int) (message.Batch, message.AckFunc) {
 	}
 	for i := range slide {
 		w.q[i].src.left--
+		w.held.sub(usage{1, w.q[i].size})
 	}
 	clear(w.q[:slide])
 	if w.q = w.q[slide:]; len(w.q) == 0 {
@@ -270,5 +297,6 @@ func (w *SlidingWindow) Close(context.Context) error {
 	w.closed = true
 	w.mu.Unlock()
 	notify(w.wake)
+	notify(w.space)
 	return nil
 }

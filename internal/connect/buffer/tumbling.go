@@ -11,7 +11,7 @@ func init() {
 		Name: "tumbling_window",
 		Summary: "Groups messages into consecutive, non-overlapping windows of `interval` processing " +
 			"time and emits each window as one batch when it ends (windows without messages emit nothing).",
-		Schema: component.ObjectSchema(map[string]any{
+		Schema: schemaWithLimits(map[string]any{
 			"interval": component.DurationProp("Length of each window. Windows start when the buffer is built "+
 				"and follow each other without gaps.", nil),
 		}, "interval"),
@@ -26,11 +26,13 @@ var _ component.Buffer = (*TumblingWindow)(nil)
 // TumblingWindowConfig is the configuration of the tumbling_window buffer.
 type TumblingWindowConfig struct {
 	Interval string `json:"interval"`
+	LimitConfig
 }
 
 // TumblingWindow emits, at the end of each interval, the messages that
-// arrived during it. It holds messages without limit: the input is not
-// slowed down.
+// arrived during it. When it holds max_messages or max_bytes, Write waits
+// for the window to end and be read: the input is slowed down, and what it
+// then reads falls in a later window.
 type TumblingWindow struct {
 	timedQueue
 	interval time.Duration
@@ -47,8 +49,12 @@ func NewTumblingWindow(conf map[string]any, res component.Resources) (component.
 	if err != nil {
 		return nil, err
 	}
+	l, err := c.build(1)
+	if err != nil {
+		return nil, err
+	}
 	w := &TumblingWindow{interval: d, start: time.Now()}
-	w.timedQueue = newTimedQueue(logger(res), w.cut)
+	w.timedQueue = newTimedQueue(logger(res), l, w.cut)
 	return w, nil
 }
 

@@ -27,7 +27,7 @@ func init() {
 		Summary: "An HTTP server: each POST body becomes a batch. The request is answered 200 only once the " +
 			"stream has accepted the batch (written to its WAL or delivered), and 503 when it failed or the " +
 			"stream stopped, so clients retry.",
-		Schema: component.ObjectSchema(map[string]any{
+		Schema: component.ObjectSchema(withHTTPLimitProps(map[string]any{
 			"address": component.Prop("string", "Listening address, host:port.", "127.0.0.1:8000"),
 			"path": func() map[string]any {
 				p := component.Prop("string", "Path that accepts POST requests; other methods on it are answered 405.", "/")
@@ -69,7 +69,7 @@ func init() {
 				"(all in one batch) instead of one message for the whole body.", false),
 			"cors_enabled": component.Prop("boolean", "Allow cross-origin requests from any origin "+
 				"(Access-Control-Allow-Origin: * and OPTIONS preflight).", false),
-		}),
+		})),
 		Example: `type: http
 address: 127.0.0.1:0
 path: /ingest
@@ -97,6 +97,7 @@ type HTTPConfig struct {
 	MaxBodyBytes int64     `json:"max_body_bytes"`
 	SplitArray   bool      `json:"split_array"`
 	CORSEnabled  bool      `json:"cors_enabled"`
+	HTTPLimits
 }
 
 // HTTP is an HTTP server input. Each accepted request waits for the
@@ -111,6 +112,9 @@ type HTTP struct {
 	reqs      chan *httpRequest // handler -> Read
 	closed    chan struct{}     // closed by Close
 	closeOnce sync.Once
+
+	pending    chan struct{} // a token per request held (max_pending_requests)
+	ackTimeout time.Duration
 
 	mu     sync.Mutex // guards ln, srv, served
 	ln     net.Listener
@@ -129,6 +133,7 @@ type httpRequest struct {
 // Connect does.
 func NewHTTP(conf map[string]any, res component.Resources) (component.Input, error) {
 	c := HTTPConfig{Address: "127.0.0.1:8000", Path: "/", MaxBodyBytes: 1 << 20}
+	c.HTTPLimits = defaultHTTPLimits()
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
@@ -142,7 +147,12 @@ func NewHTTP(conf map[string]any, res component.Resources) (component.Input, err
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, errors.New("max_body_bytes: must be at least 1"))
 	}
-	h := &HTTP{conf: c, log: res.Logger, reqs: make(chan *httpRequest), closed: make(chan struct{})}
+	ackTimeout, lerrs := c.HTTPLimits.check()
+	errs = append(errs, lerrs...)
+	h := &HTTP{conf: c, log: res.Logger, reqs: make(chan *httpRequest), closed: make(chan struct{}), ackTimeout: ackTimeout}
+	if len(lerrs) == 0 {
+		h.pending = make(chan struct{}, c.MaxPendingRequests)
+	}
 	if a := c.Auth; a != nil {
 		switch a.Type {
 		case "bearer":
@@ -278,6 +288,7 @@ func (h *HTTP) wrap(fn func(http.ResponseWriter, *http.Request) error) http.Hand
 		if he.code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", h.challenge())
 		}
+		setRetryAfter(w, he)
 		http.Error(w, he.msg, he.code)
 	})
 }
@@ -289,11 +300,19 @@ func (h *HTTP) challenge() string {
 	return `Bearer realm="flowplane"`
 }
 
-// ingest hands the body to Read and answers once the batch's fate is known.
+// ingest hands the body to Read and answers once the batch's fate is known,
+// or 503 once ack_timeout passed. At most max_pending_requests requests are
+// held (from reading the body to the answer); one more is answered 503 at
+// once.
 func (h *HTTP) ingest(w http.ResponseWriter, r *http.Request) error {
 	if !h.authorized(r) {
 		return errUnauthorized
 	}
+	release, ok := h.hold()
+	if !ok {
+		return errBusy
+	}
+	defer release()
 	if r.ContentLength > h.conf.MaxBodyBytes {
 		return errTooLarge
 	}
@@ -309,14 +328,19 @@ func (h *HTTP) ingest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if b.Len() == 0 {
+		release()
 		w.WriteHeader(http.StatusOK) // an empty array: nothing to accept
 		return nil
 	}
 	req := &httpRequest{batch: b, done: make(chan error, 1)}
+	timeout := time.NewTimer(h.ackTimeout)
+	defer timeout.Stop()
 	select {
 	case h.reqs <- req:
 	case <-h.closed:
 		return errUnavailable
+	case <-timeout.C:
+		return errAckTimeout // the stream did not take the data: back-pressure
 	case <-r.Context().Done():
 		return nil // the client left before the stream took the data
 	}
@@ -328,12 +352,19 @@ func (h *HTTP) ingest(w http.ResponseWriter, r *http.Request) error {
 		default:
 			return errUnavailable
 		}
+	case <-timeout.C:
+		select {
+		case err = <-req.done:
+		default:
+			return errAckTimeout
+		}
 	case <-r.Context().Done():
 		return nil
 	}
 	if err != nil {
 		return errUnavailable
 	}
+	release() // before the answer: a client answered may send again at once
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

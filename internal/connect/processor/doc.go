@@ -7,6 +7,8 @@
 // copy of the original for error_output) but must not mutate structured
 // values (maps and slices) they did not create, because copies of a message
 // share them. Processors must not hold messages across calls, acknowledge
-// anything, or do I/O other than logging: accumulation across input batches
-// is a buffer's job, where acknowledgements can follow the messages.
+// anything, or do I/O other than logging. The one exception is batch, a
+// component.Batcher: it gathers across input batches, and the stream drives
+// it like a buffer (Write with the input's AckFunc, Read with the merged
+// batch's) so that acknowledgements follow the messages.
 package processor
