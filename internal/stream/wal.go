@@ -42,7 +42,7 @@ type walEntry struct {
 // sequence order, and counts the bytes not yet delivered.
 type walQueue struct {
 	memLimit, maxBytes int64
-	gauge              func(delta int64) // nil without metrics
+	gauge              func(total int64) // nil without metrics; called under mu
 
 	ready chan struct{} // buffered(1): something to take, or closed
 	room  chan struct{} // buffered(1): undelivered bytes went down
@@ -71,10 +71,10 @@ func newWALQueue(memLimit, maxBytes, recovered int64, gauge func(int64)) *walQue
 func (q *walQueue) add(delta int64) {
 	q.mu.Lock()
 	q.undelivered += delta
-	q.mu.Unlock()
 	if q.gauge != nil {
-		q.gauge(delta)
+		q.gauge(q.undelivered) // under mu, so that the gauge ends at the last total
 	}
+	q.mu.Unlock()
 	if delta < 0 {
 		wake(q.room)
 	}
@@ -192,7 +192,7 @@ func (p *pipeline) startWALStage() {
 	s := p.s
 	var gauge func(int64)
 	if s.m != nil {
-		gauge = func(d int64) { s.m.walBacklog.Add(float64(d)) }
+		gauge = func(n int64) { s.m.walBacklog.Set(float64(n)) }
 	}
 	n := s.cfg.WALAppendDepth
 	p.wal = &walStage{
@@ -292,7 +292,9 @@ func (p *pipeline) feeder() {
 				return
 			}
 			if !found {
-				// Not in the WAL: only an append that failed leaves a gap.
+				// Only an append that failed after taking its seq leaves a
+				// gap, and then the WAL fails every later append.
+				s.log.Warn("WAL entries to read back are missing; skipped", "from", from, "to", to)
 				q.readTo(to)
 				continue
 			}
