@@ -17,10 +17,14 @@ import (
 //
 // Once an append is durable the input is acknowledged and the batch waits in
 // the queue, however long the pipeline is stuck (an output outage): the
-// queue holds up to WALMemoryBytes of batches in memory and leaves the rest
-// in the WAL's files, from which the feeder reads them back in order. The
-// input is not read while the bytes appended and not yet delivered reach
-// WALMaxBytes.
+// queue holds up to WALMemoryBytes (and maxWALMemBatches) of batches in
+// memory and leaves the rest in the WAL's files, from which the feeder reads
+// them back in order. The input is not read while the bytes appended and not
+// yet delivered reach WALMaxBytes.
+
+// maxWALMemBatches bounds the batches the WAL queue holds in memory
+// whatever their size, since a batch costs more memory than its encoding.
+const maxWALMemBatches = 4096
 
 // walItem is one batch whose append is under way.
 type walItem struct {
@@ -112,7 +116,7 @@ func (q *walQueue) push(e walEntry) {
 	switch {
 	case q.diskFrom < q.diskTo:
 		q.diskTo = e.seq + 1
-	case len(q.mem) > 0 && q.memBytes+e.size > q.memLimit:
+	case len(q.mem) > 0 && (q.memBytes+e.size > q.memLimit || len(q.mem) >= maxWALMemBatches):
 		q.diskFrom, q.diskTo = e.seq, e.seq+1
 	default:
 		q.mem = append(q.mem, e)
