@@ -138,8 +138,8 @@ func TestWALKeepsAbandoned(t *testing.T) {
 		in := newInput(5, 1)
 		in.endless = true
 		down := &testOutput{fail: func(int, message.Batch) error { return errors.New("down") }}
-		// Depth 1 keeps the WAL in read order, so the replay is in order too.
-		s := mustNew(t, Config{Input: in, Output: down, WAL: w, StopTimeout: time.Second, WALAppendDepth: 1})
+		// Appends are numbered in read order, so the replay is in order too.
+		s := mustNew(t, Config{Input: in, Output: down, WAL: w, StopTimeout: time.Second})
 		ctx, cancel := context.WithCancel(t.Context())
 		done := runAsync(ctx, s)
 		time.Sleep(time.Minute)
