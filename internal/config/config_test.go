@@ -62,6 +62,7 @@ func TestBadConfigurations(t *testing.T) {
 			{"health_check.data_port", "data_port and data_host go together"},
 			{"streams[0].pipeline.thread_num", "minimum"},
 			{"streams[0].state", `buffer "session_window" is a window`},
+			{"streams[1].durability.max_bytes", "minimum"},
 			{"streams[1].id", `duplicate stream id "a" (also streams[0])`},
 		},
 		"jobs.bad.yaml": {
@@ -173,7 +174,7 @@ func TestNestedDefaults(t *testing.T) {
 		t.Errorf("node_token default from secret reference = %q", cfg.HealthCheck.NodeToken)
 	}
 	d := cfg.Streams[0].Durability
-	if d.Sync != "per_entry" || !d.Enabled || d.SyncIntervalMs != 100 {
+	if d.Sync != "per_entry" || !d.Enabled || d.SyncIntervalMs != 100 || d.MaxBytes != 1<<30 {
 		t.Errorf("durability = %+v", d)
 	}
 	cfg, _ = materializeFile(t, "testdata/minimal.good.yaml", nil)

@@ -79,6 +79,7 @@ type Durability struct {
 	Sync            string `json:"sync" enum:"per_entry|group_commit|periodic" default:"group_commit" doc:"When appends are fsynced."`
 	SyncIntervalMs  int    `json:"sync_interval_ms" default:"100" min:"1" doc:"fsync period in ms for sync: periodic."`
 	MaxSegmentBytes int64  `json:"max_segment_bytes" default:"16777216" min:"4096" doc:"Size at which a WAL segment is rolled."`
+	MaxBytes        int64  `json:"max_bytes" default:"1073741824" min:"4096" doc:"Bound on the bytes of WAL entries not yet delivered: the input keeps being acknowledged while the output is down until the WAL holds this much, then it gets back-pressure."`
 }
 
 // StreamState is the state contract of a stream's legacy window buffer.

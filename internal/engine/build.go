@@ -150,7 +150,7 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (*streamW
 	if rec.Pending > 0 {
 		res.Logger.Info("WAL replays unacknowledged batches", "pending", rec.Pending)
 	}
-	return &streamWAL{w: w}, nil
+	return &streamWAL{w: w, replayBytes: rec.PendingBytes}, nil
 }
 
 var _ stream.WAL = (*streamWAL)(nil)

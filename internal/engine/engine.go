@@ -191,6 +191,7 @@ func (e *Engine) start(in *instance) error {
 	}
 	if w != nil {
 		sc.WAL = w
+		sc.WALMaxBytes = in.conf.Durability.MaxBytes
 	}
 	rt, err := stream.New(sc)
 	if err != nil {

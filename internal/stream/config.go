@@ -26,33 +26,58 @@ var (
 	ErrStopTimeout = errors.New("stop timeout passed, in-flight batches abandoned")
 	// ErrReplay wraps a WAL replay failure, which fails the stream.
 	ErrReplay = errors.New("WAL replay failed")
+	// ErrWALRead wraps a failure to read a batch back from the WAL, which
+	// fails the stream.
+	ErrWALRead = errors.New("WAL read failed")
+	// ErrWALAppend is given, wrapping the cause, to the AckFunc of an input
+	// batch whose WAL append failed: the batch is not durable.
+	ErrWALAppend = errors.New("WAL append failed")
 	// ErrAlreadyRun is returned by a second call of Run.
 	ErrAlreadyRun = errors.New("stream already run")
 )
 
 // Defaults applied by New to zero fields.
 const (
-	DefaultStopTimeout    = 30 * time.Second
-	DefaultRetryInitial   = 100 * time.Millisecond
-	DefaultRetryMax       = 10 * time.Second
-	DefaultRetryFactor    = 2.0
-	DefaultRetryJitter    = 0.2
+	DefaultStopTimeout  = 30 * time.Second
+	DefaultRetryInitial = 100 * time.Millisecond
+	DefaultRetryMax     = 10 * time.Second
+	DefaultRetryFactor  = 2.0
+	DefaultRetryJitter  = 0.2
+	// DefaultWALMaxBytes bounds the bytes a stream's WAL holds that are not
+	// yet delivered (the config default of durability.max_bytes).
+	DefaultWALMaxBytes = 1 << 30
+	// DefaultWALMemoryBytes bounds the durable batches held in memory for
+	// the pipeline; the rest are read back from the WAL.
+	DefaultWALMemoryBytes = 4 << 20
 	defaultWALAppendDepth = 4
 )
 
 // WAL is the durability hook placed in front of the pipeline. The stream
-// appends every batch read from the input before it enters the pipeline,
-// acknowledges the input once the append returned, and calls Ack with the
-// entry's sequence number once an output accepted the batch.
+// appends every batch read from the input, acknowledges the input once the
+// append is durable, and from then on feeds the pipeline from the WAL: from
+// memory while the pipeline keeps up, through Read when it fell behind. It
+// calls Ack with the entry's sequence number once an output accepted the
+// batch. Sizes are what an entry counts against Config.WALMaxBytes.
 type WAL interface {
-	// Append stores b and returns once it is durable per the WAL's mode.
-	// It may be called from several goroutines at once.
-	Append(ctx context.Context, b message.Batch) (seq uint64, err error)
+	// Append starts storing b and returns at once with the entry's
+	// sequence number, its size and a channel that yields one value: nil
+	// once the entry is durable, or the error that prevented it. Entries
+	// are numbered in call order. The stream calls Append from one
+	// goroutine, at most Config.WALAppendDepth unfinished at a time.
+	Append(b message.Batch) (seq uint64, size int64, done <-chan error)
 	// Ack marks an entry delivered; it may then be discarded.
 	Ack(seq uint64) error
-	// Replay calls fn, in order, for each entry not acknowledged before
-	// the last restart. The stream calls it once, before reading input.
-	Replay(ctx context.Context, fn func(seq uint64, b message.Batch) error) error
+	// ReplayBytes is the total size of the entries Replay visits. The
+	// stream calls it once, before any Append.
+	ReplayBytes() int64
+	// Replay calls fn, in order, for each entry not acknowledged before the
+	// last restart. The stream calls it once, while new input is already
+	// being appended.
+	Replay(ctx context.Context, fn func(seq uint64, b message.Batch, size int64) error) error
+	// Read returns the first entry with from <= seq < limit whose append
+	// was reported durable (found false: there is none). The stream calls
+	// it from one goroutine, from never going back past an entry returned.
+	Read(ctx context.Context, from, limit uint64) (seq uint64, b message.Batch, size int64, found bool, err error)
 }
 
 // Backoff is a capped exponential backoff with jitter. Zero fields take the
@@ -118,11 +143,15 @@ type Config struct {
 	WAL         WAL // optional
 	// WALAppendDepth is how many WAL appends may be in flight at once, so
 	// that a group-commit WAL can share one sync among them; 0 means 4.
-	// Batches enter the pipeline in read order whatever the depth, but
-	// appends running at once may take their WAL sequence numbers in
-	// another order, so a replay after a restart may swap batches read at
-	// most WALAppendDepth-1 apart. 1 keeps the WAL in read order.
+	// Appends are numbered in read order whatever the depth.
 	WALAppendDepth int
+	// WALMaxBytes bounds the bytes of WAL entries not yet delivered: when
+	// they reach it the input is not read. 0 means DefaultWALMaxBytes.
+	WALMaxBytes int64
+	// WALMemoryBytes bounds the durable batches kept in memory waiting for
+	// the pipeline; beyond it they are read back from the WAL. 0 means
+	// DefaultWALMemoryBytes.
+	WALMemoryBytes int64
 	Logger         *slog.Logger
 	Metrics        *Metrics // optional
 }
@@ -150,6 +179,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WALAppendDepth < 0 {
 		errs = append(errs, fmt.Errorf("WAL append depth %d is negative", c.WALAppendDepth))
 	}
+	if c.WALMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("WAL max bytes %d is negative", c.WALMaxBytes))
+	}
+	if c.WALMemoryBytes < 0 {
+		errs = append(errs, fmt.Errorf("WAL memory bytes %d is negative", c.WALMemoryBytes))
+	}
 	if c.StopTimeout < 0 {
 		errs = append(errs, fmt.Errorf("stop timeout %s is negative", c.StopTimeout))
 	}
@@ -162,6 +197,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.WALAppendDepth == 0 {
 		c.WALAppendDepth = defaultWALAppendDepth
+	}
+	if c.WALMaxBytes == 0 {
+		c.WALMaxBytes = DefaultWALMaxBytes
+	}
+	if c.WALMemoryBytes == 0 {
+		c.WALMemoryBytes = DefaultWALMemoryBytes
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -201,8 +202,10 @@ func seqStrings(from, to int) []string {
 	return out
 }
 
-// fakeWAL is an in-memory WAL. gate, when set, makes each Append wait for
-// a receive from it before it returns (the append becomes durable then).
+// fakeWAL is an in-memory WAL. It keeps copies of the payloads (as a WAL
+// keeps its own bytes), so what the stream holds can be told apart. gate,
+// when set, makes each append wait for a receive from it before it becomes
+// durable. An entry's size is the length of its payloads.
 type fakeWAL struct {
 	gate      chan struct{}
 	appendErr func(attempt int) error
@@ -211,36 +214,76 @@ type fakeWAL struct {
 
 	mu       sync.Mutex // guards the fields below
 	seq      uint64
+	durable  uint64 // entries below are durable
+	replayTo uint64 // entries up to it are replayed (set by ReplayBytes)
 	attempts int
 	entries  map[uint64]message.Batch
 	acked    []uint64
+	reads    int // entries read back through Read
 }
 
 func newWAL() *fakeWAL { return &fakeWAL{entries: map[uint64]message.Batch{}} }
 
-func (w *fakeWAL) Append(ctx context.Context, b message.Batch) (uint64, error) {
+func copyBatch(b message.Batch) message.Batch {
+	c := message.Batch{Messages: make([]message.Message, len(b.Messages))}
+	for i := range b.Messages {
+		p, _ := b.Messages[i].Payload()
+		c.Messages[i] = message.New(bytes.Clone(p))
+	}
+	return c
+}
+
+func batchSize(b message.Batch) int64 {
+	var n int64
+	for i := range b.Messages {
+		p, _ := b.Messages[i].Payload()
+		n += int64(len(p))
+	}
+	return n
+}
+
+// put stores b durably under the next seq (a test's setup).
+func (w *fakeWAL) put(b message.Batch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seq++
+	w.entries[w.seq] = copyBatch(b)
+	w.durable = w.seq + 1
+}
+
+func (w *fakeWAL) Append(b message.Batch) (uint64, int64, <-chan error) {
+	done := make(chan error, 1)
 	w.mu.Lock()
 	w.attempts++
 	n := w.attempts
 	w.mu.Unlock()
 	if w.appendErr != nil {
 		if err := w.appendErr(n); err != nil {
-			return 0, err
-		}
-	}
-	if w.gate != nil {
-		select {
-		case <-w.gate:
-		case <-ctx.Done():
-			return 0, ctx.Err()
+			done <- err
+			return 0, 0, done
 		}
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.seq++
-	w.entries[w.seq] = b
-	w.ev.add("append %s", payloads(b)[0])
-	return w.seq, nil
+	seq := w.seq
+	w.entries[seq] = copyBatch(b)
+	w.mu.Unlock()
+	durable := func() {
+		w.mu.Lock()
+		w.durable = max(w.durable, seq+1)
+		w.mu.Unlock()
+		w.ev.add("append %s", payloads(b)[0])
+		done <- nil
+	}
+	if w.gate == nil {
+		durable()
+	} else {
+		go func() {
+			<-w.gate
+			durable()
+		}()
+	}
+	return seq, batchSize(b), done
 }
 
 func (w *fakeWAL) Ack(seq uint64) error {
@@ -256,26 +299,52 @@ func (w *fakeWAL) Ack(seq uint64) error {
 	return nil
 }
 
-func (w *fakeWAL) Replay(ctx context.Context, fn func(uint64, message.Batch) error) error {
+func (w *fakeWAL) ReplayBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.replayTo = w.seq
+	var n int64
+	for _, b := range w.entries {
+		n += batchSize(b)
+	}
+	return n
+}
+
+func (w *fakeWAL) Replay(ctx context.Context, fn func(uint64, message.Batch, int64) error) error {
 	if w.replayErr != nil {
 		return w.replayErr
 	}
 	w.mu.Lock()
 	seqs := make([]uint64, 0, len(w.entries))
 	for s := range w.entries {
-		seqs = append(seqs, s)
+		if s <= w.replayTo {
+			seqs = append(seqs, s)
+		}
 	}
 	w.mu.Unlock()
 	slices.Sort(seqs)
 	for _, s := range seqs {
 		w.mu.Lock()
-		b := w.entries[s]
+		b := copyBatch(w.entries[s])
 		w.mu.Unlock()
-		if err := fn(s, b); err != nil {
+		if err := fn(s, b, batchSize(b)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (w *fakeWAL) Read(ctx context.Context, from, limit uint64) (uint64, message.Batch, int64, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s := from; s < limit && s < w.durable; s++ {
+		if b, ok := w.entries[s]; ok {
+			w.reads++
+			b = copyBatch(b)
+			return s, b, batchSize(b), true, nil
+		}
+	}
+	return 0, message.Batch{}, 0, false, nil
 }
 
 func (w *fakeWAL) pending() int {

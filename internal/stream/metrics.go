@@ -31,6 +31,7 @@ type Metrics struct {
 	dropped    *prometheus.CounterVec
 	retries    *prometheus.CounterVec
 	inFlight   *prometheus.GaugeVec
+	walBacklog *prometheus.GaugeVec
 	processing *prometheus.HistogramVec
 }
 
@@ -57,6 +58,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "svc_stream_in_flight_batches", Help: "Batches in the pipeline, not yet acknowledged.",
 		}, []string{"stream"}),
+		walBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "svc_stream_wal_backlog_bytes", Help: "Bytes of WAL entries not yet delivered (streams with durability only).",
+		}, []string{"stream"}),
 		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "svc_stream_processing_seconds",
 			Help:    "Time the processors spent on one input batch, failed ones included.",
@@ -70,6 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.dropped = register(reg, m.dropped)
 		m.retries = register(reg, m.retries)
 		m.inFlight = register(reg, m.inFlight)
+		m.walBacklog = register(reg, m.walBacklog)
 		m.processing = register(reg, m.processing)
 	}
 	return m
@@ -98,6 +103,7 @@ func (m *Metrics) Forget(streamID string) {
 	m.dropped.DeletePartialMatch(l)
 	m.retries.DeletePartialMatch(l)
 	m.inFlight.DeletePartialMatch(l)
+	m.walBacklog.DeletePartialMatch(l)
 	m.processing.DeletePartialMatch(l)
 }
 
@@ -106,11 +112,13 @@ func (m *Metrics) Forget(streamID string) {
 type streamMetrics struct {
 	received, sentOut, sentErr, dropped prometheus.Counter
 	errors, retries                     map[kind]prometheus.Counter
-	inFlight                            prometheus.Gauge
+	inFlight, walBacklog                prometheus.Gauge
 	processing                          prometheus.Observer
 }
 
-func (m *Metrics) forStream(id string) *streamMetrics {
+// forStream resolves the series of stream id; the WAL backlog gauge only
+// for a stream with a WAL.
+func (m *Metrics) forStream(id string, withWAL bool) *streamMetrics {
 	sm := &streamMetrics{
 		received:   m.received.WithLabelValues(id),
 		sentOut:    m.sent.WithLabelValues(id, string(kindOutput)),
@@ -120,6 +128,9 @@ func (m *Metrics) forStream(id string) *streamMetrics {
 		retries:    make(map[kind]prometheus.Counter, len(allKinds)),
 		inFlight:   m.inFlight.WithLabelValues(id),
 		processing: m.processing.WithLabelValues(id),
+	}
+	if withWAL {
+		sm.walBacklog = m.walBacklog.WithLabelValues(id)
 	}
 	for _, k := range allKinds {
 		sm.errors[k] = m.errors.WithLabelValues(id, string(k))

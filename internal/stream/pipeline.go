@@ -36,9 +36,9 @@ type slot struct {
 
 // pipeline is the running machinery of one Run. Goroutines:
 //
-//	reader      input.Read -> (WAL stage | buffer.Write | submit)
-//	appenders   WAL.Append (defaultWALAppendDepth of them, WAL only)
-//	forwarder   in read order: ack input, then buffer.Write | submit (WAL only)
+//	reader      input.Read -> (WAL.Append | buffer.Write | submit)
+//	forwarder   in read order: wait until durable, ack input, queue (WAL only)
+//	feeder      WAL replay, then queue -> buffer.Write | submit (WAL only)
 //	bufferLoop  buffer.Read -> submit (buffer only)
 //	workers     processors (ThreadNum of them)
 //	outputLoop  in submission order: output / error_output writes, acks
@@ -57,7 +57,7 @@ type pipeline struct {
 	work   chan *slot
 	order  chan *slot
 
-	walFree, walWork, walOrder chan *walItem
+	wal *walStage // nil without a WAL
 
 	inputEnded   atomic.Bool // the input returned ErrEndOfInput
 	bufferClosed atomic.Bool // the buffer was closed (flushed) by the entry chain

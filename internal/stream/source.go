@@ -13,21 +13,17 @@ import (
 // waits for a closed buffer to hand back what it still holds.
 const abandonDrainTimeout = time.Second
 
-// readLoop owns input.Read. It replays the WAL first, then reads until the
-// input ends or the stream stops, and then ends the entry chain.
+// readLoop owns input.Read. It reads until the input ends or the stream
+// stops, and then ends the entry chain (with a WAL, the feeder ends it).
 func (p *pipeline) readLoop() {
 	s := p.s
 	defer func() {
 		if s.cfg.WAL != nil {
-			close(p.walWork)
-			close(p.walOrder)
+			close(p.wal.order)
 		} else {
 			p.endStage()
 		}
 	}()
-	if s.cfg.WAL != nil && !p.replay() {
-		return
-	}
 	for attempt := 0; ; {
 		b, ack, err := s.cfg.Input.Read(p.stop)
 		if err != nil {
@@ -66,34 +62,6 @@ func (p *pipeline) readLoop() {
 			p.toStage(b, ack)
 		}
 	}
-}
-
-// replay feeds the WAL's unacknowledged entries to the pipeline. It
-// reports whether reading may go on.
-func (p *pipeline) replay() bool {
-	s := p.s
-	n := 0
-	err := s.cfg.WAL.Replay(p.stop, func(seq uint64, b message.Batch) error {
-		if err := p.stop.Err(); err != nil {
-			return err
-		}
-		n++
-		s.received.Add(uint64(b.Len()))
-		if s.m != nil {
-			s.m.received.Add(float64(b.Len()))
-		}
-		p.toStage(b, p.walAck(seq))
-		return nil
-	})
-	if n > 0 {
-		s.log.Info("replayed WAL entries", "batches", n)
-	}
-	if err != nil && p.stop.Err() == nil {
-		s.recordError(kindWAL, err)
-		p.fail(fmt.Errorf("%w: %w", ErrReplay, err))
-		return false
-	}
-	return p.stop.Err() == nil
 }
 
 // toStage passes a batch to the buffer, or straight to the workers.

@@ -44,6 +44,9 @@ type Status struct {
 	LastErrorAt time.Time
 	StartedAt   time.Time
 	Abandoned   int // batches given up at the stop deadline
+	// WALBacklogBytes is the size of the WAL entries not yet delivered
+	// (0 without durability).
+	WALBacklogBytes int64
 }
 
 // Stream runs one stream. Create it with New, run it once with Run; Status
@@ -53,7 +56,8 @@ type Stream struct {
 	log *slog.Logger
 	m   *streamMetrics // nil without Config.Metrics
 
-	ran atomic.Bool // Run was called
+	ran      atomic.Bool // Run was called
+	walQueue atomic.Pointer[walQueue]
 
 	staged int // leading processors run as a buffer stage (stage.go), not in cfg.Processors
 
@@ -95,7 +99,7 @@ func New(cfg Config) (*Stream, error) {
 	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
 	s.staged = staged
 	if cfg.Metrics != nil {
-		s.m = cfg.Metrics.forStream(cfg.ID)
+		s.m = cfg.Metrics.forStream(cfg.ID, cfg.WAL != nil)
 	}
 	return s, nil
 }
@@ -118,6 +122,9 @@ func (s *Stream) Status() Status {
 	st.Retries = s.retries.Load()
 	st.InFlight = int(s.inFlight.Load())
 	st.Abandoned = int(s.abandoned.Load())
+	if q := s.walQueue.Load(); q != nil {
+		st.WALBacklogBytes = q.backlog()
+	}
 	return st
 }
 

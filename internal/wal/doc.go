@@ -1,9 +1,11 @@
 // Package wal is the per-stream write-ahead log that makes a stream durable.
 //
 // A stream appends every batch it reads (Append or AppendAsync) and lets it
-// into the pipeline once the append is durable; it acknowledges the entry
-// (Ack) once an output accepted the batch. After a restart, Replay hands back
-// every entry that was not acknowledged, in order, before new input is read.
+// into the pipeline once the append is durable; a stream whose pipeline fell
+// behind reads older entries back from the files with a Reader instead of
+// holding them in memory. It acknowledges the entry (Ack) once an output
+// accepted the batch. After a restart, Replay hands back every entry that was
+// not acknowledged, in order.
 //
 // On disk a WAL is a directory of segment files named by the sequence number
 // of their first entry ("%020d.wal"). A segment is a run of records

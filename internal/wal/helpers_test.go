@@ -30,6 +30,15 @@ func entriesFor(seqs ...uint64) []entry {
 	return out
 }
 
+// payloadBytes is the total length of payloadFor(seq) over seqs.
+func payloadBytes(seqs ...uint64) int64 {
+	var n int64
+	for _, s := range seqs {
+		n += int64(len(payloadFor(s)))
+	}
+	return n
+}
+
 // openT opens a WAL in dir and closes it when the test ends.
 func openT(t testing.TB, dir string, opts Options) (*WAL, Recovery) {
 	t.Helper()

@@ -69,6 +69,12 @@ func (w *WAL) recover() (Recovery, error) {
 	// Snapshot what Replay must visit, before anything is deleted.
 	pending := 0
 	for _, s := range sc.segs {
+		for i, n := range s.entryLens {
+			if !s.isAcked(s.first + uint64(i)) {
+				sc.report.PendingBytes += int64(n)
+			}
+		}
+		s.entryLens = nil
 		if p := s.pending(); p > 0 {
 			pending += int(p)
 			w.replay = append(w.replay, &segment{first: s.first, n: s.n, nAcked: s.nAcked, bits: slices.Clone(s.bits), size: s.size})
@@ -155,6 +161,7 @@ func (w *WAL) scanSegment(sc *scanned, first uint64, last bool) error {
 		n     uint64
 		ckpt  *checkpoint
 		acks  []uint64
+		lens  []uint32
 	)
 	for {
 		r, ok := rd.next()
@@ -166,6 +173,7 @@ func (w *WAL) scanSegment(sc *scanned, first uint64, last bool) error {
 			ok = r.seq == first+n && r.seq >= sc.next
 			if ok {
 				n++
+				lens = append(lens, uint32(len(r.payload)))
 			}
 		case kindAck:
 			mark := len(acks)
@@ -188,7 +196,7 @@ func (w *WAL) scanSegment(sc *scanned, first uint64, last bool) error {
 		return fmt.Errorf("%w: read %s: %w", ErrOpen, name, rd.err)
 	}
 
-	s := &segment{first: first, size: valid}
+	s := &segment{first: first, size: valid, entryLens: lens}
 	s.grow(n)
 	if n > 0 {
 		sc.next = first + n

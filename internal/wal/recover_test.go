@@ -35,7 +35,7 @@ func TestTornTail(t *testing.T) {
 		if err != nil {
 			t.Fatalf("truncated at %d: Open: %v", off, err)
 		}
-		want := Recovery{Pending: 4, TruncatedBytes: off - start}
+		want := Recovery{Pending: 4, PendingBytes: payloadBytes(1, 2, 3, 4), TruncatedBytes: off - start}
 		if diff := cmp.Diff(want, rec); diff != "" {
 			t.Errorf("truncated at %d: Recovery (-want +got):\n%s", off, diff)
 		}
@@ -48,7 +48,7 @@ func TestTornTail(t *testing.T) {
 		}
 		mustClose(t, w)
 		w, rec = openT(t, dir, Options{})
-		if diff := cmp.Diff(Recovery{Pending: 5}, rec); diff != "" {
+		if diff := cmp.Diff(Recovery{Pending: 5, PendingBytes: payloadBytes(1, 2, 3, 4, 5)}, rec); diff != "" {
 			t.Errorf("truncated at %d: second Recovery (-want +got):\n%s", off, diff)
 		}
 		mustClose(t, w)
@@ -74,7 +74,7 @@ func TestFlippedByteInLastRecord(t *testing.T) {
 		if err != nil {
 			t.Fatalf("flipped byte %d: Open: %v", off, err)
 		}
-		want := Recovery{Pending: 4, TruncatedBytes: size - start}
+		want := Recovery{Pending: 4, PendingBytes: payloadBytes(1, 2, 3, 4), TruncatedBytes: size - start}
 		if diff := cmp.Diff(want, rec); diff != "" {
 			t.Errorf("flipped byte %d: Recovery (-want +got):\n%s", off, diff)
 		}
@@ -119,7 +119,7 @@ func TestCorruptOlderSegment(t *testing.T) {
 
 	for round := range 2 {
 		w, rec := openT(t, dir, opts)
-		want := Recovery{Pending: 4, TruncatedBytes: headerSize + 100, CorruptSegment: segName(1)}
+		want := Recovery{Pending: 4, PendingBytes: 4 * 100, TruncatedBytes: headerSize + 100, CorruptSegment: segName(1)}
 		if diff := cmp.Diff(want, rec); diff != "" {
 			t.Errorf("round %d: Recovery (-want +got):\n%s", round, diff)
 		}

@@ -10,6 +10,9 @@ type segment struct {
 	nAcked uint64   // how many of them are acknowledged
 	bits   []uint64 // bit i set: entry first+i is acknowledged
 	size   int64    // bytes in the file
+	// entryLens holds each entry's payload length while Open recovers the
+	// segment, to count the bytes Replay will visit; nil afterwards.
+	entryLens []uint32
 }
 
 func (s *segment) name() string { return segName(s.first) }

@@ -91,6 +91,8 @@ func (o Options) withDefaults() (Options, error) {
 type Recovery struct {
 	// Pending is the number of entries Replay will visit.
 	Pending int
+	// PendingBytes is the sum of their lengths.
+	PendingBytes int64
 	// TruncatedBytes counts the bytes dropped: a torn tail cut off the last
 	// segment plus the unreadable rest of any damaged older segment.
 	TruncatedBytes int64
