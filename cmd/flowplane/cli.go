@@ -266,7 +266,7 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	if ln != nil {
-		log.Info("listening", "listener", ln.Kind, "address", ln.Addr().String())
+		log.Info("listening", "listener", ln.Kind, "address", ln.Addr().String(), "tls", ln.TLS())
 		go func() { served <- ln.Serve(serveCtx) }()
 	}
 	defer func() {
