@@ -37,7 +37,7 @@ type HealthCheck struct {
 	TLS               *TLS          `json:"tls,omitempty" doc:"Serve the API over HTTPS with this certificate, reloaded when its files change; absent means plain HTTP."`
 	HubURLs           []string      `json:"hub_urls" doc:"Hub addresses, tried in order as failover candidates; empty means standalone."`
 	HubCAFile         string        `json:"hub_ca_file,omitempty" doc:"PEM file of the CA certificates the Agent verifies https:// Hubs against instead of the system roots."`
-	NodeID            string        `json:"node_id,omitempty" doc:"Stable identity reported to the Hub."`
+	NodeID            string        `json:"node_id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Stable identity reported to the Hub."`
 	NodeToken         string        `json:"node_token,omitempty" doc:"Shared node registration credential; never included in reports."`
 	AgentLeaseTTLMs   int           `json:"agent_lease_ttl_ms" default:"15000" min:"1" doc:"Lease duration in ms advertised to the Hub."`
 	AgentSessionTTLMs int           `json:"agent_session_ttl_ms" default:"3600000" min:"1" doc:"Hard lifetime in ms of a Hub-issued session credential."`
