@@ -101,6 +101,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !ok {
 			return exitFailed
 		}
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
+		}
 		fmt.Fprintf(stdout, "OK: %s is valid (%s, %s)\n", *configPath, plural(len(cfg.Streams), "stream"), plural(len(cfg.Jobs), "job"))
 		return exitOK
 	}
@@ -213,8 +216,8 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	}
 	defer closer.Close()
 	hc := cfg.HealthCheck
-	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {
-		log.Error("health_check.insecure_local is set: the API listens beyond loopback without a token", "address", hc.Address)
+	for _, w := range cfg.Warnings() {
+		log.Error("insecure listener: "+w.Message, "path", w.Path)
 	}
 	nodeID, err := node.LoadNodeID(hc.NodeID, stateDir)
 	if err != nil {
