@@ -76,8 +76,10 @@ func init() {
 					"cert_file": component.Prop("string", "PEM certificate chain, server certificate first.", nil),
 					"key_file":  component.Prop("string", "PEM private key of the certificate.", nil),
 				}, "cert_file", "key_file")
-				p["description"] = "Serve HTTPS with this certificate, loaded when the input is built and " +
-					"reloaded when either file changes. Absent: plain HTTP."
+				p["description"] = "`{cert_file, key_file}`: serve HTTPS with this PEM certificate chain and key, " +
+					"loaded when the input is built (a pair that does not load is a configuration error) and " +
+					"reloaded when either file changes, for new connections. Absent: plain HTTP. " +
+					"Beyond loopback, set auth as well: without it --validate and start-up warn."
 				return p
 			}(),
 		}),
