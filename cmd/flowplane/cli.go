@@ -41,7 +41,7 @@ Usage:
   flowplane --config <file> [--state-dir <dir>]   run an engine node
   flowplane --config <file> --validate             check a configuration as start-up does, then exit
   flowplane hub [--address host:port] [--storage file.db]
-                                                   run the Hub (tokens from SVC_OPERATOR_TOKEN, SVC_NODE_TOKEN)
+                                                   run the Hub (settings from the environment: flowplane hub --help)
   flowplane schema                                 print the configuration's JSON Schema
   flowplane version                                print the version
   flowplane --help                                 this help
