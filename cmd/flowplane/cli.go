@@ -21,6 +21,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
@@ -127,7 +128,7 @@ func materialize(name string, data []byte, format config.Format, stderr io.Write
 	cfg, err := config.Materialize(data, format, reg, secretref.Resolver{})
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
-		problems = cfg.Redact(engine.Check(cfg, reg))
+		problems = cfg.Redact(append(engine.Check(cfg, reg), checkTLSFiles(cfg.HealthCheck)...))
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(len(problems), "problem"))
@@ -137,6 +138,24 @@ func materialize(name string, data []byte, format config.Format, stderr io.Write
 		return nil, false
 	}
 	return cfg, true
+}
+
+// checkTLSFiles loads the certificate files health_check names, as the
+// listener and the Agent will at start-up, so that --validate reports
+// them.
+func checkTLSFiles(hc config.HealthCheck) []config.Problem {
+	var ps []config.Problem
+	if t := hc.TLS; t != nil && hc.Enabled {
+		if _, err := httpapi.ServerTLS(t.CertFile, t.KeyFile, nil); err != nil {
+			ps = append(ps, config.Problem{Path: "health_check.tls", Message: err.Error()})
+		}
+	}
+	if hc.HubCAFile != "" && len(hc.HubURLs) > 0 {
+		if _, err := httpapi.ClientTLS(hc.HubCAFile); err != nil {
+			ps = append(ps, config.Problem{Path: "health_check.hub_ca_file", Message: err.Error()})
+		}
+	}
+	return ps
 }
 
 func plural(n int, word string) string {

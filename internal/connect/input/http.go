@@ -184,7 +184,7 @@ func NewHTTP(conf map[string]any, res component.Resources) (component.Input, err
 		if t.CertFile == "" || t.KeyFile == "" {
 			errs = append(errs, errors.New("tls: cert_file and key_file are both required"))
 		} else if conf, err := httpapi.ServerTLS(t.CertFile, t.KeyFile, res.Logger); err != nil {
-			errs = append(errs, fmt.Errorf("tls: %w", err))
+			errs = append(errs, err) // names the tls certificate or key
 		} else {
 			h.tls = conf
 		}
