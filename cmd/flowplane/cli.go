@@ -21,6 +21,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
@@ -41,7 +42,7 @@ Usage:
   flowplane --config <file> [--state-dir <dir>]   run an engine node
   flowplane --config <file> --validate             check a configuration as start-up does, then exit
   flowplane hub [--address host:port] [--storage file.db]
-                                                   run the Hub (tokens from SVC_OPERATOR_TOKEN, SVC_NODE_TOKEN)
+                                                   run the Hub (settings from the environment: flowplane hub --help)
   flowplane schema                                 print the configuration's JSON Schema
   flowplane version                                print the version
   flowplane --help                                 this help
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !ok {
 			return exitFailed
 		}
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintf(stderr, "warning: %s\n", w.Error())
+		}
 		fmt.Fprintf(stdout, "OK: %s is valid (%s, %s)\n", *configPath, plural(len(cfg.Streams), "stream"), plural(len(cfg.Jobs), "job"))
 		return exitOK
 	}
@@ -124,7 +128,7 @@ func materialize(name string, data []byte, format config.Format, stderr io.Write
 	cfg, err := config.Materialize(data, format, reg, secretref.Resolver{})
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
-		problems = cfg.Redact(engine.Check(cfg, reg))
+		problems = cfg.Redact(append(engine.Check(cfg, reg), checkTLSFiles(cfg.HealthCheck)...))
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(len(problems), "problem"))
@@ -134,6 +138,24 @@ func materialize(name string, data []byte, format config.Format, stderr io.Write
 		return nil, false
 	}
 	return cfg, true
+}
+
+// checkTLSFiles loads the certificate files health_check names, as the
+// listener and the Agent will at start-up, so that --validate reports
+// them.
+func checkTLSFiles(hc config.HealthCheck) []config.Problem {
+	var ps []config.Problem
+	if t := hc.TLS; t != nil && hc.Enabled {
+		if _, err := httpapi.ServerTLS(t.CertFile, t.KeyFile, nil); err != nil {
+			ps = append(ps, config.Problem{Path: "health_check.tls", Message: err.Error()})
+		}
+	}
+	if hc.HubCAFile != "" && len(hc.HubURLs) > 0 {
+		if _, err := httpapi.ClientTLS(hc.HubCAFile); err != nil {
+			ps = append(ps, config.Problem{Path: "health_check.hub_ca_file", Message: err.Error()})
+		}
+	}
+	return ps
 }
 
 func plural(n int, word string) string {
@@ -213,8 +235,8 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	}
 	defer closer.Close()
 	hc := cfg.HealthCheck
-	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {
-		log.Error("health_check.insecure_local is set: the API listens beyond loopback without a token", "address", hc.Address)
+	for _, w := range cfg.Warnings() {
+		log.Error("insecure listener: "+w.Message, "path", w.Path)
 	}
 	nodeID, err := node.LoadNodeID(hc.NodeID, stateDir)
 	if err != nil {
@@ -266,7 +288,7 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	if ln != nil {
-		log.Info("listening", "listener", ln.Kind, "address", ln.Addr().String())
+		log.Info("listening", "listener", ln.Kind, "address", ln.Addr().String(), "tls", ln.TLS())
 		go func() { served <- ln.Serve(serveCtx) }()
 	}
 	defer func() {

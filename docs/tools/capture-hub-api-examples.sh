@@ -32,8 +32,8 @@ cd "$work"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 HUB=http://127.0.0.1:$port
-OPTOK=op-demo-token
-NODETOK=node-demo-token
+OPTOK=op-demo-token-0123456789
+NODETOK=node-demo-token-0123456789
 export SVC_HUB_ADDRESS=127.0.0.1:$port SVC_HUB_STORAGE=$work/hub.db SVC_OPERATOR_TOKEN=$OPTOK SVC_NODE_TOKEN=$NODETOK
 unset SVC_HUB_INSECURE_LOCAL SVC_HUB_API_PREFIX SVC_HUB_CORS_ORIGINS SVC_HUB_INTENT_TTL
 

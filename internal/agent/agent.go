@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -63,8 +65,12 @@ type Options struct {
 	Events *eventlog.Log
 	Logger *slog.Logger
 	// Now is the clock of session renewal and command expiry.
-	Now        func() time.Time
+	Now func() time.Time
+	// HTTPClient makes the calls to the Hub; nil means one that verifies
+	// https:// Hubs against HubCAFile (the system roots when empty).
 	HTTPClient *http.Client
+	// HubCAFile is health_check.hub_ca_file; used only when HTTPClient is nil.
+	HubCAFile string
 
 	PollWait       time.Duration // long-poll wait of GET agent/commands (at most wire.MaxWaitMS)
 	ReportPeriod   time.Duration // a report at least this often
@@ -79,7 +85,7 @@ type Options struct {
 // ConfigOptions are the Options a node's health_check section gives.
 func ConfigOptions(hc config.HealthCheck) Options {
 	o := Options{
-		HubURLs: hc.HubURLs, NodeToken: hc.NodeToken,
+		HubURLs: hc.HubURLs, NodeToken: hc.NodeToken, HubCAFile: hc.HubCAFile,
 		LeaseTTL:   time.Duration(hc.AgentLeaseTTLMs) * time.Millisecond,
 		SessionTTL: time.Duration(hc.AgentSessionTTLMs) * time.Millisecond,
 	}
@@ -114,8 +120,15 @@ func New(o Options) (*Agent, error) {
 		o.Now = time.Now
 	}
 	if o.HTTPClient == nil {
+		tlsConf, err := httpapi.ClientTLS(o.HubCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("agent: health_check.hub_ca_file: %w", err)
+		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 8 // poll, heartbeat, report and results run at once
+		if tlsConf != nil {
+			tr.TLSClientConfig = tlsConf
+		}
 		o.HTTPClient = &http.Client{Transport: tr}
 	}
 	if o.LeaseTTL <= 0 {
@@ -145,6 +158,9 @@ func New(o Options) (*Agent, error) {
 			return nil, err
 		}
 		bases[i] = b
+		if plainBeyondLoopback(u) {
+			log.Warn("hub url is plain http:// beyond loopback: the node token and session tokens cross the network unencrypted; use https://", "hub_url", redactURL(u))
+		}
 	}
 	st, err := openStore(filepath.Join(o.StateDir, "agent"), o.NodeID, log)
 	if err != nil {

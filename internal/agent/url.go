@@ -2,8 +2,11 @@ package agent
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+
+	"github.com/flowplane/flowplane/internal/config"
 )
 
 // defaultPrefix is the agent API's prefix on a Hub URL without a path.
@@ -22,6 +25,17 @@ func hubBase(raw string) (string, error) {
 		p = defaultPrefix
 	}
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: p}).String(), nil
+}
+
+// plainBeyondLoopback reports whether a Hub URL is http:// to a host other
+// than loopback (an IP or localhost), where tokens would cross the
+// network in clear.
+func plainBeyondLoopback(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	return !config.IsLoopback(net.JoinHostPort(u.Hostname(), "0"))
 }
 
 // redactURL is a Hub URL fit for logs and GET /system: its password is

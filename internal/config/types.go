@@ -34,14 +34,22 @@ type HealthCheck struct {
 	APIToken          string        `json:"api_token,omitempty" doc:"Bearer token protecting the versioned API."`
 	InsecureLocal     bool          `json:"insecure_local" default:"false" doc:"Allow a non-loopback address without api_token (logged as an error)."`
 	CORSOrigins       []string      `json:"cors_origins" doc:"Allowed browser origins; empty denies cross-origin calls."`
+	TLS               *TLS          `json:"tls,omitempty" doc:"Serve the API over HTTPS with this certificate, reloaded when its files change; absent means plain HTTP."`
 	HubURLs           []string      `json:"hub_urls" doc:"Hub addresses, tried in order as failover candidates; empty means standalone."`
-	NodeID            string        `json:"node_id,omitempty" doc:"Stable identity reported to the Hub."`
+	HubCAFile         string        `json:"hub_ca_file,omitempty" doc:"PEM file of the CA certificates the Agent verifies https:// Hubs against instead of the system roots."`
+	NodeID            string        `json:"node_id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Stable identity reported to the Hub."`
 	NodeToken         string        `json:"node_token,omitempty" doc:"Shared node registration credential; never included in reports."`
 	AgentLeaseTTLMs   int           `json:"agent_lease_ttl_ms" default:"15000" min:"1" doc:"Lease duration in ms advertised to the Hub."`
 	AgentSessionTTLMs int           `json:"agent_session_ttl_ms" default:"3600000" min:"1" doc:"Hard lifetime in ms of a Hub-issued session credential."`
 	DataPort          int           `json:"data_port,omitempty" min:"1" max:"65535" doc:"Data-plane listen port for cross-node shuffle."`
 	DataHost          string        `json:"data_host,omitempty" doc:"Routable host peers use to reach the data plane; goes with data_port."`
 	Observability     Observability `json:"observability" doc:"Process-level metrics and probes."`
+}
+
+// TLS names a PEM certificate chain and its private key.
+type TLS struct {
+	CertFile string `json:"cert_file" required:"true" doc:"PEM certificate chain, server certificate first."`
+	KeyFile  string `json:"key_file" required:"true" doc:"PEM private key of the certificate."`
 }
 
 // Observability configures the metrics and probe listener.

@@ -97,8 +97,8 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var probs []httpapi.FieldProblem
-	if req.NodeID == "" || len(req.NodeID) > maxIDLen {
-		probs = append(probs, httpapi.FieldProblem{Path: "node_id", Message: "1 to 255 characters"})
+	if !wire.ValidID(req.NodeID) {
+		probs = append(probs, httpapi.FieldProblem{Path: "node_id", Message: idMessage})
 	}
 	if req.BootID == "" || len(req.BootID) > maxIDLen {
 		probs = append(probs, httpapi.FieldProblem{Path: "boot_id", Message: "1 to 255 characters"})
@@ -229,9 +229,9 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 	id := agentNode(r)
 	now := h.opts.Now()
 	obs := make([]store.ObservedStream, 0, len(req.Streams))
-	for _, s := range req.Streams {
-		if s.ID == "" || len(s.ID) > maxIDLen {
-			return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams[].id", Message: "1 to 255 characters"}})
+	for i, s := range req.Streams {
+		if !wire.ValidID(s.ID) {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams[" + strconv.Itoa(i) + "].id", Message: idMessage}})
 		}
 		obs = append(obs, store.ObservedStream{StreamID: s.ID, State: s.State, Generation: s.Generation, ConfigVersion: s.ConfigVersion,
 			ActionID: s.ActionID, LastError: truncate(s.LastError, 1024), LastErrorAt: s.LastErrorAt.Time})

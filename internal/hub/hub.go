@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,6 +70,7 @@ type Hub struct {
 	limits    reconcile.Limits
 	keepAlive time.Duration
 	schema    map[string]any
+	tls       *tls.Config // nil: plain HTTP
 
 	fleet  *fleet
 	events *eventlog.Log // live tail of the durable event log
@@ -138,12 +140,16 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	if o.Settings.IntentTTL <= 0 {
 		o.Settings.IntentTTL = DefaultIntentTTL
 	}
+	tlsConf, err := httpapi.ServerTLS(o.Settings.TLSCert, o.Settings.TLSKey, o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
 	st, err := store.Open(ctx, o.Settings.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("hub: open storage: %w", err)
 	}
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
-		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive,
+		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
 		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
 		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]bool{}, conv: map[string]convSeen{}}
 	h.metrics = newHubMetrics(h)
@@ -291,10 +297,11 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           h.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		TLSConfig:         h.tls,
 	}
-	h.log.Info("hub: listening", "address", ln.Addr().String())
+	h.log.Info("hub: listening", "address", ln.Addr().String(), "tls", h.tls != nil)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- httpapi.Serve(srv, ln) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("hub: serve: %w", err)

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
@@ -50,6 +51,9 @@ func (h *Hub) routes() []httpapi.Route {
 		{Method: "GET", Pattern: p + "/schema", Handler: h.getSchema},
 		{Method: "GET", Pattern: p + "/metrics", Handler: h.getMetrics},
 	}
+	for i, rt := range routes {
+		routes[i].Handler = validPathIDs(rt.Pattern, rt.Handler)
+	}
 	routes = append(routes, h.agentRoutes(p)...)
 	// Probes and the top-level metrics stay open whatever the token.
 	return append(routes,
@@ -58,6 +62,43 @@ func (h *Hub) routes() []httpapi.Route {
 		httpapi.Route{Method: "GET", Pattern: "/readiness", Handler: h.getReadiness, Public: true},
 		httpapi.Route{Method: "GET", Pattern: "/metrics", Handler: h.getMetrics, Public: true},
 	)
+}
+
+// idMessage is the validation message of an id that does not match
+// wire.IDPattern.
+const idMessage = "must be " + wire.IDRule
+
+// validPathIDs checks the node and stream ids of a route's path against
+// wire.IDPattern before anything else (audit included) sees them: one that
+// does not match (NUL, CR/LF, invalid UTF-8, too long...) is answered 422
+// validation_failed naming the parameter.
+func validPathIDs(pattern string, next httpapi.HandlerFunc) httpapi.HandlerFunc {
+	var params []string
+	if strings.Contains(pattern, "{node_id}") {
+		params = append(params, "node_id")
+	}
+	if strings.Contains(pattern, "/streams/{id}") {
+		params = append(params, "id")
+	}
+	if len(params) == 0 {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var probs []httpapi.FieldProblem
+		for _, p := range params {
+			if !wire.ValidID(r.PathValue(p)) {
+				name := p
+				if p == "id" {
+					name = "stream_id"
+				}
+				probs = append(probs, httpapi.FieldProblem{Path: name, Message: idMessage})
+			}
+		}
+		if len(probs) > 0 {
+			return httpapi.Validation(probs)
+		}
+		return next(w, r)
+	}
 }
 
 // storeProblem maps the store's errors every handler shares.

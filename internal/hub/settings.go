@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flowplane/flowplane/internal/config"
 )
@@ -24,7 +25,12 @@ const (
 	EnvAPIPrefix   = "SVC_HUB_API_PREFIX"
 	EnvCORSOrigins = "SVC_HUB_CORS_ORIGINS"
 	EnvIntentTTL   = "SVC_HUB_INTENT_TTL"
+	EnvTLSCert     = "SVC_HUB_TLS_CERT"
+	EnvTLSKey      = "SVC_HUB_TLS_KEY"
 )
+
+// MinTokenLength is the shortest operator or node token the Hub accepts.
+const MinTokenLength = 16
 
 // Settings are the Hub's start-up settings. Tokens come only from the
 // environment, never from flags, so that they do not show in process lists.
@@ -41,6 +47,10 @@ type Settings struct {
 	// IntentTTL is how long an intent may wait before it fails; 0 means
 	// DefaultIntentTTL.
 	IntentTTL time.Duration
+	// TLSCert and TLSKey are the PEM certificate chain and key the Hub
+	// serves HTTPS with, reloaded when the files change; both empty means
+	// plain HTTP.
+	TLSCert, TLSKey string
 }
 
 func (s Settings) prefix() string {
@@ -57,8 +67,9 @@ var ErrInsecure = errors.New("refusing to start the Hub")
 // without SVC_HUB_INSECURE_LOCAL=1 storage and both tokens are required
 // whatever the address; with it only a loopback address is accepted, and
 // what is missing is allowed but announced in the returned warnings (to be
-// logged at error level). Flag values, when non-empty, override the
-// environment's address and storage.
+// logged at error level). Tokens that are set are at least MinTokenLength
+// characters and differ from each other; the TLS files go in pairs. Flag
+// values, when non-empty, override the environment's address and storage.
 func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorage string) (Settings, []string, error) {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
 	s := Settings{
@@ -66,6 +77,11 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		Storage:       get(EnvStorage),
 		OperatorToken: get(EnvOperatorToken),
 		NodeToken:     get(EnvNodeToken),
+		TLSCert:       get(EnvTLSCert),
+		TLSKey:        get(EnvTLSKey),
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return s, nil, fmt.Errorf("%w: %s and %s go together: set both to serve HTTPS, or neither", ErrInsecure, EnvTLSCert, EnvTLSKey)
 	}
 	if v := get(EnvAPIPrefix); v != "" {
 		if !strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.ContainsAny(v, " {}?#") {
@@ -114,11 +130,20 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 	if s.NodeToken == "" {
 		missing = append(missing, EnvNodeToken+" (Agent registration token)")
 	}
-	if !s.InsecureLocal {
-		if len(missing) > 0 {
-			return s, nil, fmt.Errorf("%w: set %s, or %s=1 with a loopback %s for local development",
-				ErrInsecure, strings.Join(missing, ", "), EnvInsecureLocal, EnvAddress)
+	if !s.InsecureLocal && len(missing) > 0 {
+		return s, nil, fmt.Errorf("%w: set %s, or %s=1 with a loopback %s for local development",
+			ErrInsecure, strings.Join(missing, ", "), EnvInsecureLocal, EnvAddress)
+	}
+	// A token that is set must be worth having, insecure local or not.
+	for _, t := range []struct{ env, v string }{{EnvOperatorToken, s.OperatorToken}, {EnvNodeToken, s.NodeToken}} {
+		if t.v != "" && utf8.RuneCountInString(t.v) < MinTokenLength {
+			return s, nil, fmt.Errorf("%w: %s must be at least %d characters (like the output of openssl rand -hex 32)", ErrInsecure, t.env, MinTokenLength)
 		}
+	}
+	if s.OperatorToken != "" && s.OperatorToken == s.NodeToken {
+		return s, nil, fmt.Errorf("%w: %s and %s must differ: a node's token would otherwise open the operator API", ErrInsecure, EnvOperatorToken, EnvNodeToken)
+	}
+	if !s.InsecureLocal {
 		return s, nil, nil
 	}
 	if !config.IsLoopback(s.Address) {

@@ -7,7 +7,7 @@ import (
 )
 
 func TestSettingsFromEnv(t *testing.T) {
-	full := map[string]string{EnvStorage: "/var/lib/hub.db", EnvOperatorToken: "op-secret", EnvNodeToken: "node-secret"}
+	full := map[string]string{EnvStorage: "/var/lib/hub.db", EnvOperatorToken: "op-secret-0123456789", EnvNodeToken: "node-secret-0123456789"}
 	with := func(extra map[string]string, base map[string]string) map[string]string {
 		m := map[string]string{}
 		for k, v := range base {
@@ -30,7 +30,7 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"secure beyond loopback", with(map[string]string{EnvAddress: "0.0.0.0:8090"}, full), "", "", 0, "0.0.0.0:8090"},
 		{"flag overrides address", full, "127.0.0.1:9999", "", 0, "127.0.0.1:9999"},
 		{"nothing set", map[string]string{}, "", "set SVC_HUB_STORAGE (durable SQLite path), SVC_OPERATOR_TOKEN (operator API token), SVC_NODE_TOKEN (Agent registration token)", 0, ""},
-		{"token missing on loopback too", map[string]string{EnvStorage: "x.db", EnvNodeToken: "n"}, "", "set SVC_OPERATOR_TOKEN", 0, ""},
+		{"token missing on loopback too", map[string]string{EnvStorage: "x.db", EnvNodeToken: "node-secret-0123456789"}, "", "set SVC_OPERATOR_TOKEN", 0, ""},
 		{"insecure local, nothing else", map[string]string{EnvInsecureLocal: "1"}, "", "", 3, DefaultAddress},
 		{"insecure local with storage", map[string]string{EnvInsecureLocal: "1", EnvStorage: "x.db"}, "", "", 2, DefaultAddress},
 		{"insecure local refuses non-loopback", map[string]string{EnvInsecureLocal: "1", EnvAddress: "0.0.0.0:8090"}, "", "accepts only a loopback SVC_HUB_ADDRESS", 0, ""},
@@ -38,6 +38,14 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"insecure local ipv6 loopback", map[string]string{EnvInsecureLocal: "1", EnvAddress: "[::1]:8090"}, "", "", 3, "[::1]:8090"},
 		{"bad insecure value", map[string]string{EnvInsecureLocal: "yes"}, "", `must be 1 or unset, got "yes"`, 0, ""},
 		{"bad address", with(map[string]string{EnvAddress: "nohost"}, full), "", `"nohost" is not host:port`, 0, ""},
+		{"short operator token", with(map[string]string{EnvOperatorToken: "op-secret"}, full), "", "SVC_OPERATOR_TOKEN must be at least 16 characters", 0, ""},
+		{"one-character node token", with(map[string]string{EnvNodeToken: "n"}, full), "", "SVC_NODE_TOKEN must be at least 16 characters", 0, ""},
+		{"short token in insecure local too", map[string]string{EnvInsecureLocal: "1", EnvOperatorToken: "x"}, "", "SVC_OPERATOR_TOKEN must be at least 16 characters", 0, ""},
+		{"16 characters are enough", with(map[string]string{EnvOperatorToken: "0123456789abcdef"}, full), "", "", 0, DefaultAddress},
+		{"operator token equal to node token", with(map[string]string{EnvOperatorToken: "node-secret-0123456789"}, full), "", "SVC_OPERATOR_TOKEN and SVC_NODE_TOKEN must differ", 0, ""},
+		{"tls cert without key", with(map[string]string{EnvTLSCert: "/etc/hub/cert.pem"}, full), "", "SVC_HUB_TLS_CERT and SVC_HUB_TLS_KEY go together", 0, ""},
+		{"tls key without cert", with(map[string]string{EnvTLSKey: "/etc/hub/key.pem"}, full), "", "SVC_HUB_TLS_CERT and SVC_HUB_TLS_KEY go together", 0, ""},
+		{"tls pair", with(map[string]string{EnvTLSCert: "/etc/hub/cert.pem", EnvTLSKey: "/etc/hub/key.pem"}, full), "", "", 0, DefaultAddress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +63,7 @@ func TestSettingsFromEnv(t *testing.T) {
 				t.Errorf("address %q warnings %v; want %q and %d warnings", s.Address, warnings, tt.wantAddr, tt.wantWarnings)
 			}
 			for _, w := range append(warnings, errString(err)) {
-				for _, secret := range []string{"op-secret", "node-secret"} {
+				for _, secret := range []string{"op-secret", "node-secret", "0123456789abcdef"} {
 					if strings.Contains(w, secret) {
 						t.Errorf("message leaks a token: %s", w)
 					}

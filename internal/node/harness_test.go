@@ -185,6 +185,9 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	served := make(chan error, 1)
 	if ln != nil {
 		h.base = "http://" + ln.Addr().String()
+		if ln.TLS() {
+			h.base = "https://" + ln.Addr().String()
+		}
 		go func() { served <- ln.Serve(ctx) }()
 	}
 	t.Cleanup(func() {

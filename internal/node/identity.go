@@ -6,13 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
-)
 
-var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	"github.com/flowplane/flowplane/internal/wire"
+)
 
 // LoadNodeID returns the configured node id, or the one generated and
 // persisted in stateDir/node_id on the node's first start, so that it is
@@ -26,7 +25,7 @@ func LoadNodeID(configured, stateDir string) (string, error) {
 	switch {
 	case err == nil:
 		id := strings.TrimSpace(string(b))
-		if !nodeIDPattern.MatchString(id) {
+		if !wire.ValidID(id) {
 			return "", fmt.Errorf("node id file %s holds no valid id", path)
 		}
 		return id, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/message"
 )
 
@@ -69,6 +71,17 @@ func init() {
 				"(all in one batch) instead of one message for the whole body.", false),
 			"cors_enabled": component.Prop("boolean", "Allow cross-origin requests from any origin "+
 				"(Access-Control-Allow-Origin: * and OPTIONS preflight).", false),
+			"tls": func() map[string]any {
+				p := component.ObjectSchema(map[string]any{
+					"cert_file": component.Prop("string", "PEM certificate chain, server certificate first.", nil),
+					"key_file":  component.Prop("string", "PEM private key of the certificate.", nil),
+				}, "cert_file", "key_file")
+				p["description"] = "`{cert_file, key_file}`: serve HTTPS with this PEM certificate chain and key, " +
+					"loaded when the input is built (a pair that does not load is a configuration error) and " +
+					"reloaded when either file changes, for new connections. Absent: plain HTTP. " +
+					"Beyond loopback, set auth as well: without it --validate and start-up warn."
+				return p
+			}(),
 		})),
 		Example: `type: http
 address: 127.0.0.1:0
@@ -89,6 +102,12 @@ type HTTPAuth struct {
 	Password string `json:"password"`
 }
 
+// HTTPTLS names the certificate the http input serves HTTPS with.
+type HTTPTLS struct {
+	CertFile string `json:"cert_file"`
+	KeyFile  string `json:"key_file"`
+}
+
 // HTTPConfig is the configuration of the http input.
 type HTTPConfig struct {
 	Address      string    `json:"address"`
@@ -98,6 +117,7 @@ type HTTPConfig struct {
 	SplitArray   bool      `json:"split_array"`
 	CORSEnabled  bool      `json:"cors_enabled"`
 	HTTPLimits
+	TLS *HTTPTLS `json:"tls"`
 }
 
 // HTTP is an HTTP server input. Each accepted request waits for the
@@ -108,6 +128,7 @@ type HTTP struct {
 	log  *slog.Logger
 	// Digests of the expected credentials, compared in constant time.
 	token, user, pass [sha256.Size]byte
+	tls               *tls.Config // nil: plain HTTP
 
 	reqs      chan *httpRequest // handler -> Read
 	closed    chan struct{}     // closed by Close
@@ -169,6 +190,15 @@ func NewHTTP(conf map[string]any, res component.Resources) (component.Input, err
 			errs = append(errs, fmt.Errorf("auth.type: %q is not bearer or basic", a.Type))
 		}
 	}
+	if t := c.TLS; t != nil {
+		if t.CertFile == "" || t.KeyFile == "" {
+			errs = append(errs, errors.New("tls: cert_file and key_file are both required"))
+		} else if conf, err := httpapi.ServerTLS(t.CertFile, t.KeyFile, res.Logger); err != nil {
+			errs = append(errs, err) // names the tls certificate or key
+		} else {
+			h.tls = conf
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -195,13 +225,14 @@ func (h *HTTP) Connect(context.Context) error {
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		TLSConfig:         h.tls,
 	}
 	h.mu.Lock()
 	h.ln, h.srv, h.served = ln, srv, make(chan struct{})
 	h.mu.Unlock()
 	go func() {
 		defer close(h.served)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := httpapi.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("http input stopped serving", "error", err)
 		}
 	}()

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +133,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		// page and 4-byte page number, a fifth of the writer's CPU.
 		base := u.String() + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(2)"
 		wdsn, rdsn = base, base+"&_pragma=query_only(1)"
+	}
+	if path != "" {
+		if err := ownerOnly(path); err != nil {
+			return nil, storageErr(err)
+		}
 	}
 	s := &Store{writes: make(chan writeReq), quit: make(chan struct{})}
 	fail := func(err error) (*Store, error) {
@@ -444,4 +451,33 @@ func tm(v int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(v).UTC()
+}
+
+// ownerOnly creates the database file readable and writable by its owner
+// only (0600), as the node's state is, before SQLite opens it: SQLite gives
+// the -wal and -shm files it creates the database file's permissions. Files
+// of an older Hub that are open to group or others are narrowed to 0600.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, fi.Mode().Perm()&0o700); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

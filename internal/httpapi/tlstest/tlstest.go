@@ -1,0 +1,125 @@
+// Package tlstest makes throwaway certificates for tests: a CA and a
+// server certificate it signs, valid for loopback, written as PEM files.
+// Nothing here is for production use, and no certificate is committed.
+package tlstest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// CA is a certificate authority made for one test.
+type CA struct {
+	Cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	// File is the CA certificate as a PEM file (what a client trusts).
+	File string
+}
+
+// Pair is a server certificate and key, as PEM files.
+type Pair struct {
+	Cert     *x509.Certificate
+	CertFile string
+	KeyFile  string
+}
+
+// NewCA makes a CA and writes its certificate to dir/<name>-ca.pem.
+func NewCA(t testing.TB, dir, name string) *CA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: name + " test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name+"-ca.pem")
+	writePEM(t, file, "CERTIFICATE", der)
+	return &CA{Cert: cert, key: key, File: file}
+}
+
+// Issue makes a server certificate for 127.0.0.1, ::1 and localhost signed
+// by ca, and writes it to certFile and keyFile (replacing what is there,
+// by rename, as renewal tools do).
+func (ca *CA) Issue(t testing.TB, certFile, keyFile string) Pair {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, keyFile, "PRIVATE KEY", kder)
+	writePEM(t, certFile, "CERTIFICATE", der)
+	return Pair{Cert: cert, CertFile: certFile, KeyFile: keyFile}
+}
+
+// Server makes a CA and a server pair in dir (ca.pem, cert.pem, key.pem).
+func Server(t testing.TB, dir string) (*CA, Pair) {
+	t.Helper()
+	ca := NewCA(t, dir, "server")
+	return ca, ca.Issue(t, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))
+}
+
+func serial(t testing.TB) *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func writePEM(t testing.TB, path, typ string, der []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
