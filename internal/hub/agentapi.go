@@ -250,12 +250,17 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		n.counters = counters
 	}
 	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameObservation(n.observed, obs)
+	// A report that says nothing new still says the observation is current.
+	refreshed := same && !n.fresh
 	if same {
 		// Nothing new to write: remember the order and the metrics only.
-		n.reportSeq, n.metrics, n.reportedAt = req.ReportSeq, req.Metrics, now
+		n.reportSeq, n.metrics, n.reportedAt, n.fresh = req.ReportSeq, req.Metrics, now, true
 	}
-	prev, prevCfg := n.observed, n.cfgVersion
+	prev, prevCfg, wasFresh := n.observed, n.cfgVersion, n.fresh
 	h.fleet.mu.Unlock()
+	if refreshed {
+		h.converge(id)
+	}
 	if stale || same {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
@@ -269,13 +274,14 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		h.fleet.mu.Lock()
 		n.reportBoot, n.reportSeq, n.observed, n.cfgVersion, n.metrics, n.reportedAt = req.BootID, req.ReportSeq, obs, req.ConfigurationVersion, req.Metrics, now
 		n.node.ReportBootID, n.node.ReportSeq, n.node.ReportedAt = req.BootID, req.ReportSeq, now
+		n.fresh = true
 		if res.NewBoot {
 			n.node.Restarts++
 		}
 		h.fleet.mu.Unlock()
 		h.streamChanges(id, prev, obs, now)
 		switch changed := changedStreams(prev, obs); {
-		case prevCfg != req.ConfigurationVersion || res.NewBoot:
+		case prevCfg != req.ConfigurationVersion || res.NewBoot || !wasFresh:
 			h.converge(id)
 		case len(changed) > 0:
 			h.converge(id, changed...)

@@ -19,7 +19,11 @@ type StreamCounters struct {
 	Abandoned int    `json:"abandoned"`
 }
 
-// StreamObserved is what the node last saw of a stream.
+// StreamObserved is what the node last saw of a stream. On the Hub,
+// ReportedAt is when the Hub accepted the report it comes from, and Stale
+// says that report may no longer describe the stream: the node's lease
+// lapsed, or it has not reported since the Hub started or since it came
+// back online (its convergence is then unknown).
 type StreamObserved struct {
 	State         string         `json:"state"`
 	Generation    int64          `json:"generation"`
@@ -29,6 +33,8 @@ type StreamObserved struct {
 	LastErrorAt   Time           `json:"last_error_at,omitzero"`
 	StartedAt     Time           `json:"started_at,omitzero"`
 	Counters      StreamCounters `json:"counters"`
+	ReportedAt    Time           `json:"reported_at,omitzero"`
+	Stale         bool           `json:"stale,omitempty"`
 }
 
 // Stream is the three independent views of one stream.
