@@ -109,7 +109,7 @@ func (n *nodeState) observing() bool { return n != nil && n.online && n.fresh }
 // status is the node's liveness as API.md names it.
 func (n *nodeState) status() string {
 	switch {
-	case n == nil:
+	case n == nil, n.node.RegisteredAt.IsZero():
 		return reconcile.StatusUnknown
 	case n.online:
 		return reconcile.StatusOnline

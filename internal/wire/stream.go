@@ -58,4 +58,20 @@ type DesiredStateResponse struct {
 	ConfigVersion string `json:"config_version"`
 	ActionID      string `json:"action_id,omitempty"`
 	Convergence   string `json:"convergence"`
+	// NodeStatus is the node's liveness when the write was accepted:
+	// online, unavailable or unknown (never registered). A write is
+	// accepted whatever it is; the intent waits for the node.
+	NodeStatus string    `json:"node_status"`
+	Warnings   []Warning `json:"warnings,omitempty"`
 }
+
+// Warning is something an accepted request should tell its caller: Code is
+// stable and machine-readable, Message is for humans.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WarningNodeUnknown warns that a write names a node id that never
+// registered with the Hub (a typo, or a node not started yet).
+const WarningNodeUnknown = "node_unknown"
