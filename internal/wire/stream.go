@@ -37,13 +37,18 @@ type StreamObserved struct {
 	Stale         bool           `json:"stale,omitempty"`
 }
 
-// Stream is the three independent views of one stream.
+// Stream is the three independent views of one stream. Authority, on the
+// Node API, says whose write the desired view (and its generation) is:
+// "node" (a Node API write or the configuration) or "hub" (a Hub command
+// the Agent carried out; the generation is the Hub's). The Hub's own views
+// omit it: everything there is the Hub's.
 type Stream struct {
 	ID              string         `json:"id"`
 	NodeID          string         `json:"node_id"`
 	Desired         StreamDesired  `json:"desired,omitzero"`  // omitted when nothing is desired
 	Observed        StreamObserved `json:"observed,omitzero"` // omitted before the first observation
 	Convergence     string         `json:"convergence"`
+	Authority       string         `json:"authority,omitempty"`
 	LatestOperation *Operation     `json:"latest_operation,omitempty"`
 }
 
@@ -58,10 +63,12 @@ type DesiredStateResponse struct {
 	ConfigVersion string `json:"config_version"`
 	ActionID      string `json:"action_id,omitempty"`
 	Convergence   string `json:"convergence"`
-	// NodeStatus is the node's liveness when the write was accepted:
-	// online, unavailable or unknown (never registered). A write is
-	// accepted whatever it is; the intent waits for the node.
-	NodeStatus string    `json:"node_status"`
+	// NodeStatus (Hub only) is the node's liveness when the write was
+	// accepted: online, unavailable or unknown (never registered). A write
+	// is accepted whatever it is; the intent waits for the node. Warnings
+	// (Hub only) tell what the caller may not expect, such as
+	// WarningNodeUnknown.
+	NodeStatus string    `json:"node_status,omitempty"`
 	Warnings   []Warning `json:"warnings,omitempty"`
 }
 
