@@ -151,10 +151,19 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	n.node.Capabilities, n.node.DataAddress, n.node.RegisteredAt, n.node.SessionExpiresAt = caps, req.DataAddress, now, reg.SessionExpiresAt
 	n.leaseTTL = lease
 	came := h.renewLeaseLocked(n, now)
+	// A new process on the node: what the old one reported is stale until
+	// the new one reports.
+	rebooted := n.fresh && n.reportBoot != req.BootID
+	if rebooted {
+		n.fresh = false
+	}
 	h.fleet.mu.Unlock()
 	h.wrote()
-	if came {
+	switch {
+	case came:
 		h.nodeOnline(req.NodeID, now)
+	case rebooted:
+		h.converge(req.NodeID)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, wire.RegisterResponse{SessionToken: token, SessionExpiresAt: wire.At(reg.SessionExpiresAt),
 		LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})

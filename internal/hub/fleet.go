@@ -54,7 +54,7 @@ type nodeState struct {
 	cfgVersion  string
 	metrics     map[string]float64
 	reportedAt  time.Time
-	fresh       bool          // a report was accepted since the Hub started and since the node last came back online
+	fresh       bool          // a report was accepted since the Hub started, and since the node last came back online or registered a new boot
 	queue       []*flight     // commands not yet acknowledged, oldest first
 	wake        chan struct{} // closed when queue grows; nil while nobody waits
 	active      int           // attempts in flight

@@ -184,3 +184,50 @@ func TestStaleObservation(t *testing.T) {
 		t.Fatalf("operations still show a stale observation: %s", text)
 	}
 }
+
+// TestStaleAfterNodeReboot: a node that registers with a new boot_id while
+// its lease still runs is a new process; what the old one reported is
+// stale until the new one reports.
+func TestStaleAfterNodeReboot(t *testing.T) {
+	c := openClockHub(t, dbPath(t), &fakeClock{now: c0})
+	t.Cleanup(func() { _ = c.h.Close() })
+	register := func(boot string) string {
+		t.Helper()
+		rec := c.do(t, "POST", APIPrefix+"/agent/register", `{"node_id":"n1","boot_id":"`+boot+`","protocol_version":1,
+			"capabilities":["stream_control"],"lease_ttl_ms":60000}`, "")
+		if rec.Code != 200 {
+			t.Fatalf("register: %d %s", rec.Code, rec.Body)
+		}
+		return recDecode[wire.RegisterResponse](t, rec).SessionToken
+	}
+	report := func(session, boot string) {
+		t.Helper()
+		rep := `{"boot_id":"` + boot + `","report_seq":1,"streams":[{"id":"s1","state":"running","generation":1}]}`
+		if rec := c.do(t, "POST", APIPrefix+"/agent/report", rep, session); rec.Code != 204 {
+			t.Fatalf("report: %d %s", rec.Code, rec.Body)
+		}
+	}
+	const stream = APIPrefix + "/nodes/n1/streams/s1"
+	session := register("b1")
+	c.do(t, "PUT", stream+"/desired-state", `{"state":"running"}`, "")
+	c.at(0)
+	cmd := c.take(t, session)[0]
+	c.do(t, "POST", APIPrefix+"/agent/commands/"+cmd.CommandID+"/result", `{"attempt_id":"`+cmd.AttemptID+`","state":"succeeded"}`, session)
+	report(session, "b1")
+	if v, _ := c.staleView(t, stream); v.Convergence != wire.ConvergenceInSync || v.Stale {
+		t.Fatalf("reported: %+v", v)
+	}
+	session = register("b2")
+	if v, _ := c.staleView(t, stream); v.Convergence != wire.ConvergenceUnknown || !v.Stale {
+		t.Fatalf("after a new boot registered: %+v", v)
+	}
+	report(session, "b2")
+	if v, _ := c.staleView(t, stream); v.Convergence != wire.ConvergenceInSync || v.Stale {
+		t.Fatalf("after the new boot reported: %+v", v)
+	}
+	// Registering again with the same boot (a lost session) changes nothing.
+	register("b2")
+	if v, _ := c.staleView(t, stream); v.Convergence != wire.ConvergenceInSync {
+		t.Fatalf("after re-registering the same boot: %+v", v)
+	}
+}

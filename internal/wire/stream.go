@@ -22,8 +22,9 @@ type StreamCounters struct {
 // StreamObserved is what the node last saw of a stream. On the Hub,
 // ReportedAt is when the Hub accepted the report it comes from, and Stale
 // says that report may no longer describe the stream: the node's lease
-// lapsed, or it has not reported since the Hub started or since it came
-// back online (its convergence is then unknown).
+// lapsed, or it has not reported since the Hub started, since it came back
+// online or since it registered a new boot (its convergence is then
+// unknown).
 type StreamObserved struct {
 	State         string         `json:"state"`
 	Generation    int64          `json:"generation"`

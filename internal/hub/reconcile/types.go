@@ -25,9 +25,9 @@ const (
 // Node is what the reconciler knows of one node. Active is the number of
 // its attempts in flight (dispatched or acknowledged, not yet finished); only
 // PlanDispatch reads it. Fresh says the Hub has accepted a report from the
-// node since the Hub started and since the node last came back online: only
-// then does the node's stored observation describe the present; only
-// Convergence reads it.
+// node since the Hub started and since the node last came back online (or
+// registered as a new process): only then does the node's stored
+// observation describe the present; only Convergence reads it.
 type Node struct {
 	Status       string
 	Mode         string
