@@ -376,6 +376,11 @@ show '`GET /api/v1/nodes/node-a` — no lease yet' 0 op GET /api/v1/nodes/node-a
 show '`POST /api/v1/agent/heartbeat` — the session survived the restart' 0 sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"input:generate\"]}"
 sleep 0.3
 show '`GET /api/v1/events?node_id=node-a&page_size=3`' 0 op GET '/api/v1/events?node_id=node-a&page_size=3'
+note "Until the node reports to the new process, what it reported before is stale: kept, with \`reported_at\` and \`\"stale\": true\`, and convergence is \`unknown\`, never \`in_sync\`:"
+show '`GET /api/v1/nodes/node-a/streams/orders` — stale' 0 op GET /api/v1/nodes/node-a/streams/orders
+report '{"streams_running":1}'
+sleep 1.2
+show '`GET /api/v1/nodes/node-a/streams/orders` — after the first report' 0 op GET /api/v1/nodes/node-a/streams/orders
 
 echo "### A full queue waits"
 echo

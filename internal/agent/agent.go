@@ -25,6 +25,7 @@ type Node interface {
 	Streams() []wire.Stream
 	ConfigVersion() string
 	StreamAction(id, action string, req node.Request) (wire.Operation, wire.StreamDesired, error)
+	AdoptHubDesire(id, state string, generation int64, actionID string) error
 	WaitOperation(ctx context.Context, id string) (wire.Operation, error)
 }
 
@@ -253,7 +254,9 @@ func (a *Agent) Run(ctx context.Context) error {
 // does not hold. At boot every stream runs, save those held by
 // engine.ApplyStopped (which the node itself still wants running): this
 // stops, as node operations, the streams the Hub wants stopped, and starts
-// a stream the Hub wants running that is stopped.
+// a stream the Hub wants running that is stopped. A stream already as the
+// Hub wants it takes the Hub's desire as it is. Either way the node shows
+// the Hub's generation, under authority hub.
 func (a *Agent) reapply(ctx context.Context) {
 	desires := a.st.allDesires()
 	for _, v := range a.o.Node.Streams() {
@@ -267,9 +270,12 @@ func (a *Agent) reapply(ctx context.Context) {
 		case d.State == node.DesiredRunning && v.Observed.State == "stopped":
 			action = node.OpStart
 		default:
+			if err := a.o.Node.AdoptHubDesire(v.ID, d.State, d.Generation, d.ActionID); err != nil {
+				a.log.Error("could not take the Hub's desire", "stream", v.ID, "generation", d.Generation, "err", err)
+			}
 			continue
 		}
-		rec, _, err := a.o.Node.StreamAction(v.ID, action, node.Request{Actor: actor, CorrelationID: d.CommandID})
+		rec, _, err := a.o.Node.StreamAction(v.ID, action, node.Request{Actor: actor, CorrelationID: d.CommandID, HubGeneration: d.Generation})
 		if err == nil {
 			rec, err = a.o.Node.WaitOperation(ctx, rec.OperationID)
 		}

@@ -160,7 +160,8 @@ func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
 	if d.ConfigVersion == "" {
 		d.ConfigVersion = applied
 	}
-	rec, _, err := x.node.StreamAction(cmd.ResourceID, action, node.Request{Actor: actor, CorrelationID: cmd.CommandID, ActionID: cmd.ActionID})
+	rec, _, err := x.node.StreamAction(cmd.ResourceID, action, node.Request{Actor: actor, CorrelationID: cmd.CommandID, ActionID: cmd.ActionID,
+		HubGeneration: cmd.Generation})
 	switch {
 	case errors.Is(err, node.ErrStreamNotFound):
 		return permanent(codeStreamNotFound, "no stream %q on this node", cmd.ResourceID)

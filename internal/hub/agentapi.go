@@ -151,10 +151,19 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	n.node.Capabilities, n.node.DataAddress, n.node.RegisteredAt, n.node.SessionExpiresAt = caps, req.DataAddress, now, reg.SessionExpiresAt
 	n.leaseTTL = lease
 	came := h.renewLeaseLocked(n, now)
+	// A new process on the node: what the old one reported is stale until
+	// the new one reports.
+	rebooted := n.fresh && n.reportBoot != req.BootID
+	if rebooted {
+		n.fresh = false
+	}
 	h.fleet.mu.Unlock()
 	h.wrote()
-	if came {
+	switch {
+	case came:
 		h.nodeOnline(req.NodeID, now)
+	case rebooted:
+		h.converge(req.NodeID)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, wire.RegisterResponse{SessionToken: token, SessionExpiresAt: wire.At(reg.SessionExpiresAt),
 		LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
@@ -250,12 +259,17 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		n.counters = counters
 	}
 	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameObservation(n.observed, obs)
+	// A report that says nothing new still says the observation is current.
+	refreshed := same && !n.fresh
 	if same {
 		// Nothing new to write: remember the order and the metrics only.
-		n.reportSeq, n.metrics, n.reportedAt = req.ReportSeq, req.Metrics, now
+		n.reportSeq, n.metrics, n.reportedAt, n.fresh = req.ReportSeq, req.Metrics, now, true
 	}
-	prev, prevCfg := n.observed, n.cfgVersion
+	prev, prevCfg, wasFresh := n.observed, n.cfgVersion, n.fresh
 	h.fleet.mu.Unlock()
+	if refreshed {
+		h.converge(id)
+	}
 	if stale || same {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
@@ -269,13 +283,14 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		h.fleet.mu.Lock()
 		n.reportBoot, n.reportSeq, n.observed, n.cfgVersion, n.metrics, n.reportedAt = req.BootID, req.ReportSeq, obs, req.ConfigurationVersion, req.Metrics, now
 		n.node.ReportBootID, n.node.ReportSeq, n.node.ReportedAt = req.BootID, req.ReportSeq, now
+		n.fresh = true
 		if res.NewBoot {
 			n.node.Restarts++
 		}
 		h.fleet.mu.Unlock()
 		h.streamChanges(id, prev, obs, now)
 		switch changed := changedStreams(prev, obs); {
-		case prevCfg != req.ConfigurationVersion || res.NewBoot:
+		case prevCfg != req.ConfigurationVersion || res.NewBoot || !wasFresh:
 			h.converge(id)
 		case len(changed) > 0:
 			h.converge(id, changed...)

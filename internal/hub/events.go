@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -223,6 +224,36 @@ func (h *Hub) recordConvergence(ctx context.Context, states []store.ResourceStat
 	}
 	h.wrote()
 	return nil
+}
+
+// primeConvergence sets the convergence worker's baseline at restore:
+// convergence as it stands now, changes from here on being events. Every
+// observation is stale now (no node has reported to this process yet), and
+// what the previous process last said of a resource may rest on one: that
+// resource's baseline is its convergence with its node reporting, so going
+// stale is recorded as a convergence_changed event, and so is coming back
+// with the node's first report.
+func (h *Hub) primeConvergence(ctx context.Context) error {
+	states, err := h.st.ResourceStates(ctx, "")
+	if err != nil {
+		return err
+	}
+	now := h.opts.Now()
+	var stale []store.ResourceState
+	h.convMu.Lock()
+	for _, rs := range states {
+		in := h.convergenceInput(rs, now)
+		res := reconcile.Convergence(in)
+		if res.Reason == reconcile.ReasonStale {
+			in.Node.Status, in.Node.Fresh = reconcile.StatusOnline, true
+			res = reconcile.Convergence(in)
+			stale = append(stale, rs)
+		}
+		h.conv[rs.NodeID+"\x00"+rs.Kind+"\x00"+rs.ResourceID] = convSeen{value: res.Value, generation: rs.Generation}
+	}
+	h.convMu.Unlock()
+	h.convPrimed.Store(true)
+	return h.recordConvergence(ctx, stale)
 }
 
 // convSeen is what the convergence worker last saw of a resource.

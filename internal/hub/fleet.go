@@ -54,6 +54,7 @@ type nodeState struct {
 	cfgVersion  string
 	metrics     map[string]float64
 	reportedAt  time.Time
+	fresh       bool          // a report was accepted since the Hub started, and since the node last came back online or registered a new boot
 	queue       []*flight     // commands not yet acknowledged, oldest first
 	wake        chan struct{} // closed when queue grows; nil while nobody waits
 	active      int           // attempts in flight
@@ -101,10 +102,14 @@ func (f *fleet) nodeLocked(id string) *nodeState {
 	return n
 }
 
+// observing reports whether the node's stored observation is current (see
+// reconcile.Node.Fresh).
+func (n *nodeState) observing() bool { return n != nil && n.online && n.fresh }
+
 // status is the node's liveness as API.md names it.
 func (n *nodeState) status() string {
 	switch {
-	case n == nil:
+	case n == nil, n.node.RegisteredAt.IsZero():
 		return reconcile.StatusUnknown
 	case n.online:
 		return reconcile.StatusOnline
@@ -118,7 +123,7 @@ func (f *fleet) reconcileNodeLocked(id string) reconcile.Node {
 	if n == nil {
 		return reconcile.Node{Status: reconcile.StatusUnknown, Mode: reconcile.ModeActive}
 	}
-	return reconcile.Node{Status: n.status(), Mode: n.node.Mode, Capabilities: slices.Clone(n.node.Capabilities), Active: n.active}
+	return reconcile.Node{Status: n.status(), Mode: n.node.Mode, Capabilities: slices.Clone(n.node.Capabilities), Active: n.active, Fresh: n.fresh}
 }
 
 // enqueueLocked puts a dispatched command on its node's queue and wakes the

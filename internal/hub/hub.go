@@ -234,12 +234,9 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	h.fleet.mu.Lock()
 	h.fleet.nodes, h.fleet.inflight, h.fleet.pending = f.nodes, f.inflight, f.pending
 	h.fleet.mu.Unlock()
-	// Convergence as it stands now is the baseline; changes from here on
-	// are events.
-	if err := h.convergeNodes(ctx, map[string]bool{"": true}); err != nil {
+	if err := h.primeConvergence(ctx); err != nil {
 		return err
 	}
-	h.convPrimed.Store(true)
 	h.mu.Lock()
 	h.restored = snap
 	h.mu.Unlock()

@@ -143,7 +143,8 @@ func TestDesiredStateWrite(t *testing.T) {
 		t.Fatalf("operation ids: %+v", got)
 	}
 	want := wire.DesiredStateResponse{OperationID: got.OperationID, IntentID: got.OperationID, NodeID: "n1", StreamID: "s1",
-		Generation: 1, DesiredState: "running", ConfigVersion: "v1", Convergence: "pending"}
+		Generation: 1, DesiredState: "running", ConfigVersion: "v1", Convergence: "pending", NodeStatus: "unknown",
+		Warnings: []wire.Warning{{Code: "node_unknown", Message: "no node with this id has registered with the Hub; the intent waits for it until it expires"}}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("body (-want +got):\n%s", d)
 	}

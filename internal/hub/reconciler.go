@@ -68,7 +68,8 @@ func (h *Hub) expireLeases(ctx context.Context, now time.Time) {
 	h.fleet.mu.Lock()
 	for id, n := range h.fleet.nodes {
 		if n.online && !now.Before(n.leaseUntil) {
-			n.online = false
+			// What it reported before is stale until it reports again.
+			n.online, n.fresh = false, false
 			gone = append(gone, id)
 		}
 	}

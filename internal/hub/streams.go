@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -22,9 +23,11 @@ const (
 // CodeAmbiguousStream answers a legacy route whose stream runs on several nodes.
 const CodeAmbiguousStream = "ambiguous_stream"
 
+// desiredRequest is the body of PUT desired-state. A missing
+// config_version keeps the stream's current one; "" accepts any.
 type desiredRequest struct {
-	State         string `json:"state"`
-	ConfigVersion string `json:"config_version"`
+	State         string  `json:"state"`
+	ConfigVersion *string `json:"config_version"`
 }
 
 // desire is one stream desired-state write as the handlers build it.
@@ -43,14 +46,23 @@ func (h *Hub) putStreamDesired(w http.ResponseWriter, r *http.Request) error {
 	if body.State != "running" && body.State != "stopped" {
 		probs = append(probs, httpapi.FieldProblem{Path: "state", Message: "must be running or stopped"})
 	}
-	if len(body.ConfigVersion) > maxIDLen {
+	if body.ConfigVersion != nil && len(*body.ConfigVersion) > maxIDLen {
 		probs = append(probs, httpapi.FieldProblem{Path: "config_version", Message: "at most 255 characters"})
 	}
 	if len(probs) > 0 {
 		return httpapi.Validation(probs)
 	}
-	return h.writeDesired(w, r, desire{nodeID: r.PathValue("node_id"), streamID: r.PathValue("id"), operation: OpStreamDesiredState,
-		state: body.State, configVersion: body.ConfigVersion})
+	d := desire{nodeID: r.PathValue("node_id"), streamID: r.PathValue("id"), operation: OpStreamDesiredState, state: body.State}
+	if body.ConfigVersion != nil {
+		d.configVersion = *body.ConfigVersion
+	} else {
+		cur, err := h.st.GetResource(r.Context(), d.nodeID, store.KindStream, d.streamID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return storeProblem(err)
+		}
+		d.configVersion = cur.ConfigVersion
+	}
+	return h.writeDesired(w, r, d)
 }
 
 // postStreamAction is POST .../streams/{id}/{action}: start, stop or restart.
@@ -197,7 +209,13 @@ func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) err
 	h.metrics.accepted.Inc()
 	h.fleet.mu.Lock()
 	h.fleet.markLocked(d.nodeID)
+	status := h.fleet.nodes[d.nodeID].status()
 	h.fleet.mu.Unlock()
+	var warnings []wire.Warning
+	if status == reconcile.StatusUnknown {
+		warnings = append(warnings, wire.Warning{Code: wire.WarningNodeUnknown,
+			Message: "no node with this id has registered with the Hub; the intent waits for it until it expires"})
+	}
 	h.nudge()
 	h.wrote()
 	h.converge(d.nodeID, d.streamID)
@@ -206,6 +224,7 @@ func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) err
 	return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{
 		OperationID: id, IntentID: id, NodeID: d.nodeID, StreamID: d.streamID, Generation: res.Generation,
 		DesiredState: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, Convergence: wire.ConvergencePending,
+		NodeStatus: status, Warnings: warnings,
 	})
 }
 

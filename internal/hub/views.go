@@ -15,6 +15,12 @@ const errorWindow = 5 * time.Minute
 // convergenceOf is the one convergence rule (reconcile.Convergence) applied
 // to a stored resource and the node as the fleet sees it now.
 func (h *Hub) convergenceOf(rs store.ResourceState, now time.Time) reconcile.Result {
+	return reconcile.Convergence(h.convergenceInput(rs, now))
+}
+
+// convergenceInput is what reconcile.Convergence is told of a stored
+// resource and its node now.
+func (h *Hub) convergenceInput(rs store.ResourceState, now time.Time) reconcile.ConvergenceInput {
 	in := reconcile.ConvergenceInput{
 		Desired:              &reconcile.Desired{State: rs.State, Generation: rs.Generation, ConfigVersion: rs.ConfigVersion, ActionID: rs.ActionID},
 		RequiredCapabilities: []string{wire.CapabilityStreamControl},
@@ -31,7 +37,7 @@ func (h *Hub) convergenceOf(rs store.ResourceState, now time.Time) reconcile.Res
 	h.fleet.mu.Lock()
 	in.Node = h.fleet.reconcileNodeLocked(rs.NodeID)
 	h.fleet.mu.Unlock()
-	return reconcile.Convergence(in)
+	return in
 }
 
 // latestAttempt is what Convergence needs of a resource's latest intent.
@@ -78,13 +84,19 @@ func (h *Hub) observedView(nodeID string, o store.ObservedStream) wire.StreamObs
 	return h.fleet.observedViewLocked(nodeID, o)
 }
 
-// observedViewLocked is observedView with h.fleet.mu held.
+// observedViewLocked is observedView with h.fleet.mu held: the last
+// report of the stream, when it came, and whether it is stale.
 func (f *fleet) observedViewLocked(nodeID string, o store.ObservedStream) wire.StreamObserved {
 	v := wire.StreamObserved{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion, ActionID: o.ActionID,
-		LastError: o.LastError, LastErrorAt: wire.At(o.LastErrorAt)}
-	if n := f.nodes[nodeID]; n != nil {
+		LastError: o.LastError, LastErrorAt: wire.At(o.LastErrorAt), ReportedAt: wire.At(o.UpdatedAt)}
+	n := f.nodes[nodeID]
+	if n != nil {
 		v.Counters = n.counters[o.StreamID]
+		if n.reportedAt.After(o.UpdatedAt) {
+			v.ReportedAt = wire.At(n.reportedAt) // a later report said the same
+		}
 	}
+	v.Stale = !n.observing()
 	return v
 }
 

@@ -113,7 +113,7 @@ func TestRouteTable(t *testing.T) {
 		"GET /streams": {path: "/streams", status: 200, check: wantItems(3)},
 		"GET /streams/{id}": {path: "/streams/a", status: 200, check: func(t *testing.T, r response) {
 			s := decode[wire.Stream](t, r)
-			if s.ID != "a" || r.Header.Get("ETag") != httpapi.ETag(s.Desired.Generation) {
+			if s.ID != "a" || r.Header.Get("ETag") != httpapi.ETag(s.Desired.Generation) || s.Authority != "node" {
 				t.Errorf("stream %+v with ETag %q", s, r.Header.Get("ETag"))
 			}
 		}},

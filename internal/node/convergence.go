@@ -11,15 +11,27 @@ const (
 	DesiredStopped = "stopped"
 )
 
+// Authorities of a stream's desired view: who made the write it shows.
+const (
+	// AuthorityNode: a Node API write, or the configuration (standalone
+	// nodes, and Node API changes on a Hub-managed node).
+	AuthorityNode = "node"
+	// AuthorityHub: a Hub command the Agent carried out; the generation is
+	// the Hub's.
+	AuthorityHub = "hub"
+)
+
 // desired is what the operator asked of one stream. Generation counts
-// every accepted write (it is the ETag); Target is the generation of the
-// newest write not cancelled, which is what the engine must carry out.
+// every accepted write (it is the ETag), or is the Hub's generation when
+// Authority is AuthorityHub; Target is the generation of the newest write
+// not cancelled, which is what the engine must carry out.
 type desired struct {
 	State         string
 	Generation    int64
 	Target        int64
 	ConfigVersion string
 	ActionID      string // the last restart's action id
+	Authority     string
 }
 
 // applied is what the engine last carried out for one stream.

@@ -98,11 +98,11 @@ func (n *Node) setConfigLocked(cfg *config.Config, v string, changed map[string]
 		d, ok := n.desired[s.ID]
 		switch {
 		case !ok:
-			d = &desired{State: DesiredRunning, Generation: 1, Target: 1}
+			d = &desired{State: DesiredRunning, Generation: 1, Target: 1, Authority: AuthorityNode}
 		case changed == nil || changed[s.ID]:
 			d.Generation++
 			d.Target = d.Generation
-			d.State, d.ActionID = DesiredRunning, ""
+			d.State, d.ActionID, d.Authority = DesiredRunning, "", AuthorityNode
 		}
 		d.ConfigVersion = v
 		next[s.ID] = d
@@ -154,6 +154,11 @@ type Request struct {
 	// ActionID is the action id of a restart, when the caller has one (the
 	// Hub's, for a restart the Agent carries out); empty means a new one.
 	ActionID string
+	// HubGeneration, when positive, is the Hub's generation of the command
+	// the Agent carries out: the write takes it as the stream's generation
+	// (authority hub) instead of counting one more, so that the node shows
+	// the same generation as the Hub.
+	HubGeneration int64
 }
 
 // StreamAction records a node-local desired-state write (start, stop) or
@@ -172,7 +177,11 @@ func (n *Node) StreamAction(id, action string, req Request) (wire.Operation, wir
 		return wire.Operation{}, wire.StreamDesired{}, &GenerationConflictError{Expected: *req.IfMatch, Current: cur}
 	}
 	prev := *d
-	d.Generation++
+	if req.HubGeneration > 0 {
+		d.Generation, d.Authority = req.HubGeneration, AuthorityHub
+	} else {
+		d.Generation, d.Authority = d.Generation+1, AuthorityNode
+	}
 	d.Target = d.Generation
 	switch action {
 	case OpStart:
@@ -205,7 +214,7 @@ func (n *Node) StreamAction(id, action string, req Request) (wire.Operation, wir
 			defer n.mu.Unlock()
 			// Undo the desire only if no newer write replaced it.
 			if cur := n.desired[id]; cur != nil && cur.Generation == want.Generation {
-				cur.State, cur.ActionID, cur.Target = prev.State, prev.ActionID, prev.Target
+				cur.State, cur.ActionID, cur.Target, cur.Authority = prev.State, prev.ActionID, prev.Target, prev.Authority
 			}
 		},
 	}
@@ -231,6 +240,29 @@ func (n *Node) runAction(ctx context.Context, id, action string, want desired) e
 	n.mu.Lock()
 	n.applied[id] = applied{Generation: want.Target, ConfigVersion: want.ConfigVersion, ActionID: want.ActionID}
 	n.mu.Unlock()
+	return nil
+}
+
+// AdoptHubDesire makes the Hub's desire, as the Agent last applied it, the
+// stream's desired view without running anything: state, the Hub's
+// generation and the restart's action id, under authority hub. The Agent
+// calls it at boot for a stream already in the state the Hub wants, so that
+// the node shows the Hub's generation, as the Agent reports it. The
+// configuration version stays the node's own.
+func (n *Node) AdoptHubDesire(id, state string, generation int64, actionID string) error {
+	if generation < 1 {
+		return fmt.Errorf("hub generation %d: must be positive", generation)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d, ok := n.desired[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+	}
+	d.State, d.Generation, d.Target, d.ActionID, d.Authority = state, generation, generation, actionID, AuthorityHub
+	a := n.applied[id]
+	a.Generation, a.ActionID = generation, actionID
+	n.applied[id] = a
 	return nil
 }
 
@@ -264,13 +296,14 @@ func (n *Node) view(st engine.StreamStatus) wire.Stream {
 	d := n.desired[st.ID]
 	a := n.applied[st.ID]
 	var dv wire.StreamDesired
+	authority := AuthorityNode
 	if d != nil {
-		dv = desiredView(d)
+		dv, authority = desiredView(d), d.Authority
 	}
 	conv := convergence(d, st.State, a, pending)
 	n.mu.Unlock()
 	v := wire.Stream{
-		ID: st.ID, NodeID: n.opts.NodeID, Desired: dv, Convergence: conv,
+		ID: st.ID, NodeID: n.opts.NodeID, Desired: dv, Convergence: conv, Authority: authority,
 		Observed: wire.StreamObserved{
 			State: string(st.State), Generation: a.Generation, ConfigVersion: a.ConfigVersion, ActionID: a.ActionID,
 			LastError: n.redact(st.LastError), LastErrorAt: wire.At(st.LastErrorAt), StartedAt: wire.At(st.StartedAt),

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("retry not marked replayed: %v", again.Header)
 	}
 	a, b := decode[wire.DesiredStateResponse](t, first), decode[wire.DesiredStateResponse](t, again)
-	if a != b || a.OperationID == "" {
+	if !reflect.DeepEqual(a, b) || a.OperationID == "" {
 		t.Errorf("replayed %+v, first %+v", b, a)
 	}
 	for _, hd := range []string{"Location", "ETag"} {

@@ -19,7 +19,12 @@ type StreamCounters struct {
 	Abandoned int    `json:"abandoned"`
 }
 
-// StreamObserved is what the node last saw of a stream.
+// StreamObserved is what the node last saw of a stream. On the Hub,
+// ReportedAt is when the Hub accepted the report it comes from, and Stale
+// says that report may no longer describe the stream: the node's lease
+// lapsed, or it has not reported since the Hub started, since it came back
+// online or since it registered a new boot (its convergence is then
+// unknown).
 type StreamObserved struct {
 	State         string         `json:"state"`
 	Generation    int64          `json:"generation"`
@@ -29,15 +34,22 @@ type StreamObserved struct {
 	LastErrorAt   Time           `json:"last_error_at,omitzero"`
 	StartedAt     Time           `json:"started_at,omitzero"`
 	Counters      StreamCounters `json:"counters"`
+	ReportedAt    Time           `json:"reported_at,omitzero"`
+	Stale         bool           `json:"stale,omitempty"`
 }
 
-// Stream is the three independent views of one stream.
+// Stream is the three independent views of one stream. Authority, on the
+// Node API, says whose write the desired view (and its generation) is:
+// "node" (a Node API write or the configuration) or "hub" (a Hub command
+// the Agent carried out; the generation is the Hub's). The Hub's own views
+// omit it: everything there is the Hub's.
 type Stream struct {
 	ID              string         `json:"id"`
 	NodeID          string         `json:"node_id"`
 	Desired         StreamDesired  `json:"desired,omitzero"`  // omitted when nothing is desired
 	Observed        StreamObserved `json:"observed,omitzero"` // omitted before the first observation
 	Convergence     string         `json:"convergence"`
+	Authority       string         `json:"authority,omitempty"`
 	LatestOperation *Operation     `json:"latest_operation,omitempty"`
 }
 
@@ -52,4 +64,22 @@ type DesiredStateResponse struct {
 	ConfigVersion string `json:"config_version"`
 	ActionID      string `json:"action_id,omitempty"`
 	Convergence   string `json:"convergence"`
+	// NodeStatus (Hub only) is the node's liveness when the write was
+	// accepted: online, unavailable or unknown (never registered). A write
+	// is accepted whatever it is; the intent waits for the node. Warnings
+	// (Hub only) tell what the caller may not expect, such as
+	// WarningNodeUnknown.
+	NodeStatus string    `json:"node_status,omitempty"`
+	Warnings   []Warning `json:"warnings,omitempty"`
 }
+
+// Warning is something an accepted request should tell its caller: Code is
+// stable and machine-readable, Message is for humans.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WarningNodeUnknown warns that a write names a node id that never
+// registered with the Hub (a typo, or a node not started yet).
+const WarningNodeUnknown = "node_unknown"

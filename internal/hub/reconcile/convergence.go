@@ -27,6 +27,7 @@ const (
 	ReasonTimedOut       = "timed_out"
 	ReasonCancelled      = "cancelled"
 	ReasonUnknownAttempt = "unknown_attempt_state"
+	ReasonStale          = "stale"
 )
 
 // ObservedFailed is the observed stream and job state that always degrades.
@@ -107,6 +108,9 @@ func Convergence(in ConvergenceInput) Result {
 		return Result{wire.ConvergenceUnknown, ReasonNoDesired}
 	}
 	if o != nil && matches(*d, *o) {
+		if !in.Node.observing() {
+			return Result{wire.ConvergenceUnknown, ReasonStale}
+		}
 		if erroring(*o, in.ErrorWindow, in.Now) {
 			return Result{wire.ConvergenceDegraded, ReasonErroring}
 		}
@@ -192,9 +196,12 @@ func erroring(o Observed, window time.Duration, now time.Time) bool {
 }
 
 // drift is the degraded result for a mismatching observation with no work
-// under way: a failed or erroring observation says so, anything else is drift.
+// under way: a failed or erroring observation says so, anything else is
+// drift. A stale observation says nothing: unknown.
 func drift(o Observed, in ConvergenceInput) Result {
 	switch {
+	case !in.Node.observing():
+		return Result{wire.ConvergenceUnknown, ReasonStale}
 	case o.State == ObservedFailed:
 		return Result{wire.ConvergenceDegraded, ReasonObservedFailed}
 	case erroring(o, in.ErrorWindow, in.Now):

@@ -19,8 +19,11 @@ func TestConvergence(t *testing.T) {
 	failed := &Observed{State: "failed", Generation: 3, ConfigVersion: "v2"}
 	erroring := &Observed{State: "running", Generation: 3, ConfigVersion: "v2", LastError: "boom", LastErrorAt: t0.Add(-time.Second)}
 	oldError := &Observed{State: "running", Generation: 3, ConfigVersion: "v2", LastError: "boom", LastErrorAt: t0.Add(-time.Hour)}
-	online := Node{Status: StatusOnline, Mode: ModeActive}
+	online := Node{Status: StatusOnline, Mode: ModeActive, Fresh: true}
 	offline := Node{Status: StatusUnavailable, Mode: ModeActive}
+	// unreported is online but has not reported since the Hub started (or
+	// since it came back).
+	unreported := Node{Status: StatusOnline, Mode: ModeActive}
 	att := func(state string) *LatestAttempt { return &LatestAttempt{State: state} }
 	tests := []struct {
 		name string
@@ -30,7 +33,15 @@ func TestConvergence(t *testing.T) {
 		{"no desire", ConvergenceInput{Observed: match, Node: online}, Result{wire.ConvergenceUnknown, ReasonNoDesired}},
 		{"no observation, no attempt", ConvergenceInput{Desired: want, Node: online}, Result{wire.ConvergenceUnknown, ReasonNoObservation}},
 		{"match", ConvergenceInput{Desired: want, Observed: match, Node: online}, Result{wire.ConvergenceInSync, ReasonMatch}},
-		{"match, node offline", ConvergenceInput{Desired: want, Observed: match, Node: offline, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceInSync, ReasonMatch}},
+		{"match, node offline: stale", ConvergenceInput{Desired: want, Observed: match, Node: offline, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"match, offline node was fresh: stale", ConvergenceInput{Desired: want, Observed: match, Node: Node{Status: StatusUnavailable, Mode: ModeActive, Fresh: true}}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"match, no report since start: stale", ConvergenceInput{Desired: want, Observed: match, Node: unreported, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"match erroring, stale", ConvergenceInput{Desired: want, Observed: erroring, Node: unreported}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"no attempt, drift, stale", ConvergenceInput{Desired: want, Observed: drifted, Node: offline}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"no attempt, failed, stale", ConvergenceInput{Desired: want, Observed: failed, Node: unreported}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"succeeded, drift, stale", ConvergenceInput{Desired: want, Observed: drifted, Node: offline, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"succeeded, older report, stale", ConvergenceInput{Desired: want, Observed: older, Node: unreported, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceApplying, ReasonAwaitingReport}},
+		{"dispatched, stale", ConvergenceInput{Desired: want, Observed: older, Node: unreported, Latest: att(wire.OpDispatched)}, Result{wire.ConvergenceApplying, ReasonDispatched}},
 		{"match, config differs", ConvergenceInput{Desired: want, Observed: &Observed{State: "running", Generation: 3, ConfigVersion: "v1"}, Node: online, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceDegraded, ReasonDrift}},
 		{"match, any config version desired", ConvergenceInput{Desired: &Desired{State: "running", Generation: 3}, Observed: match, Node: online}, Result{wire.ConvergenceInSync, ReasonMatch}},
 		{"match erroring", ConvergenceInput{Desired: want, Observed: erroring, Node: online}, Result{wire.ConvergenceDegraded, ReasonErroring}},
@@ -45,7 +56,7 @@ func TestConvergence(t *testing.T) {
 		{"pending, node offline", ConvergenceInput{Desired: want, Observed: older, Node: offline, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNodeOffline}},
 		{"pending, node never seen", ConvergenceInput{Desired: want, Node: Node{Status: StatusUnknown}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNodeOffline}},
 		{"pending, incompatible", ConvergenceInput{Desired: want, Node: online, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, CodeIncompatibleCapability}},
-		{"pending, capable", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: ModeActive, Capabilities: []string{"network_shuffle"}}, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNotDispatched}},
+		{"pending, capable", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: ModeActive, Capabilities: []string{"network_shuffle"}, Fresh: true}, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNotDispatched}},
 		{"pending, offline node's capabilities not judged", ConvergenceInput{Desired: want, Node: offline, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNodeOffline}},
 		{"pending, draining", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: ModeDraining}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, ModeDraining}},
 		{"pending, maintenance and offline", ConvergenceInput{Desired: want, Node: Node{Status: StatusUnavailable, Mode: ModeMaintenance}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, ModeMaintenance}},

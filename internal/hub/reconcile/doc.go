@@ -14,12 +14,16 @@
 // desire without a config_version accepts whatever version the node runs),
 // and for a restart (Desired.ActionID set) the same action_id. "Erroring" means
 // the observation carries a LastError (within ErrorWindow of LastErrorAt
-// when both are set).
+// when both are set). An observation is "stale" unless the node is online
+// and Fresh (it reported since the Hub started and since it last came back
+// online): a stale observation is kept and shown, but never judged.
 //
 //	desired absent                                       unknown   no_desired
+//	observation matches, stale                           unknown   stale
 //	observation matches, erroring                        degraded  erroring
 //	observation matches                                  in_sync   match
 //	no attempt, no observation                           unknown   no_observation
+//	no attempt, observation stale                        unknown   stale
 //	no attempt, observation state failed                 degraded  observed_failed
 //	no attempt, observation erroring                     degraded  erroring
 //	no attempt, observation differs                      degraded  drift
@@ -31,6 +35,7 @@
 //	attempt pending                                      pending   not_dispatched
 //	attempt dispatched/acknowledged, retry under way     degraded  retrying
 //	attempt dispatched / acknowledged                    applying  dispatched / acknowledged
+//	attempt succeeded, observed generation >= desired    unknown   stale (observation stale)
 //	attempt succeeded, observed generation >= desired    degraded  observed_failed / erroring / drift
 //	attempt succeeded, observation older or absent       applying  awaiting_report
 //	attempt failed/timed_out, permanent code             blocked   <code>
@@ -43,8 +48,11 @@
 //	attempt in any other state                           unknown   unknown_attempt_state
 //
 // Permanent codes are incompatible_capability, expired and node_unavailable.
-// Acknowledgement never yields in_sync, and a matching observation yields
-// in_sync whatever the attempt's state: convergence comes from reports.
+// Acknowledgement never yields in_sync, and a matching fresh observation
+// yields in_sync whatever the attempt's state: convergence comes from
+// reports, and only from reports that describe the present. Rows that do
+// not look at the observation (pending, applying, blocked, retrying) are
+// the same whether it is stale or not.
 //
 // # Dispatch
 //

@@ -27,6 +27,7 @@ func genNode(t *rapid.T, label string) Node {
 		Mode:         rapid.SampledFrom(append([]string{ModeActive, ModeActive}, modes...)).Draw(t, label+".mode"),
 		Capabilities: rapid.SliceOfNDistinct(rapid.SampledFrom(caps), 0, 2, rapid.ID[string]).Draw(t, label+".caps"),
 		Active:       rapid.IntRange(0, 2).Draw(t, label+".active"),
+		Fresh:        rapid.Bool().Draw(t, label+".fresh"),
 	}
 }
 
@@ -108,7 +109,8 @@ func TestPropAcknowledgementNeverInSync(t *testing.T) {
 	})
 }
 
-// (b) A matching, error-free observation yields in_sync whatever the node and
+// (b) A matching, error-free observation from a node that is online and has
+// reported since the Hub started yields in_sync whatever the node's mode and
 // the attempt's transport state.
 func TestPropMatchingObservationInSync(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -116,9 +118,43 @@ func TestPropMatchingObservationInSync(t *testing.T) {
 		if in.Desired == nil {
 			in.Desired = &Desired{State: "running", Generation: 1, ConfigVersion: "v1"}
 		}
+		in.Node.Status, in.Node.Fresh = StatusOnline, true
 		in.Observed = matching(*in.Desired)
 		if r := Convergence(in); r.Value != wire.ConvergenceInSync {
 			t.Fatalf("Convergence = %+v with a matching observation", r)
+		}
+	})
+}
+
+// (b') Convergence never claims what no one observed: when the node is not
+// online, or has not reported since the Hub started or since it came back,
+// its stored observation adds nothing but the word stale. The result is the
+// one without any observation, or unknown/stale; so never in_sync, and never
+// degraded because of what the observation said.
+func TestPropStaleObservationNeverJudged(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genConvergence(t)
+		if rapid.Bool().Draw(t, "offline") {
+			in.Node.Status = rapid.SampledFrom([]string{StatusUnavailable, StatusUnknown}).Draw(t, "stale.status")
+		} else {
+			in.Node.Status, in.Node.Fresh = StatusOnline, false
+		}
+		if in.Observed == nil || rapid.Bool().Draw(t, "match") && in.Desired != nil {
+			d := Desired{State: "running", Generation: 2, ConfigVersion: "v1"}
+			if in.Desired != nil {
+				d = *in.Desired
+			}
+			in.Observed = matching(d)
+		}
+		got := Convergence(in)
+		blind := in
+		blind.Observed = nil
+		want := Convergence(blind)
+		if got != want && got != (Result{wire.ConvergenceUnknown, ReasonStale}) {
+			t.Fatalf("stale observation %+v moved convergence from %+v to %+v", *in.Observed, want, got)
+		}
+		if got.Value == wire.ConvergenceInSync {
+			t.Fatalf("in_sync from a stale observation: %+v", got)
 		}
 	})
 }

@@ -24,16 +24,25 @@ const (
 
 // Node is what the reconciler knows of one node. Active is the number of
 // its attempts in flight (dispatched or acknowledged, not yet finished); only
-// PlanDispatch reads it.
+// PlanDispatch reads it. Fresh says the Hub has accepted a report from the
+// node since the Hub started and since the node last came back online (or
+// registered as a new process): only then does the node's stored
+// observation describe the present; only Convergence reads it.
 type Node struct {
 	Status       string
 	Mode         string
 	Capabilities []string
 	Active       int
+	Fresh        bool
 }
 
 // online reports whether the node holds a live lease.
 func (n Node) online() bool { return n.Status == StatusOnline }
+
+// observing reports whether the node's stored observation is current: the
+// node is online and has reported since the Hub started and since it last
+// came back. Anything else makes its observation stale.
+func (n Node) observing() bool { return n.online() && n.Fresh }
 
 // suspended reports whether an administrative mode suppresses new dispatch.
 func (n Node) suspended() bool { return n.Mode == ModeDraining || n.Mode == ModeMaintenance }
