@@ -167,3 +167,4 @@ func (fakeNodeForNew) StreamAction(string, string, node.Request) (wire.Operation
 func (fakeNodeForNew) WaitOperation(context.Context, string) (wire.Operation, error) {
 	return wire.Operation{}, nil
 }
+func (fakeNodeForNew) AdoptHubDesire(string, string, int64, string) error { return nil }
