@@ -26,6 +26,7 @@ import (
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/telemetry"
+	"github.com/flowplane/flowplane/internal/wal"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -168,18 +169,6 @@ type nodeOptions struct {
 	stateDir   string
 }
 
-// resolveStateDir picks --state-dir, else SVC_STATE_ROOT, else .flowplane/
-// beside the configuration file.
-func resolveStateDir(o nodeOptions) string {
-	if o.stateDir != "" {
-		return o.stateDir
-	}
-	if v := os.Getenv("SVC_STATE_ROOT"); v != "" {
-		return v
-	}
-	return filepath.Join(filepath.Dir(o.configPath), ".flowplane")
-}
-
 // runNode runs an engine node until ctx ends or every stream finished.
 func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	data, format, err := config.ReadFile(o.configPath)
@@ -191,7 +180,20 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	if _, ok := materialize(o.configPath, data, format, stderr); !ok {
 		return exitFailed
 	}
-	stateDir := resolveStateDir(o)
+	sd, err := node.ResolveStateDir(o.stateDir, o.configPath, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	stateDir := sd.Path
+	// One process per state directory: a second node would share the node
+	// id, the configuration history and the WALs.
+	lock, err := node.LockStateDir(stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	defer lock.Release()
 	hist, err := history.Open(filepath.Join(stateDir, "config"), time.Now)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: configuration history: %v\n", err)
@@ -212,6 +214,9 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer closer.Close()
+	if sd.Source == "legacy" {
+		log.Warn("using the state directory beside the configuration file, as releases before 0.6.1 did; move it to the default or pass --state-dir", "state_dir", stateDir)
+	}
 	hc := cfg.HealthCheck
 	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {
 		log.Error("health_check.insecure_local is set: the API listens beyond loopback without a token", "address", hc.Address)
@@ -281,6 +286,13 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	// Streams the Hub last wanted stopped stay stopped, Hub or no Hub.
 	if err := eng.ApplyStopped(ctx, cfg, held); err != nil {
 		log.Error("a stream failed to start", "err", err)
+		// A WAL directory another process writes to is the same mistake as
+		// a shared state directory: refuse to run rather than serve half.
+		if errors.Is(err, wal.ErrInUse) {
+			fmt.Fprintf(stderr, "flowplane: refusing to run a stream whose WAL directory is in use: %v\n", err)
+			eng.Shutdown(context.Background())
+			return exitFailed
+		}
 	}
 	if ag != nil {
 		agentCtx, stopAgent := context.WithCancel(ctx)
