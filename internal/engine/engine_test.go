@@ -122,8 +122,8 @@ func TestStopStartRestart(t *testing.T) {
 	if s, _ := statusOf(e, "s"); s.State != stream.StateStopped {
 		t.Errorf("after Stop state = %s", s.State)
 	}
-	if e.Ready() {
-		t.Error("a stopped stream leaves the node ready")
+	if !e.Ready() || len(e.NotReady()) != 0 {
+		t.Errorf("a stream stopped on request makes the engine unready: %v", e.NotReady())
 	}
 	if err := e.Start(ctx, "s"); err != nil {
 		t.Fatal(err)
@@ -330,4 +330,43 @@ func TestApplyStoppedNeverStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "held running after Start", func() bool { s, _ := statusOf(e, "held"); return s.State == stream.StateRunning })
+}
+
+// TestReadyIsWhatShouldRun: streams stopped on request, held stopped or
+// completed keep the engine ready; a stream that failed, or one that was
+// stopped and failed to start again, makes it unready and is named.
+func TestReadyIsWhatShouldRun(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	missing := filepath.Join(t.TempDir(), "missing.txt")
+	doc := "streams:" + streamDoc("run", "5ms") + streamDoc("stop", "5ms") + streamDoc("held", "5ms") + `
+  - id: done
+    input: {type: memory, messages: ['x']}
+    pipeline: {processors: []}
+    output: {type: drop}
+`
+	if err := e.ApplyStopped(ctx, materialize(t, doc), []string{"held"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ready", e.Ready)
+	if err := e.Stop(ctx, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "done completed", func() bool { s, _ := statusOf(e, "done"); return s.State == stream.StateCompleted })
+	if got := e.NotReady(); len(got) != 0 || !e.Ready() {
+		t.Errorf("NotReady() = %v with streams stopped, held and completed, want none", got)
+	}
+	// A stream that should run and fails makes the engine unready.
+	if err := e.Apply(ctx, materialize(t, doc+`
+  - id: broken
+    input: {type: file, path: `+missing+`}
+    pipeline: {processors: []}
+    output: {type: drop}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "broken failed", func() bool { s, _ := statusOf(e, "broken"); return s.State == stream.StateFailed })
+	if got := e.NotReady(); len(got) != 1 || got[0] != "broken" || e.Ready() {
+		t.Errorf("NotReady() = %v, want [broken]", got)
+	}
 }
