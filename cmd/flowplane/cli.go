@@ -44,7 +44,7 @@ Usage:
   flowplane hub [--address host:port] [--storage file.db]
                                                    run the Hub (tokens from SVC_OPERATOR_TOKEN, SVC_NODE_TOKEN)
   flowplane schema                                 print the configuration's JSON Schema
-  flowplane version                                print the version
+  flowplane version                                print the version (also --version)
   flowplane --help                                 this help
 
 Configuration files are .yaml, .yml, .json or .toml. Exit status: 0 success,
@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "configuration file")
 	validate := fs.Bool("validate", false, "validate the configuration and exit")
 	stateDir := fs.String("state-dir", "", "directory of durable node state")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -88,6 +89,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "flowplane: %v\n\n%s", err, usage)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "flowplane %s\n", buildVersion())
+		return exitVersion
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "flowplane: unexpected argument %q\n\n%s", fs.Arg(0), usage)

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,6 +44,7 @@ func TestExitCodes(t *testing.T) {
 		{"schema with argument", []string{"schema", "x"}, exitUsage},
 		{"help", []string{"--help"}, exitOK},
 		{"version", []string{"version"}, exitOK},
+		{"--version", []string{"--version"}, exitOK},
 		{"schema", []string{"schema"}, exitOK},
 		{"validate good", []string{"--config", "../../examples/quickstart.yaml", "--validate"}, exitOK},
 		{"validate bad", []string{"--config", bad, "--validate"}, exitFailed},
@@ -151,4 +156,53 @@ func exampleConfigs(t *testing.T, dir string) []string {
 		}
 	}
 	return files
+}
+
+// TestHubHelpListsEveryVariable: `flowplane hub --help` names every SVC_*
+// variable the Hub package declares (read from its source, so that a new
+// setting cannot be left out of the help).
+func TestHubHelpListsEveryVariable(t *testing.T) {
+	files, err := filepath.Glob("../../internal/hub/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no hub sources: %v", err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			gd, ok := n.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				return true
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, _ := strconv.Unquote(lit.Value); strings.HasPrefix(s, "SVC_") {
+							names = append(names, s)
+						}
+					}
+				}
+			}
+			return false
+		})
+	}
+	if len(names) < 8 {
+		t.Fatalf("found only %v in internal/hub", names)
+	}
+	code, out, _ := runCLI(t, "hub", "--help")
+	if code != exitOK {
+		t.Fatalf("hub --help exit %d", code)
+	}
+	for _, name := range names {
+		if !strings.Contains(out, "\n  "+name+" ") {
+			t.Errorf("hub --help does not list %s:\n%s", name, out)
+		}
+	}
 }

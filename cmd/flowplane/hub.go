@@ -22,7 +22,7 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	storage := fs.String("storage", "", "SQLite file (overrides "+hub.EnvStorage+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, hubUsage())
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "flowplane hub: %v\n", err)
