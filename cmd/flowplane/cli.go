@@ -220,7 +220,7 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	}
 	defer closer.Close()
 	if sd.Source == "legacy" {
-		log.Warn("using the state directory beside the configuration file, as releases before 0.6.1 did; move it to the default or pass --state-dir", "state_dir", stateDir)
+		log.Warn("using the state directory beside the configuration file, as earlier releases did; pass --state-dir to keep it there, or move it to the default", "state_dir", stateDir)
 	}
 	hc := cfg.HealthCheck
 	if hc.Enabled && !config.IsLoopback(hc.Address) && hc.APIToken == "" {

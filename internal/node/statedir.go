@@ -17,7 +17,7 @@ import (
 const StateDirLock = "flowplane.lock"
 
 // LegacyStateDir is the state directory beside the configuration file that
-// releases before 0.6.1 used by default.
+// earlier releases used by default.
 const LegacyStateDir = ".flowplane"
 
 // StateDir is where a node keeps its durable state, and why there.
