@@ -15,6 +15,7 @@ import (
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wal"
 )
 
 func materialize(t *testing.T, doc string) *config.Config {
@@ -369,4 +370,35 @@ func TestReadyIsWhatShouldRun(t *testing.T) {
 	if got := e.NotReady(); len(got) != 1 || got[0] != "broken" || e.Ready() {
 		t.Errorf("NotReady() = %v, want [broken]", got)
 	}
+}
+
+// TestDurableStreamRestartsAndSharedWALFails: a durable stream's WAL
+// directory is released when the stream stops, so Restart and an applied
+// change reopen it; two streams given one WAL path cannot both have it,
+// and the second fails naming the directory in use.
+func TestDurableStreamRestartsAndSharedWALFails(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	durable := func(id, interval, path string) string {
+		return streamDoc(id, interval) + "    durability: {path: " + path + "}\n"
+	}
+	walA, walB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	if err := e.Apply(ctx, materialize(t, "streams:"+durable("a", "5ms", walA))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a running", e.Ready)
+	if err := e.Restart(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a running after Restart", e.Ready)
+	if err := e.Apply(ctx, materialize(t, "streams:"+durable("a", "7ms", walA))); err != nil {
+		t.Fatalf("apply a change to a durable stream: %v", err)
+	}
+	waitFor(t, "a running after a change", e.Ready)
+
+	err := e.Apply(ctx, materialize(t, "streams:"+durable("a", "7ms", walA)+durable("b", "5ms", walB)+durable("c", "5ms", walA)))
+	if !errors.Is(err, wal.ErrInUse) || !strings.Contains(err.Error(), "streams[2].durability") || !strings.Contains(err.Error(), walA) {
+		t.Fatalf("a second stream on a's WAL: %v, want streams[2].durability in use naming %s", err, walA)
+	}
+	waitFor(t, "only c not ready", func() bool { got := e.NotReady(); return len(got) == 1 && got[0] == "c" })
 }
