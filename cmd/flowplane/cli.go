@@ -42,7 +42,7 @@ Usage:
   flowplane --config <file> [--state-dir <dir>]   run an engine node
   flowplane --config <file> --validate             check a configuration as start-up does, then exit
   flowplane hub [--address host:port] [--storage file.db]
-                                                   run the Hub (tokens from SVC_OPERATOR_TOKEN, SVC_NODE_TOKEN)
+                                                   run the Hub (settings and tokens from SVC_*: flowplane hub --help)
   flowplane schema                                 print the configuration's JSON Schema
   flowplane version                                print the version (also --version)
   flowplane --help                                 this help
@@ -219,7 +219,7 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer closer.Close()
-	if sd.Source == "legacy" {
+	if sd.Source == node.StateDirLegacy {
 		log.Warn("using the state directory beside the configuration file, as earlier releases did; pass --state-dir to keep it there, or move it to the default", "state_dir", stateDir)
 	}
 	hc := cfg.HealthCheck

@@ -20,12 +20,15 @@ const StateDirLock = "flowplane.lock"
 // earlier releases used by default.
 const LegacyStateDir = ".flowplane"
 
+// StateDirLegacy is the Source of a .flowplane/ beside the configuration
+// file that holds a node's state from an earlier release.
+const StateDirLegacy = "legacy"
+
 // StateDir is where a node keeps its durable state, and why there.
 type StateDir struct {
 	Path string
 	// Source is "flag", "SVC_STATE_ROOT", "XDG_STATE_HOME", "HOME" or
-	// "legacy" (a .flowplane/ beside the configuration file that holds a
-	// node's state from an earlier release).
+	// StateDirLegacy.
 	Source string
 }
 
@@ -48,7 +51,7 @@ func ResolveStateDir(flag, configPath string, getenv func(string) string) (State
 	legacy := filepath.Join(filepath.Dir(configPath), LegacyStateDir)
 	for _, f := range []string{"node_id", "config", "wal"} {
 		if _, err := os.Stat(filepath.Join(legacy, f)); err == nil {
-			return StateDir{Path: legacy, Source: "legacy"}, nil
+			return StateDir{Path: legacy, Source: StateDirLegacy}, nil
 		}
 	}
 	name, err := StateName(configPath)
