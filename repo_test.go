@@ -4,7 +4,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -58,6 +60,58 @@ func TestEveryPackageHasDocComment(t *testing.T) {
 			t.Errorf("package %s (%s) has no package comment", name, dir)
 		case len(with) > 1:
 			t.Errorf("package %s (%s) has package comments in %v; keep one, in doc.go", name, dir, with)
+		}
+	}
+}
+
+// TestDocsReferOnlyToRepositoryFiles: every link and every `*.md` named in
+// README.md and docs/ resolves to a file of this repository, so a reader
+// with only the repository finds what the documentation points at.
+func TestDocsReferOnlyToRepositoryFiles(t *testing.T) {
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, "README.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	named := regexp.MustCompile("`([A-Za-z0-9_./-]+\\.md)`")
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRepo := func(page, target string) bool {
+		for _, base := range []string{filepath.Dir(page), "."} {
+			p, err := filepath.Abs(filepath.Join(base, target))
+			if err != nil || !strings.HasPrefix(p, root+string(filepath.Separator)) {
+				continue
+			}
+			if _, err := os.Stat(p); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		var targets []string
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			targets = append(targets, target)
+		}
+		for _, m := range named.FindAllStringSubmatch(text, -1) {
+			targets = append(targets, m[1])
+		}
+		for _, target := range targets {
+			if !inRepo(page, target) {
+				t.Errorf("%s refers to %s, which is not a file of this repository", page, target)
+			}
 		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/telemetry"
+	"github.com/flowplane/flowplane/internal/wal"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -42,9 +43,9 @@ Usage:
   flowplane --config <file> [--state-dir <dir>]   run an engine node
   flowplane --config <file> --validate             check a configuration as start-up does, then exit
   flowplane hub [--address host:port] [--storage file.db]
-                                                   run the Hub (settings from the environment: flowplane hub --help)
+                                                   run the Hub (settings and tokens from SVC_*: flowplane hub --help)
   flowplane schema                                 print the configuration's JSON Schema
-  flowplane version                                print the version
+  flowplane version                                print the version (also --version)
   flowplane --help                                 this help
 
 Configuration files are .yaml, .yml, .json or .toml. Exit status: 0 success,
@@ -81,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "configuration file")
 	validate := fs.Bool("validate", false, "validate the configuration and exit")
 	stateDir := fs.String("state-dir", "", "directory of durable node state")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -88,6 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "flowplane: %v\n\n%s", err, usage)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "flowplane %s\n", buildVersion())
+		return exitVersion
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "flowplane: unexpected argument %q\n\n%s", fs.Arg(0), usage)
@@ -190,18 +196,6 @@ type nodeOptions struct {
 	stateDir   string
 }
 
-// resolveStateDir picks --state-dir, else SVC_STATE_ROOT, else .flowplane/
-// beside the configuration file.
-func resolveStateDir(o nodeOptions) string {
-	if o.stateDir != "" {
-		return o.stateDir
-	}
-	if v := os.Getenv("SVC_STATE_ROOT"); v != "" {
-		return v
-	}
-	return filepath.Join(filepath.Dir(o.configPath), ".flowplane")
-}
-
 // runNode runs an engine node until ctx ends or every stream finished.
 func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	data, format, err := config.ReadFile(o.configPath)
@@ -213,7 +207,20 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	if _, ok := materialize(o.configPath, data, format, stderr); !ok {
 		return exitFailed
 	}
-	stateDir := resolveStateDir(o)
+	sd, err := node.ResolveStateDir(o.stateDir, o.configPath, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	stateDir := sd.Path
+	// One process per state directory: a second node would share the node
+	// id, the configuration history and the WALs.
+	lock, err := node.LockStateDir(stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "flowplane: %v\n", err)
+		return exitFailed
+	}
+	defer lock.Release()
 	hist, err := history.Open(filepath.Join(stateDir, "config"), time.Now)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: configuration history: %v\n", err)
@@ -234,6 +241,9 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer closer.Close()
+	if sd.Source == node.StateDirLegacy {
+		log.Warn("using the state directory beside the configuration file, as earlier releases did; pass --state-dir to keep it there, or move it to the default", "state_dir", stateDir)
+	}
 	hc := cfg.HealthCheck
 	for _, w := range cfg.Warnings() {
 		log.Error("insecure listener: "+w.Message, "path", w.Path)
@@ -303,6 +313,13 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	// Streams the Hub last wanted stopped stay stopped, Hub or no Hub.
 	if err := eng.ApplyStopped(ctx, cfg, held); err != nil {
 		log.Error("a stream failed to start", "err", err)
+		// A WAL directory another process writes to is the same mistake as
+		// a shared state directory: refuse to run rather than serve half.
+		if errors.Is(err, wal.ErrInUse) {
+			fmt.Fprintf(stderr, "flowplane: refusing to run a stream whose WAL directory is in use: %v\n", err)
+			eng.Shutdown(context.Background())
+			return exitFailed
+		}
 	}
 	if ag != nil {
 		agentCtx, stopAgent := context.WithCancel(ctx)

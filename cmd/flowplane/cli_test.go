@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,6 +44,7 @@ func TestExitCodes(t *testing.T) {
 		{"schema with argument", []string{"schema", "x"}, exitUsage},
 		{"help", []string{"--help"}, exitOK},
 		{"version", []string{"version"}, exitOK},
+		{"--version", []string{"--version"}, exitOK},
 		{"schema", []string{"schema"}, exitOK},
 		{"validate good", []string{"--config", "../../examples/quickstart.yaml", "--validate"}, exitOK},
 		{"validate bad", []string{"--config", bad, "--validate"}, exitFailed},
@@ -87,7 +92,7 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 			t.Errorf("%s is rejected by the schema: %v", name, err)
 		}
 	}
-	files, _ := filepath.Glob("../../examples/*")
+	files := exampleConfigs(t, "../../examples")
 	if len(files) == 0 {
 		t.Fatal("no examples")
 	}
@@ -129,5 +134,75 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 			st["state"] = map[string]any{"durability": "ephemeral"}
 		}
 		validate(string(s.Kind)+" "+s.Name+" example", map[string]any{"streams": []any{st}})
+	}
+}
+
+// exampleConfigs lists the configuration files (by extension, regular
+// files only) in dir, sorted: not the state, logs or databases a run or a
+// README walkthrough may have left beside them.
+func exampleConfigs(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range ents {
+		switch filepath.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json", ".toml":
+			if e.Type().IsRegular() {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return files
+}
+
+// TestHubHelpListsEveryVariable: `flowplane hub --help` names every SVC_*
+// variable the Hub package declares (read from its source, so that a new
+// setting cannot be left out of the help).
+func TestHubHelpListsEveryVariable(t *testing.T) {
+	files, err := filepath.Glob("../../internal/hub/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no hub sources: %v", err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			gd, ok := n.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				return true
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, _ := strconv.Unquote(lit.Value); strings.HasPrefix(s, "SVC_") {
+							names = append(names, s)
+						}
+					}
+				}
+			}
+			return false
+		})
+	}
+	if len(names) < 8 {
+		t.Fatalf("found only %v in internal/hub", names)
+	}
+	code, out, _ := runCLI(t, "hub", "--help")
+	if code != exitOK {
+		t.Fatalf("hub --help exit %d", code)
+	}
+	for _, name := range names {
+		if !strings.Contains(out, "\n  "+name+" ") {
+			t.Errorf("hub --help does not list %s:\n%s", name, out)
+		}
 	}
 }

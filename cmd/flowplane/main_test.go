@@ -37,6 +37,9 @@ func TestScripts(t *testing.T) {
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("EXAMPLES", examplesDir(t))
+			// A node run without --state-dir keeps its state under the
+			// user's state directory: the script's own.
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.state")
 			return nil
 		},
 	})

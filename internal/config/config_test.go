@@ -265,3 +265,28 @@ func FuzzMaterialize(f *testing.F) {
 		}
 	})
 }
+
+// TestSyntaxErrorsNameTheirFormatOnce: a document that does not parse is
+// one problem, prefixed once with its format, with its line, on one line.
+func TestSyntaxErrorsNameTheirFormatOnce(t *testing.T) {
+	tests := []struct {
+		format config.Format
+		doc    string
+		want   string
+	}{
+		{config.YAML, "streams: [ {\n", "yaml: line 1: did not find expected node content"},
+		{config.YAML, "streams:\n  - a: 1\n b: 2\n", "yaml: line 2: did not find expected key"},
+		{config.YAML, "streams: []\nstreams: []\n", `yaml: line 2: mapping key "streams" already defined at line 1`},
+		{config.TOML, "[a\nb=", "toml: line 1, column 3: expected ']' to close table name"},
+		{config.JSON, `{"streams": [`, "json: unexpected EOF"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.format), func(t *testing.T) {
+			_, err := config.Materialize([]byte(tt.doc), tt.format, component.Default, secretref.Resolver{})
+			ps := config.Problems(err)
+			if len(ps) != 1 || ps[0].Error() != tt.want {
+				t.Errorf("problems %q, want one: %q", ps, tt.want)
+			}
+		})
+	}
+}

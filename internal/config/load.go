@@ -68,7 +68,7 @@ func Tree(data []byte, f Format) (any, error) {
 	case YAML:
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&v); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("yaml: %w", err)
+			return nil, &syntaxError{format: YAML, err: err}
 		}
 		var extra any
 		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -84,7 +84,7 @@ func Tree(data []byte, f Format) (any, error) {
 		}
 	case TOML:
 		if err := toml.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("toml: %w", err)
+			return nil, &syntaxError{format: TOML, err: err}
 		}
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrFormat, f)
@@ -100,6 +100,32 @@ func Tree(data []byte, f Format) (any, error) {
 	}
 	return norm, nil
 }
+
+// syntaxError is a parser's error, shown once prefixed with its format:
+// the YAML and TOML parsers prefix their own messages already, which read
+// "yaml: yaml: line 1: ..." when wrapped.
+type syntaxError struct {
+	format Format
+	err    error
+}
+
+func (e *syntaxError) Error() string {
+	prefix := string(e.format) + ": "
+	msg := e.err.Error()
+	var te *yaml.TypeError
+	var de *toml.DecodeError
+	switch {
+	case errors.As(e.err, &te):
+		// "yaml: unmarshal errors:\n  line 2: ..." on one line.
+		msg = strings.Join(te.Errors, "; ")
+	case errors.As(e.err, &de):
+		row, col := de.Position()
+		msg = fmt.Sprintf("line %d, column %d: %s", row, col, strings.TrimPrefix(msg, prefix))
+	}
+	return prefix + strings.TrimPrefix(msg, prefix)
+}
+
+func (e *syntaxError) Unwrap() error { return e.err }
 
 func normalize(v any) (any, error) {
 	b, err := json.Marshal(v)

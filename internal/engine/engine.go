@@ -383,16 +383,30 @@ func (e *Engine) Finished() bool {
 	return true
 }
 
-// Ready reports whether every configured stream has started: it is running,
-// or it already completed. A stream that failed to start keeps the node
-// unready, as does one still starting.
-func (e *Engine) Ready() bool {
-	for _, st := range e.Streams() {
-		if st.State != stream.StateRunning && st.State != stream.StateCompleted {
-			return false
+// Ready reports whether the engine finished starting what it is meant to
+// run: NotReady is empty.
+func (e *Engine) Ready() bool { return len(e.NotReady()) == 0 }
+
+// NotReady returns, in configuration order, the ids of the streams that
+// should run and do not: one still starting, one that failed (to build or
+// later), one stopping while nobody asked it to (the engine shutting
+// down). A stream stopped on request, or held stopped by ApplyStopped, is
+// where the operator wants it, and a completed stream is done: neither
+// makes the engine unready.
+func (e *Engine) NotReady() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for _, id := range e.order {
+		in := e.streams[id]
+		if in.stopped {
+			continue
+		}
+		if st := e.statusLocked(in).State; st != stream.StateRunning && st != stream.StateCompleted {
+			ids = append(ids, id)
 		}
 	}
-	return true
+	return ids
 }
 
 // Failed returns the ids of streams that ended with an error.

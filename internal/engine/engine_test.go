@@ -15,6 +15,7 @@ import (
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wal"
 )
 
 func materialize(t *testing.T, doc string) *config.Config {
@@ -122,8 +123,8 @@ func TestStopStartRestart(t *testing.T) {
 	if s, _ := statusOf(e, "s"); s.State != stream.StateStopped {
 		t.Errorf("after Stop state = %s", s.State)
 	}
-	if e.Ready() {
-		t.Error("a stopped stream leaves the node ready")
+	if !e.Ready() || len(e.NotReady()) != 0 {
+		t.Errorf("a stream stopped on request makes the engine unready: %v", e.NotReady())
 	}
 	if err := e.Start(ctx, "s"); err != nil {
 		t.Fatal(err)
@@ -330,4 +331,74 @@ func TestApplyStoppedNeverStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "held running after Start", func() bool { s, _ := statusOf(e, "held"); return s.State == stream.StateRunning })
+}
+
+// TestReadyIsWhatShouldRun: streams stopped on request, held stopped or
+// completed keep the engine ready; a stream that failed, or one that was
+// stopped and failed to start again, makes it unready and is named.
+func TestReadyIsWhatShouldRun(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	missing := filepath.Join(t.TempDir(), "missing.txt")
+	doc := "streams:" + streamDoc("run", "5ms") + streamDoc("stop", "5ms") + streamDoc("held", "5ms") + `
+  - id: done
+    input: {type: memory, messages: ['x']}
+    pipeline: {processors: []}
+    output: {type: drop}
+`
+	if err := e.ApplyStopped(ctx, materialize(t, doc), []string{"held"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ready", e.Ready)
+	if err := e.Stop(ctx, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "done completed", func() bool { s, _ := statusOf(e, "done"); return s.State == stream.StateCompleted })
+	if got := e.NotReady(); len(got) != 0 || !e.Ready() {
+		t.Errorf("NotReady() = %v with streams stopped, held and completed, want none", got)
+	}
+	// A stream that should run and fails makes the engine unready.
+	if err := e.Apply(ctx, materialize(t, doc+`
+  - id: broken
+    input: {type: file, path: `+missing+`}
+    pipeline: {processors: []}
+    output: {type: drop}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "broken failed", func() bool { s, _ := statusOf(e, "broken"); return s.State == stream.StateFailed })
+	if got := e.NotReady(); len(got) != 1 || got[0] != "broken" || e.Ready() {
+		t.Errorf("NotReady() = %v, want [broken]", got)
+	}
+}
+
+// TestDurableStreamRestartsAndSharedWALFails: a durable stream's WAL
+// directory is released when the stream stops, so Restart and an applied
+// change reopen it; two streams given one WAL path cannot both have it,
+// and the second fails naming the directory in use.
+func TestDurableStreamRestartsAndSharedWALFails(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	durable := func(id, interval, path string) string {
+		return streamDoc(id, interval) + "    durability: {path: " + path + "}\n"
+	}
+	walA, walB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	if err := e.Apply(ctx, materialize(t, "streams:"+durable("a", "5ms", walA))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a running", e.Ready)
+	if err := e.Restart(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a running after Restart", e.Ready)
+	if err := e.Apply(ctx, materialize(t, "streams:"+durable("a", "7ms", walA))); err != nil {
+		t.Fatalf("apply a change to a durable stream: %v", err)
+	}
+	waitFor(t, "a running after a change", e.Ready)
+
+	err := e.Apply(ctx, materialize(t, "streams:"+durable("a", "7ms", walA)+durable("b", "5ms", walB)+durable("c", "5ms", walA)))
+	if !errors.Is(err, wal.ErrInUse) || !strings.Contains(err.Error(), "streams[2].durability") || !strings.Contains(err.Error(), walA) {
+		t.Fatalf("a second stream on a's WAL: %v, want streams[2].durability in use naming %s", err, walA)
+	}
+	waitFor(t, "only c not ready", func() bool { got := e.NotReady(); return len(got) == 1 && got[0] == "c" })
 }

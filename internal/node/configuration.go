@@ -40,6 +40,9 @@ func (e *ValidationError) Error() string {
 // ErrVersionNotFound is returned for an unknown configuration version.
 var ErrVersionNotFound = errors.New("configuration version not found")
 
+// ErrNoDraft is returned by ApplyDraft when no draft is saved.
+var ErrNoDraft = errors.New("no draft saved")
+
 // errNoHistory is returned by the configuration calls before AttachHistory;
 // the API answers 503.
 var errNoHistory = errors.New("configuration history is not available")
@@ -131,8 +134,34 @@ func (n *Node) Apply(doc Document, req Request) (wire.Operation, error) {
 	return n.apply(doc, "api", "", OpApply, req)
 }
 
+// ApplyDraft applies the saved draft as Apply would its text (a new
+// version from the API); the draft stays saved. No draft: ErrNoDraft.
+func (n *Node) ApplyDraft(req Request) (wire.Operation, error) {
+	h, err := n.history()
+	if err != nil {
+		return wire.Operation{}, err
+	}
+	d, ok := h.Draft()
+	if !ok {
+		return wire.Operation{}, ErrNoDraft
+	}
+	return n.apply(Document{Format: d.Format, Content: d.Content}, history.SourceAPI, "", OpApply, req)
+}
+
+// ApplyVersion applies the text of a stored version through the apply
+// operation. Like Rollback, the new version records the version it came
+// from (source "rollback", rolled_back_from), since it re-applies that
+// version's text.
+func (n *Node) ApplyVersion(versionID string, req Request) (wire.Operation, error) {
+	return n.reapply(versionID, OpApply, req)
+}
+
 // Rollback re-applies the text of an earlier version as a new version.
 func (n *Node) Rollback(versionID string, req Request) (wire.Operation, error) {
+	return n.reapply(versionID, OpRollback, req)
+}
+
+func (n *Node) reapply(versionID, opName string, req Request) (wire.Operation, error) {
 	h, err := n.history()
 	if err != nil {
 		return wire.Operation{}, err
@@ -144,7 +173,7 @@ func (n *Node) Rollback(versionID string, req Request) (wire.Operation, error) {
 	if err != nil {
 		return wire.Operation{}, err
 	}
-	return n.apply(Document{Format: v.Format, Content: v.Content}, "rollback", v.ID, OpRollback, req)
+	return n.apply(Document{Format: v.Format, Content: v.Content}, history.SourceRollback, v.ID, opName, req)
 }
 
 func (n *Node) apply(doc Document, source, from, opName string, req Request) (wire.Operation, error) {

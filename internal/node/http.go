@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -301,37 +302,84 @@ func (s *server) getVersions(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(views, page, size))
 }
 
-// document reads a configuration body: JSON {"format", "content"}, or the
-// raw document as application/yaml, text/yaml or application/toml.
+// document reads a configuration body: the raw document as YAML
+// (application/yaml, text/yaml, application/x-yaml), TOML
+// (application/toml) or JSON (application/json), or the JSON envelope
+// {"format", "content"}. A JSON object with a "format" or "content" field
+// is the envelope (no configuration has either field); any other JSON
+// object is a configuration. A reference ({"draft": ...}, {"version": ...})
+// is refused: only apply takes one (applyBody).
 func document(r *http.Request) (Document, error) {
+	doc, ref, err := configRequest(r)
+	if err == nil && ref != nil {
+		return Document{}, httpapi.BadRequest("invalid_json", `only POST /configuration/apply takes {"draft": true} or {"version": "<id>"}; send a configuration`)
+	}
+	return doc, err
+}
+
+// applyRef names a stored text to apply: the draft or a version.
+type applyRef struct {
+	Draft   bool   `json:"draft"`
+	Version string `json:"version"`
+}
+
+// configRequest reads a configuration body (see document) or, for a JSON
+// object with a "draft" or "version" field, a reference to a stored text.
+func configRequest(r *http.Request) (Document, *applyRef, error) {
 	mt, body, err := httpapi.ReadBody(r, MaxBodyBytes, "application/json", "application/yaml", "text/yaml", "application/x-yaml", "application/toml")
 	if err != nil {
-		return Document{}, err
+		return Document{}, nil, err
 	}
-	if len(body) == 0 {
-		return Document{}, httpapi.BadRequest("invalid_json", "a configuration body is required")
+	if len(bytes.TrimSpace(body)) == 0 {
+		return Document{}, nil, httpapi.BadRequest("invalid_json", "a configuration body is required")
 	}
 	mt, _, _ = mime.ParseMediaType(mt)
 	switch mt {
 	case "application/yaml", "text/yaml", "application/x-yaml":
-		return Document{Format: config.YAML, Content: body}, nil
+		return Document{Format: config.YAML, Content: body}, nil, nil
 	case "application/toml":
-		return Document{Format: config.TOML, Content: body}, nil
+		return Document{Format: config.TOML, Content: body}, nil, nil
 	}
-	var in struct {
-		Format  string `json:"format"`
-		Content string `json:"content"`
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return Document{}, nil, httpapi.BadRequest("invalid_json", "the body must be a JSON object: a configuration, {\"format\", \"content\"}, or for apply {\"draft\": true} or {\"version\": \"<id>\"}")
 	}
+	_, format := fields["format"]
+	_, content := fields["content"]
+	_, draft := fields["draft"]
+	_, version := fields["version"]
 	// The shared decoder names an unknown field and rejects trailing data.
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err := httpapi.DecodeJSON(r, &in, MaxBodyBytes); err != nil {
-		return Document{}, err
+	switch {
+	case format || content:
+		var in struct {
+			Format  string `json:"format"`
+			Content string `json:"content"`
+		}
+		if err := httpapi.DecodeJSON(r, &in, MaxBodyBytes); err != nil {
+			return Document{}, nil, err
+		}
+		f, err := config.ParseFormat(in.Format)
+		if err != nil {
+			return Document{}, nil, httpapi.Validation([]httpapi.FieldProblem{{Path: "format", Message: "must be yaml, json or toml"}})
+		}
+		return Document{Format: f, Content: []byte(in.Content)}, nil, nil
+	case draft || version:
+		var ref applyRef
+		if err := httpapi.DecodeJSON(r, &ref, MaxBodyBytes); err != nil {
+			return Document{}, nil, err
+		}
+		switch {
+		case ref.Draft && ref.Version != "":
+			return Document{}, nil, httpapi.Validation([]httpapi.FieldProblem{{Path: "version", Message: "give draft or version, not both"}})
+		case draft && !ref.Draft:
+			return Document{}, nil, httpapi.Validation([]httpapi.FieldProblem{{Path: "draft", Message: "must be true (or leave it out and name a version)"}})
+		case version && ref.Version == "":
+			return Document{}, nil, httpapi.Validation([]httpapi.FieldProblem{{Path: "version", Message: "must name a version, e.g. v3"}})
+		}
+		return Document{}, &ref, nil
 	}
-	f, err := config.ParseFormat(in.Format)
-	if err != nil {
-		return Document{}, httpapi.Validation([]httpapi.FieldProblem{{Path: "format", Message: "must be yaml, json or toml"}})
-	}
-	return Document{Format: f, Content: []byte(in.Content)}, nil
+	return Document{Format: config.JSON, Content: body}, nil, nil
 }
 
 func (s *server) postValidate(w http.ResponseWriter, r *http.Request) error {
@@ -391,12 +439,22 @@ func (s *server) accepted(w http.ResponseWriter, rec wire.Operation) error {
 	return httpapi.WriteJSON(w, http.StatusAccepted, rec)
 }
 
+// postApply applies a configuration sent in the body, the saved draft
+// ({"draft": true}) or a stored version ({"version": "v3"}).
 func (s *server) postApply(w http.ResponseWriter, r *http.Request) error {
-	doc, err := document(r)
+	doc, ref, err := configRequest(r)
 	if err != nil {
 		return err
 	}
-	rec, err := s.n.Apply(doc, s.request(r))
+	var rec wire.Operation
+	switch {
+	case ref == nil:
+		rec, err = s.n.Apply(doc, s.request(r))
+	case ref.Draft:
+		rec, err = s.n.ApplyDraft(s.request(r))
+	default:
+		rec, err = s.n.ApplyVersion(ref.Version, s.request(r))
+	}
 	if err != nil {
 		return s.problem(err)
 	}
@@ -478,6 +536,8 @@ func (s *server) problem(err error, streamID ...string) error {
 		return httpapi.Validation(ps)
 	case errors.Is(err, ErrStreamNotFound):
 		return httpapi.NotFound("stream_not_found", "no stream with that id on this node")
+	case errors.Is(err, ErrNoDraft):
+		return httpapi.NotFound("not_found", "no draft saved: PUT /configuration/draft first")
 	case errors.Is(err, ErrVersionNotFound):
 		return httpapi.NotFound("configuration_version_not_found", strings.TrimPrefix(err.Error(), ErrVersionNotFound.Error()+": "))
 	case errors.Is(err, history.ErrNotFound):

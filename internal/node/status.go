@@ -127,14 +127,12 @@ func (n *Node) Liveness() Probe {
 	return Probe{Status: "live", UptimeMs: n.opts.Now().Sub(n.started).Milliseconds()}
 }
 
-// Readiness is ready once every configured stream started.
+// Readiness is ready once the engine finished starting what it is meant to
+// run (engine.NotReady): a stream stopped on purpose, or completed, keeps
+// the node ready; one that should run and does not is named in not_ready.
 func (n *Node) Readiness() (Probe, bool) {
 	p := Probe{Status: "ready", UptimeMs: n.opts.Now().Sub(n.started).Milliseconds()}
-	for _, s := range n.opts.Engine.Streams() {
-		if s.State != stream.StateRunning && s.State != stream.StateCompleted {
-			p.NotReady = append(p.NotReady, s.ID)
-		}
-	}
+	p.NotReady = n.opts.Engine.NotReady()
 	if len(p.NotReady) > 0 {
 		p.Status = "not_ready"
 		return p, false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,36 +106,58 @@ func TestListeners(t *testing.T) {
 	})
 }
 
-// TestProbes: a stopped stream makes the node unready and unhealthy (503);
-// liveness stays 200.
+// TestProbes: an operator's stop is not a failure. A stream stopped
+// through the API keeps the node ready and healthy (200); a stream that
+// should run and fails makes it unready (503, named in not_ready) and
+// unhealthy. Liveness stays 200 throughout.
 func TestProbes(t *testing.T) {
 	h := newHarness(t, doc(hcLocal, genStream("a", "a"), genStream("b", "b")))
+	eventually(t, "ready", func() (bool, string) {
+		r := h.do(t, "GET", "/readiness", "")
+		return r.Status == 200, r.String()
+	})
 	h.succeed(t, h.action(t, "b", "stop").OperationID)
-	for _, p := range []string{"/readiness", "/ready", "/health"} {
-		r := h.expect(t, 503, "GET", p, "")
-		probe := decode[struct {
-			Status   string   `json:"status"`
-			NotReady []string `json:"not_ready"`
-		}](t, r)
-		if probe.Status == "ready" || probe.Status == "healthy" || len(probe.NotReady) != 1 || probe.NotReady[0] != "b" {
-			t.Errorf("%s = %s", p, r)
-		}
+	type probeBody struct {
+		Status   string   `json:"status"`
+		NotReady []string `json:"not_ready"`
+		Failed   []string `json:"failed"`
 	}
-	for _, p := range []string{"/liveness", "/live"} {
-		h.expect(t, 200, "GET", p, "")
+	want := map[string]string{"/readiness": "ready", "/ready": "ready", "/health": "healthy"}
+	for p, status := range want {
+		r := h.expect(t, 200, "GET", p, "")
+		if got := decode[probeBody](t, r); got.Status != status || len(got.NotReady) != 0 {
+			t.Errorf("%s with a stream stopped on purpose = %s, want 200 %s", p, r, status)
+		}
 	}
 	status := decode[struct {
 		Ready   bool `json:"ready"`
 		Streams struct{ Total, Running, Stopped int }
 	}](t, h.expect(t, 200, "GET", "/status", ""))
-	if status.Ready || status.Streams.Total != 2 || status.Streams.Running != 1 || status.Streams.Stopped != 1 {
-		t.Errorf("status %+v", status)
+	if !status.Ready || status.Streams.Total != 2 || status.Streams.Running != 1 || status.Streams.Stopped != 1 {
+		t.Errorf("status %+v, want ready with 1 running, 1 stopped", status)
 	}
-	h.succeed(t, h.action(t, "b", "start").OperationID)
-	eventually(t, "ready again", func() (bool, string) {
-		r := h.do(t, "GET", "/readiness", "")
-		return r.Status == 200, r.String()
+
+	// A stream that should run and cannot (its input's file is missing).
+	broken := `  - id: c
+    input: {type: file, path: ` + filepath.Join(t.TempDir(), "missing.txt") + `}
+    pipeline: {processors: []}
+    output: {type: drop}
+`
+	applied := decode[wire.Operation](t, h.expect(t, 202, "POST", "/configuration/apply", configBody(t, "yaml", doc(hcLocal, genStream("a", "a"), genStream("b", "b"), broken))))
+	h.waitOp(t, applied.OperationID)
+	eventually(t, "c failed", func() (bool, string) {
+		s := h.stream(t, "c")
+		return s.Observed.State == "failed", s.Observed.State
 	})
+	for p, status := range map[string]string{"/readiness": "not_ready", "/ready": "not_ready", "/health": "unhealthy"} {
+		r := h.expect(t, 503, "GET", p, "")
+		if got := decode[probeBody](t, r); got.Status != status || len(got.NotReady) != 1 || got.NotReady[0] != "c" {
+			t.Errorf("%s with a failed stream = %s, want 503 %s, not_ready [c]", p, r, status)
+		}
+	}
+	for _, p := range []string{"/liveness", "/live"} {
+		h.expect(t, 200, "GET", p, "")
+	}
 }
 
 // TestNoHistory: without a configuration history the configuration routes

@@ -10,6 +10,11 @@ import (
 // run is the committer: the only goroutine that writes segment files.
 func (w *WAL) run() {
 	defer close(w.done)
+	defer func() {
+		if err := w.lock.Release(); err != nil {
+			w.log.Warn("release WAL lock", "err", err)
+		}
+	}()
 	tick := time.NewTicker(w.opts.SyncInterval)
 	defer tick.Stop()
 	for {

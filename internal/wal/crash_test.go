@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/lockfile"
 )
 
 // crashEnv names the directory a re-executed test binary writes to as the
@@ -175,4 +178,47 @@ func TestCrashRecoversDurableEntries(t *testing.T) {
 		t.Logf("cycle %d: %d durable so far, %d replayed, truncated %d bytes", cycle, len(durable), len(replayed), rec.TruncatedBytes)
 		mustClose(t, w)
 	}
+}
+
+// TestOpenRefusesDirectoryInUse opens a directory a second time, in this
+// process and while a child process writes to it: both fail with
+// ErrOpen, the latter naming the child's pid. Once the child is
+// SIGKILLed, Open succeeds at once.
+func TestOpenRefusesDirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := openT(t, dir, Options{})
+	if _, _, err := Open(Options{Dir: dir}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second Open in the same process: %v, want ErrOpen", err)
+	}
+	mustClose(t, w)
+	w, _ = openT(t, dir, Options{}) // Close released the directory
+	mustClose(t, w)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatalf("the child reported nothing: %v", err)
+	}
+	_, _, err = Open(Options{Dir: dir})
+	var he *lockfile.HeldError
+	if !errors.Is(err, ErrInUse) || !errors.As(err, &he) || he.PID != cmd.Process.Pid {
+		t.Fatalf("Open while a child writes: %v, want ErrOpen naming pid %d", err, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	w, _, err = Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("Open after the holder was killed: %v", err)
+	}
+	mustClose(t, w)
 }

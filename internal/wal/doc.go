@@ -31,6 +31,8 @@
 // are acknowledged.
 //
 // The package must not know about streams, components or configuration
-// files: it stores opaque byte entries (plus a codec for message batches),
-// and it must not be shared by two processes or two WAL values at once.
+// files: it stores opaque byte entries (plus a codec for message batches).
+// A directory belongs to one open WAL at a time: Open holds an flock on
+// its lock file until Close (see internal/lockfile), and a second Open, in
+// this process or another, fails with ErrInUse naming the holder's pid.
 package wal

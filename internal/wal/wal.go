@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/lockfile"
 )
 
 // SyncMode says when appended entries are fsynced.
@@ -53,7 +56,14 @@ var (
 	ErrTooLarge = errors.New("wal: entry too large")
 	// ErrCorrupt reports a segment that changed after Open verified it.
 	ErrCorrupt = errors.New("wal: corrupt segment")
+	// ErrInUse is returned by Open for a directory another open WAL holds,
+	// in this process or another; the error also matches
+	// *lockfile.HeldError, which names the holder's pid.
+	ErrInUse = errors.New("wal: directory in use")
 )
+
+// LockName is the lock file Open holds in the directory until Close.
+const LockName = "flowplane.lock"
 
 // Options configure a WAL.
 type Options struct {
@@ -122,8 +132,9 @@ type WAL struct {
 	opts Options
 	log  *slog.Logger
 
-	wake   chan struct{} // buffered(1): there is something to commit
-	done   chan struct{} // closed when the committer has exited
+	lock   *lockfile.Lock // held from Open; the committer releases it on exit
+	wake   chan struct{}  // buffered(1): there is something to commit
+	done   chan struct{}  // closed when the committer has exited
 	fsyncs atomic.Uint64
 
 	mu       sync.Mutex // guards the fields below
@@ -157,21 +168,38 @@ type WAL struct {
 
 // Open opens the WAL in opts.Dir, creating it if needed, and recovers its
 // state: every record is verified, a torn tail is truncated, and a damaged
-// older segment is reported in Recovery (see the package comment).
+// older segment is reported in Recovery (see the package comment). The
+// directory is locked (LockName) until Close, so that no other WAL value
+// or process writes to it meanwhile: one that does fails with ErrInUse.
 func Open(opts Options) (*WAL, Recovery, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, Recovery{}, err
 	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, Recovery{}, fmt.Errorf("%w: %w", ErrOpen, err)
+	}
+	lock, err := lockfile.Acquire(filepath.Join(opts.Dir, LockName))
+	if errors.Is(err, lockfile.ErrHeld) {
+		return nil, Recovery{}, fmt.Errorf("%w: %w", ErrInUse, err)
+	}
+	if err != nil {
+		return nil, Recovery{}, fmt.Errorf("%w: %w", ErrOpen, err)
+	}
 	w := &WAL{
 		opts:  opts,
 		log:   opts.Logger.With("wal", opts.Dir),
+		lock:  lock,
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
 		early: make(map[uint64]struct{}),
 	}
 	rec, err := w.recover()
 	if err != nil {
+		if w.f != nil {
+			_ = w.f.Close()
+		}
+		_ = lock.Release()
 		return nil, Recovery{}, err
 	}
 	go w.run()

@@ -14,6 +14,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/flowplane/flowplane/internal/lockfile"
 )
 
 // Errors callers branch on.
@@ -41,7 +43,16 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 	// ErrSchemaTooNew: the database was written by a newer build.
 	ErrSchemaTooNew = errors.New("database schema newer than this build")
+	// ErrInUse: another Store, in this process or another, has the file
+	// open. The error also matches *lockfile.HeldError, naming its pid.
+	ErrInUse = errors.New("storage in use")
 )
+
+// LockSuffix names the lock file Open holds beside the database (path +
+// LockSuffix) until Close, so that one Hub process at a time owns a file.
+// It is a file of its own: SQLite's POSIX locks on the database itself are
+// per process and guard transactions, not ownership.
+const LockSuffix = ".lock"
 
 // GenerationConflictError is the ErrGenerationConflict of one write.
 type GenerationConflictError struct {
@@ -75,6 +86,7 @@ type writeReq struct {
 // writes go through one connection owned by the writer goroutine; reads
 // use a separate pool.
 type Store struct {
+	lock  *lockfile.Lock // nil for the in-memory database
 	wdb   *sql.DB
 	wconn *sql.Conn // owned by the writer goroutine after Open
 	wq    *stmtConn // wconn with its statement cache; writer goroutine only
@@ -116,8 +128,9 @@ var memSeq atomic.Int64
 // Open opens (creating if needed) the database at path, applies the
 // pragmas and the pending migrations, checks the file and starts the
 // writer. path "" opens a volatile in-memory database, for
-// SVC_HUB_INSECURE_LOCAL without storage. On any failure nothing stays
-// open and the error is returned.
+// SVC_HUB_INSECURE_LOCAL without storage. A file another Store holds
+// fails with ErrInUse. On any failure nothing stays open and the error is
+// returned.
 func Open(ctx context.Context, path string) (*Store, error) {
 	var wdsn, rdsn string
 	if path == "" {
@@ -140,6 +153,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 	s := &Store{writes: make(chan writeReq), quit: make(chan struct{})}
+	if path != "" {
+		var err error
+		s.lock, err = lockfile.Acquire(path + LockSuffix)
+		if errors.Is(err, lockfile.ErrHeld) {
+			return nil, fmt.Errorf("%w: %w", ErrInUse, err)
+		}
+		if err != nil {
+			return nil, storageErr(err)
+		}
+	}
 	fail := func(err error) (*Store, error) {
 		if s.wconn != nil {
 			_ = s.wconn.Close()
@@ -150,6 +173,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		if s.rdb != nil {
 			_ = s.rdb.Close()
 		}
+		_ = s.lock.Release()
 		return nil, err
 	}
 	var err error
@@ -239,6 +263,8 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		s.rq.close()
 		err = errors.Join(s.wconn.Close(), s.wdb.Close(), s.rdb.Close())
+		// Only once SQLite closed the file may another process own it.
+		err = errors.Join(err, s.lock.Release())
 	})
 	return err
 }

@@ -69,8 +69,9 @@
 // bytes per version).
 //
 // A Store is safe for concurrent use: one mutex guards its state and its
-// files. Nothing stops two processes from opening the same directory;
-// the node's state directory must belong to one process.
+// files. The Store itself does not stop two processes from opening the
+// same directory: the node does, by locking its whole state directory
+// (node.LockStateDir) before it opens the history.
 //
 // # Diff
 //

@@ -1,0 +1,37 @@
+package hub
+
+import (
+	"strings"
+	"time"
+)
+
+// EnvVar documents one environment variable the Hub reads.
+type EnvVar struct {
+	Name    string
+	Default string // "" when none
+	Meaning string
+}
+
+// EnvVars lists every environment variable the Hub reads, in the order
+// `flowplane hub --help` shows them. A variable added to settings.go must
+// be added here (cmd/flowplane tests that every SVC_* constant of this
+// package is listed).
+func EnvVars() []EnvVar {
+	return []EnvVar{
+		{EnvAddress, DefaultAddress, "listen address"},
+		{EnvStorage, "", "SQLite file of the durable state; required unless insecure local"},
+		{EnvOperatorToken, "", "bearer token of the operator API; required unless insecure local; at least 16 characters"},
+		{EnvNodeToken, "", "token Agents register with (the nodes' node_token); required unless insecure local; at least 16 characters, not the operator token"},
+		{EnvTLSCert, "", "PEM certificate chain to serve HTTPS with (with " + EnvTLSKey + "); reloaded when the file changes"},
+		{EnvTLSKey, "", "private key of " + EnvTLSCert + "; reloaded when the file changes"},
+		{EnvInsecureLocal, "", "1: local development on a loopback address; missing storage or tokens are allowed and logged"},
+		{EnvAPIPrefix, APIPrefix, "prefix of the operator and agent APIs"},
+		{EnvCORSOrigins, "", "comma-separated browser origins allowed to call the API"},
+		{EnvIntentTTL, shortDuration(DefaultIntentTTL), "how long an accepted intent may wait to be carried out"},
+	}
+}
+
+// shortDuration is d without trailing zero units: 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
