@@ -4,12 +4,14 @@
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
-trap 'pkill -f "flowplane --config node.yaml"; rm -rf "$work"' EXIT
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 go build -C "$repo" -o "$work/flowplane" ./cmd/flowplane
 cd "$work"
 printf 'logging: {level: warn}\nhealth_check: {address: 127.0.0.1:18181}\nstreams:\n  - id: orders\n    input: {type: generate, context: \x27{"id": {{count}}, "v": {{random}}}\x27, interval: 100ms}\n    pipeline: {processors: [{type: json}]}\n    output: {type: drop}\n' > node.yaml
-(./flowplane --config node.yaml > log 2>&1 &) ; sleep 0.6; B=http://127.0.0.1:18181
-show() { echo "### \`$1 $2\`"; echo; echo '```'; echo "\$ curl -s -X $1 ${3:-}$B$2"; curl -s -X $1 $3 "$B$2" | python3 -m json.tool 2>/dev/null | head -${4:-40}; echo '```'; echo; }
+./flowplane --config node.yaml --state-dir "$work/state" > log 2>&1 &
+pid=$!; sleep 0.6; B=http://127.0.0.1:18181
+show() { echo "### \`$1 $2\`"; echo; echo '```'; echo "\$ curl -s -X $1 ${3:-}$B$2"; curl -s -X $1 ${3:-} "$B$2" | python3 -m json.tool 2>/dev/null | head -${4:-40}; echo '```'; echo; }
 printf 'streams:\n  - input: {type: generat}\n    pipeline: {processors: []}\n    output: {type: drop}\n' > bad.yaml
 printf 'logging: {level: warn}\nhealth_check: {address: 127.0.0.1:18181}\nstreams:\n  - id: orders\n    input: {type: generate, context: \x27{"id": {{count}}, "v": {{random}}}\x27, interval: 100ms}\n    pipeline: {processors: [{type: json}]}\n    output: {type: drop}\n  - id: audit\n    input: {type: generate, context: \x27{}\x27, interval: 1s}\n    pipeline: {processors: []}\n    output: {type: drop}\n' > draft.yaml
 show GET /system "" 14
