@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Route is one row of a surface's route table. Method is an HTTP method
@@ -25,10 +24,6 @@ type Route struct {
 	Handler HandlerFunc
 	Public  bool
 	Auth    Authenticator
-	// LongLived marks a route that holds a bodiless request open (a
-	// long-poll, a Server-Sent Events stream): the server's body read
-	// deadline (ServerOptions.BodyTimeout) is lifted for it.
-	LongLived bool
 	// NoIdempotencyKey refuses Idempotency-Key on a mutation (400
 	// invalid_header) instead of storing its response: for routes whose
 	// answer holds a secret (the Agent's session token), which must never be
@@ -210,11 +205,6 @@ func (rt *Router) routeHandler(route Route) http.Handler {
 			return err
 		}
 		r = r.WithContext(ContextWithPrincipal(r.Context(), principal))
-		if route.LongLived && (r.Body == nil || r.Body == http.NoBody) {
-			// No error: a writer that cannot set deadlines (a test
-			// recorder) has none to lift.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-		}
 		if !mutation {
 			return route.Handler(w, r)
 		}

@@ -38,7 +38,7 @@ func (h *Hub) agentRoutes(p string) []httpapi.Route {
 		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session, NoIdempotencyKey: true},
 		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session, NoIdempotencyKey: true},
 		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session, NoIdempotencyKey: true},
-		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session, LongLived: true},
+		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session},
 		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session, NoIdempotencyKey: true},
 	}
 }

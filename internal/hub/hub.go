@@ -53,6 +53,9 @@ type Options struct {
 	// Registry is the component set of the fleet image, shown by
 	// /components and /schema; nil means component.Default.
 	Registry *component.Registry
+	// Server bounds the listener's connections and timeouts; zero values
+	// take httpapi's defaults (docs/api-conventions.md).
+	Server httpapi.ServerOptions
 }
 
 // Hub is the fleet's control-plane server: the durable store, the state
@@ -287,14 +290,12 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		stopLoops()
 		wg.Wait()
 	}()
-	srv := &http.Server{
-		Handler:           h.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-	}
+	so := h.opts.Server
+	so.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
+	srv, lim := httpapi.NewServer(ln, h.handler, so)
 	h.log.Info("hub: listening", "address", ln.Addr().String())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(lim) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("hub: serve: %w", err)

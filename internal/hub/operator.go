@@ -43,7 +43,7 @@ func (h *Hub) routes() []httpapi.Route {
 		{Method: "GET", Pattern: p + "/operations/{id}", Handler: h.getOperation},
 		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.audited(fixedAction(store.ActionCancel), h.deleteOperation)},
 		{Method: "GET", Pattern: p + "/events", Handler: h.getEvents},
-		{Method: "GET", Pattern: p + "/events/stream", Handler: h.getEventStream, LongLived: true},
+		{Method: "GET", Pattern: p + "/events/stream", Handler: h.getEventStream},
 		{Method: "GET", Pattern: p + "/audit", Handler: h.getAudit},
 		{Method: "GET", Pattern: p + "/components", Handler: h.getComponents},
 		{Method: "GET", Pattern: p + "/components/{kind}/{name}", Handler: h.getComponent},

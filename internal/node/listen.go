@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/httpapi"
 )
 
 // Listener is the node's one HTTP listener: the control-plane server when
@@ -41,11 +43,8 @@ func (n *Node) Listen(o HandlerOptions) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s listener on %s: %w", kind, addr, err)
 	}
-	return &Listener{Kind: kind, ln: ln, srv: &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
-	}}, nil
+	srv, lim := httpapi.NewServer(ln, h, o.Server)
+	return &Listener{Kind: kind, ln: lim, srv: srv}, nil
 }
 
 // Addr is the bound address (useful with port 0).

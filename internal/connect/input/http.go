@@ -14,9 +14,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/message"
 )
 
@@ -181,17 +181,15 @@ func (h *HTTP) Connect(context.Context) error {
 	if h.conf.CORSEnabled {
 		mux.Handle("OPTIONS "+pattern, h.wrap(h.preflight))
 	}
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-	}
+	srv, lim := httpapi.NewServer(ln, mux, httpapi.ServerOptions{
+		ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	})
 	h.mu.Lock()
-	h.ln, h.srv, h.served = ln, srv, make(chan struct{})
+	h.ln, h.srv, h.served = lim, srv, make(chan struct{})
 	h.mu.Unlock()
 	go func() {
 		defer close(h.served)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("http input stopped serving", "error", err)
 		}
 	}()
