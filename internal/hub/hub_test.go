@@ -109,7 +109,8 @@ func (th *testHub) request(t *testing.T, ctx context.Context, method, path, body
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || (method != "GET" && method != "HEAD") {
+		// Every mutation carries a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {

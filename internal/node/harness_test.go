@@ -270,7 +270,8 @@ func (h *harness) send(t *testing.T, method, path string, rd io.Reader, header .
 	if err != nil {
 		t.Fatalf("NewRequest %s %s: %v", method, path, err)
 	}
-	if rd != nil {
+	if rd != nil || (method != "GET" && method != "HEAD") {
+		// Every mutation carries a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if h.token != "" {
