@@ -69,6 +69,8 @@ q() {
 call() {
 	local auth=$1 method=$2 path=$3
 	shift 3
+	# Every mutation carries a JSON Content-Type, bodiless ones too (415).
+	if [ "$method" != GET ] && [[ "$*" != *Content-Type* ]]; then set -- -H 'Content-Type: application/json' "$@"; fi
 	local a=()
 	case "$auth" in
 	op) a=(-H "Authorization: Bearer $OPTOK") ;;
@@ -85,6 +87,7 @@ call() {
 show() {
 	local title=$1 lines=$2 auth=$3 method=$4 path=$5
 	shift 5
+	if [ "$method" != GET ] && [[ "$*" != *Content-Type* ]]; then set -- -H 'Content-Type: application/json' "$@"; fi
 	call "$auth" "$method" "$path" "$@"
 	echo "#### $title"
 	echo

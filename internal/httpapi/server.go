@@ -5,6 +5,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -14,9 +15,11 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultBodyTimeout       = 60 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
-	// DefaultMaxConns caps one listener's connections; it is lowered to half
-	// the process's file descriptor limit when that is smaller.
-	DefaultMaxConns = 4096
+	// DefaultMaxConns caps one listener's connections when the process's
+	// file descriptor limit is unknown; otherwise the cap is three quarters
+	// of that limit, so that the process keeps descriptors for its files
+	// and for accepting the connection that displaces an idle one.
+	DefaultMaxConns = 10000
 )
 
 // ServerOptions bound the connections of one listener. Zero values take the
@@ -31,13 +34,18 @@ type ServerOptions struct {
 	// IdleTimeout closes a keep-alive connection idle that long (default
 	// 60 s).
 	IdleTimeout time.Duration
-	// MaxConns caps the listener's open connections (default
-	// DefaultMaxConns, at most half the file descriptor limit).
+	// MaxConns caps the listener's open connections (default three
+	// quarters of the file descriptor limit, DefaultMaxConns when unknown).
 	MaxConns int
 	// MaxConnsPerAddr caps the open connections of one client IP address
 	// (default a quarter of MaxConns), so that one client cannot take the
 	// whole listener.
 	MaxConnsPerAddr int
+	// CapLoopback applies MaxConnsPerAddr to loopback clients too. By
+	// default they are bound by MaxConns only: a loopback peer is this host
+	// (a local reverse proxy or sidecar carrying every remote client, a
+	// benchmark with thousands of simulated Agents).
+	CapLoopback bool
 	// ErrorLog receives the server's own errors; nil is the log package's.
 	ErrorLog *log.Logger
 }
@@ -55,7 +63,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxConns <= 0 {
 		o.MaxConns = DefaultMaxConns
 		if n := fileLimit(); n > 0 {
-			o.MaxConns = max(min(o.MaxConns, n/2), 16)
+			o.MaxConns = max(n-max(n/4, 64), 16)
 		}
 	}
 	if o.MaxConnsPerAddr <= 0 {
@@ -72,7 +80,7 @@ func (o ServerOptions) withDefaults() ServerOptions {
 // address (see LimitListener).
 func NewServer(ln net.Listener, h http.Handler, o ServerOptions) (srv *http.Server, lim *LimitListener) {
 	o = o.withDefaults()
-	lim = NewLimitListener(ln, o.MaxConns, o.MaxConnsPerAddr)
+	lim = NewLimitListener(ln, o.MaxConns, o.MaxConnsPerAddr, o.CapLoopback)
 	srv = &http.Server{
 		Handler:           bodyDeadline(h, o.BodyTimeout),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
@@ -117,7 +125,8 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 // LimitListener caps the connections a listener keeps open: at most max in
-// all and perAddr from one client IP address. When a new connection would
+// all and perAddr from one client IP address (loopback clients only when
+// capLoopback). When a new connection would
 // pass a cap, the oldest idle connection (a keep-alive connection between
 // requests, or one that has not sent its first request yet) within that cap
 // is closed to make room; when none is idle, the new connection is closed at
@@ -128,18 +137,19 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 type LimitListener struct {
 	net.Listener
 	max, perAddr int
+	capLoopback  bool
 
 	mu     sync.Mutex // guards conns, byAddr, refused, evicted
-	conns  map[net.Conn]*limitConn
+	conns  map[*limitConn]struct{}
 	byAddr map[string]int
 	// refused and evicted count connections closed by the caps.
 	refused, evicted int
 }
 
 // NewLimitListener wraps ln; see LimitListener.
-func NewLimitListener(ln net.Listener, max, perAddr int) *LimitListener {
-	return &LimitListener{Listener: ln, max: max, perAddr: perAddr,
-		conns: map[net.Conn]*limitConn{}, byAddr: map[string]int{}}
+func NewLimitListener(ln net.Listener, max, perAddr int, capLoopback bool) *LimitListener {
+	return &LimitListener{Listener: ln, max: max, perAddr: perAddr, capLoopback: capLoopback,
+		conns: map[*limitConn]struct{}{}, byAddr: map[string]int{}}
 }
 
 type limitConn struct {
@@ -168,7 +178,11 @@ func (l *LimitListener) Accept() (net.Conn, error) {
 		if host, _, err := net.SplitHostPort(addr); err == nil {
 			addr = host
 		}
-		lc, victims := l.admit(c, addr)
+		capped := l.capLoopback
+		if ip, err := netip.ParseAddr(addr); err != nil || !ip.Unmap().IsLoopback() {
+			capped = true
+		}
+		lc, victims := l.admit(c, addr, capped)
 		for _, v := range victims {
 			_ = v.Close()
 		}
@@ -181,12 +195,12 @@ func (l *LimitListener) Accept() (net.Conn, error) {
 }
 
 // admit registers c, and returns the idle connections to close for it; a
-// nil connection means c is refused.
-func (l *LimitListener) admit(c net.Conn, addr string) (*limitConn, []*limitConn) {
+// nil connection means c is refused. capped applies the per-address cap.
+func (l *LimitListener) admit(c net.Conn, addr string, capped bool) (*limitConn, []*limitConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var victims []*limitConn
-	if l.byAddr[addr] >= l.perAddr {
+	if capped && l.byAddr[addr] >= l.perAddr {
 		v := l.oldestIdleLocked(addr)
 		if v == nil {
 			l.refused++
@@ -207,7 +221,7 @@ func (l *LimitListener) admit(c net.Conn, addr string) (*limitConn, []*limitConn
 		l.evicted++
 	}
 	lc := &limitConn{Conn: c, l: l, addr: addr, idle: true, idleSince: time.Now()}
-	l.conns[lc] = lc
+	l.conns[lc] = struct{}{}
 	l.byAddr[addr]++
 	return lc, victims
 }
@@ -216,7 +230,7 @@ func (l *LimitListener) admit(c net.Conn, addr string) (*limitConn, []*limitConn
 // addr is not "".
 func (l *LimitListener) oldestIdleLocked(addr string) *limitConn {
 	var out *limitConn
-	for _, c := range l.conns {
+	for c := range l.conns {
 		if !c.idle || (addr != "" && c.addr != addr) {
 			continue
 		}
@@ -275,6 +289,7 @@ func (l *LimitListener) ConnState(c net.Conn, state http.ConnState) {
 // LimitStats are a LimitListener's counters.
 type LimitStats struct {
 	Open    int // connections open now
+	Idle    int // of them, between requests or before the first one
 	Refused int // new connections closed because a cap was reached
 	Evicted int // idle connections closed to make room
 }
@@ -283,5 +298,11 @@ type LimitStats struct {
 func (l *LimitListener) Stats() LimitStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return LimitStats{Open: len(l.conns), Refused: l.refused, Evicted: l.evicted}
+	st := LimitStats{Open: len(l.conns), Refused: l.refused, Evicted: l.evicted}
+	for c := range l.conns {
+		if c.idle {
+			st.Idle++
+		}
+	}
+	return st
 }

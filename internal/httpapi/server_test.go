@@ -75,8 +75,8 @@ func (c *rawConn) get(path string, header ...string) (int, error) {
 // closedByServer reports whether the server has closed c: a read returns
 // EOF (or a reset) rather than waiting. The deadline only bounds the test
 // when the server wrongly keeps c open.
-func (c *rawConn) closedByServer() bool {
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+func (c *rawConn) closedByServer(wait time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(wait))
 	_, err := c.rd.ReadByte()
 	var ne net.Error
 	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
@@ -105,7 +105,7 @@ func limitRoutes(wait <-chan struct{}) []httpapi.Route {
 func TestIdleConnectionsCannotExhaustListener(t *testing.T) {
 	const perAddr, maxConns, idle = 4, 8, 24
 	addr, lim := serveLimited(t, limitRoutes(nil), httpapi.Options{Auth: httpapi.BearerToken(token, "operator")},
-		httpapi.ServerOptions{MaxConns: maxConns, MaxConnsPerAddr: perAddr})
+		httpapi.ServerOptions{MaxConns: maxConns, MaxConnsPerAddr: perAddr, CapLoopback: true})
 	var conns []*rawConn
 	for i := range idle {
 		c := dialRaw(t, addr, "")
@@ -128,10 +128,16 @@ func TestIdleConnectionsCannotExhaustListener(t *testing.T) {
 	if st := lim.Stats(); st.Open > perAddr || st.Evicted < idle+2-perAddr {
 		t.Fatalf("stats %+v: want at most %d open, at least %d evicted", st, perAddr, idle+2-perAddr)
 	}
-	for i, c := range conns[:idle-perAddr] {
-		if !c.closedByServer() {
-			t.Fatalf("idle connection %d (of the oldest) is still open", i)
+	// Which ones survive depends on when the server saw each turn idle; how
+	// many does not.
+	closed := 0
+	for _, c := range conns {
+		if c.closedByServer(2 * time.Second) {
+			closed++
 		}
+	}
+	if closed < idle-perAddr {
+		t.Fatalf("%d of %d idle connections closed, want at least %d", closed, idle, idle-perAddr)
 	}
 }
 
@@ -142,31 +148,34 @@ func TestBusyAddressIsRefusedOthersServed(t *testing.T) {
 	const perAddr = 3
 	wait := make(chan struct{})
 	defer close(wait)
-	addr, lim := serveLimited(t, limitRoutes(wait), httpapi.Options{},
-		httpapi.ServerOptions{MaxConns: 8, MaxConnsPerAddr: perAddr})
+	addr, lim := serveLimited(t, limitRoutes(wait), httpapi.Options{Logger: discard()},
+		httpapi.ServerOptions{MaxConns: 8, MaxConnsPerAddr: perAddr, CapLoopback: true})
 	for range perAddr {
 		c := dialRaw(t, addr, "127.0.0.1")
 		if _, err := io.WriteString(c, "GET /api/v1/wait HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Wait (bounded) until the three long-polls are in progress.
+	// Until the server has read them, the long-polls are idle connections
+	// (an extra one would displace them): wait, bounded, until they run.
 	for i := 0; ; i++ {
-		probe := dialRaw(t, addr, "127.0.0.2")
-		if st, err := probe.get("/health"); err != nil || st != 200 {
-			t.Fatalf("probe from another address: %d %v", st, err)
-		}
-		probe.Close()
-		if lim.Stats().Refused > 0 {
-			t.Fatalf("refused before the cap: %+v", lim.Stats())
-		}
-		extra := dialRaw(t, addr, "127.0.0.1")
-		if extra.closedByServer() {
+		if st := lim.Stats(); st.Open-st.Idle == perAddr {
 			break
 		}
-		if i == 5 {
-			t.Fatal("a fourth connection from a busy address was kept open")
+		if i == 1000 {
+			t.Fatalf("the long-polls never ran: %+v", lim.Stats())
 		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	probe := dialRaw(t, addr, "127.0.0.2")
+	if st, err := probe.get("/health"); err != nil || st != 200 {
+		t.Fatalf("probe from another address: %d %v", st, err)
+	}
+	if lim.Stats().Refused > 0 {
+		t.Fatalf("refused before the cap: %+v", lim.Stats())
+	}
+	if extra := dialRaw(t, addr, "127.0.0.1"); !extra.closedByServer(5 * time.Second) {
+		t.Fatal("a fourth connection from a busy address was kept open")
 	}
 	if lim.Stats().Refused == 0 {
 		t.Fatalf("stats %+v: want a refused connection", lim.Stats())
@@ -185,7 +194,7 @@ func TestIdleTimeoutClosesKeepAlive(t *testing.T) {
 	if st, err := c.get("/health"); err != nil || st != 200 {
 		t.Fatalf("%d %v", st, err)
 	}
-	if !c.closedByServer() {
+	if !c.closedByServer(5 * time.Second) {
 		t.Fatal("an idle keep-alive connection stayed open")
 	}
 }

@@ -181,7 +181,7 @@ func TestHubCrossSite(t *testing.T) {
 func TestIdleConnectionsDoNotLockOutOperator(t *testing.T) {
 	const perAddr, idle = 6, 30
 	th := serveWith(t, dbPath(t), testToken, true, httpapi.ServerOptions{
-		MaxConns: 12, MaxConnsPerAddr: perAddr, BodyTimeout: 20 * time.Millisecond,
+		MaxConns: 12, MaxConnsPerAddr: perAddr, CapLoopback: true, BodyTimeout: 20 * time.Millisecond,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -73,7 +73,7 @@ func TestUnknownPathsNeedTheToken(t *testing.T) {
 // listener's caps are closed to make room; the operator and a probe are
 // still answered.
 func TestIdleConnectionsDoNotLockOutOperator(t *testing.T) {
-	h := newHarness(t, securedDoc(), harnessOptions{server: httpapi.ServerOptions{MaxConns: 8, MaxConnsPerAddr: 4}})
+	h := newHarness(t, securedDoc(), harnessOptions{server: httpapi.ServerOptions{MaxConns: 8, MaxConnsPerAddr: 4, CapLoopback: true}})
 	addr := strings.TrimPrefix(h.base, "http://")
 	for i := range 20 {
 		c, err := net.Dial("tcp", addr)
