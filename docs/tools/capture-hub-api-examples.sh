@@ -357,7 +357,7 @@ echo
 show '`GET /api/v1/status`' 0 op GET /api/v1/status
 show '`GET /api/v1/operations/status`' 0 op GET /api/v1/operations/status
 show '`GET /api/v1/metrics?format=json`' 0 op GET '/api/v1/metrics?format=json'
-show '`GET /metrics?node_id=node-a`' 0 none GET '/metrics?node_id=node-a'
+show '`GET /api/v1/metrics?node_id=node-a`' 0 op GET '/api/v1/metrics?node_id=node-a'
 echo '#### `GET /metrics` (abridged: the command series that moved, and the Hub gauges)'
 echo
 echo '```'
