@@ -101,6 +101,10 @@ func bodyDeadline(h http.Handler, d time.Duration) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+				// On a copy: the server inspects its own request's body
+				// after the handler (an unread body over 256 KiB closes the
+				// connection instead of being drained first).
+				r = r.WithContext(r.Context())
 				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 			}
 		}

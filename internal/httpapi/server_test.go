@@ -277,3 +277,24 @@ func TestLongRequestsOutliveBodyTimeout(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestBodyCapAnsweredBeforeReading: a Content-Length over the cap is
+// answered 413 at once, before the client sends any of the body, and before
+// authentication.
+func TestBodyCapAnsweredBeforeReading(t *testing.T) {
+	addr, _ := serveLimited(t, table(), httpapi.Options{MaxBodyBytes: 1024, Auth: httpapi.BearerToken(token, "operator")}, httpapi.ServerOptions{})
+	c := dialRaw(t, addr, "")
+	if _, err := io.WriteString(c, "PUT /configuration/draft HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 10000000\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(c.rd, nil)
+	if err != nil {
+		t.Fatalf("no answer before the body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+}
