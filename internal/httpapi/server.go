@@ -205,7 +205,7 @@ func (l *LimitListener) admit(c net.Conn, addr string, capped bool) (*limitConn,
 	defer l.mu.Unlock()
 	var victims []*limitConn
 	if capped && l.byAddr[addr] >= l.perAddr {
-		v := l.oldestIdleLocked(addr)
+		v := l.oldestIdleLocked(addr, nil)
 		if v == nil {
 			l.refused++
 			return nil, nil
@@ -213,7 +213,11 @@ func (l *LimitListener) admit(c net.Conn, addr string, capped bool) (*limitConn,
 		victims = append(victims, v)
 	}
 	if len(l.conns)-len(victims) >= l.max {
-		v := l.oldestIdleLocked("")
+		var skip *limitConn
+		if len(victims) > 0 {
+			skip = victims[0]
+		}
+		v := l.oldestIdleLocked("", skip)
 		if v == nil {
 			l.refused++
 			return nil, nil
@@ -230,12 +234,12 @@ func (l *LimitListener) admit(c net.Conn, addr string, capped bool) (*limitConn,
 	return lc, victims
 }
 
-// oldestIdleLocked returns the idle connection idle longest, of addr when
-// addr is not "".
-func (l *LimitListener) oldestIdleLocked(addr string) *limitConn {
+// oldestIdleLocked returns the idle connection idle longest but skip, of
+// addr when addr is not "".
+func (l *LimitListener) oldestIdleLocked(addr string, skip *limitConn) *limitConn {
 	var out *limitConn
 	for c := range l.conns {
-		if !c.idle || (addr != "" && c.addr != addr) {
+		if !c.idle || c == skip || (addr != "" && c.addr != addr) {
 			continue
 		}
 		if out == nil || c.idleSince.Before(out.idleSince) {
