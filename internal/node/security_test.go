@@ -50,8 +50,13 @@ func TestCrossSiteMutationsRefused(t *testing.T) {
 	if s := decode[wire.Stream](t, h.expect(t, 200, "GET", "/streams/a", "")); s.Observed.State != "running" {
 		t.Errorf("stream a after a refused stop: %+v", s.Observed)
 	}
-	// The same rollback, sent as a client would, runs.
-	h.expect(t, 202, "POST", "/configuration/rollback/v1", "")
+	// The same rollback, sent as a client would, runs (waited for, so that
+	// it does not write the history while the test's directory goes).
+	op := decode[wire.Operation](t, h.expect(t, 202, "POST", "/configuration/rollback/v1", ""))
+	eventually(t, "the rollback finished", func() (bool, string) {
+		cur := decode[wire.Operation](t, h.expect(t, 200, "GET", "/operations/"+op.OperationID, ""))
+		return cur.State == "succeeded" || cur.State == "failed", cur.State
+	})
 }
 
 // TestUnknownPathsNeedTheToken: with a token, a path that is no public
