@@ -465,7 +465,8 @@ func (h *hubClient) do(method, path, body string, out any) error {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+operatorToken)
-	if body != "" {
+	if body != "" || method != http.MethodGet {
+		// Every mutation needs a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := h.http.Do(req)

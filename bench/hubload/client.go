@@ -42,7 +42,8 @@ func (c *client) do(ctx context.Context, method, path, token string, body, out a
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet {
+		// Every mutation needs a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {

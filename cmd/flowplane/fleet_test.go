@@ -80,7 +80,8 @@ func (h *fleetHub) try(method, path, body string, out any) (int, error) {
 		return 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+fleetOperatorToken)
-	if body != "" {
+	if body != "" || method != http.MethodGet {
+		// Every mutation needs a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := fleetHTTP.Do(req)

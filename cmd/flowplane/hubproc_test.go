@@ -199,7 +199,8 @@ func hubDo(ctx context.Context, c *http.Client, method, u, body string, header .
 		return hubResp{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+hubOperatorToken)
-	if body != "" {
+	if body != "" || method != http.MethodGet {
+		// Every mutation needs a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {

@@ -69,6 +69,8 @@ q() {
 call() {
 	local auth=$1 method=$2 path=$3
 	shift 3
+	# Every mutation carries a JSON Content-Type, bodiless ones too (415).
+	if [ "$method" != GET ] && [[ "$*" != *Content-Type* ]]; then set -- -H 'Content-Type: application/json' "$@"; fi
 	local a=()
 	case "$auth" in
 	op) a=(-H "Authorization: Bearer $OPTOK") ;;
@@ -85,6 +87,7 @@ call() {
 show() {
 	local title=$1 lines=$2 auth=$3 method=$4 path=$5
 	shift 5
+	if [ "$method" != GET ] && [[ "$*" != *Content-Type* ]]; then set -- -H 'Content-Type: application/json' "$@"; fi
 	call "$auth" "$method" "$path" "$@"
 	echo "#### $title"
 	echo
@@ -354,7 +357,7 @@ echo
 show '`GET /api/v1/status`' 0 op GET /api/v1/status
 show '`GET /api/v1/operations/status`' 0 op GET /api/v1/operations/status
 show '`GET /api/v1/metrics?format=json`' 0 op GET '/api/v1/metrics?format=json'
-show '`GET /metrics?node_id=node-a`' 0 none GET '/metrics?node_id=node-a'
+show '`GET /api/v1/metrics?node_id=node-a`' 0 op GET '/api/v1/metrics?node_id=node-a'
 echo '#### `GET /metrics` (abridged: the command series that moved, and the Hub gauges)'
 echo
 echo '```'

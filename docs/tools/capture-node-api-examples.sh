@@ -20,13 +20,13 @@ show GET /streams "" 45
 show GET /status
 show GET /node
 show GET /streams/orders
-show POST /streams/orders/restart "-H X-Correlation-ID:demo-1 "
+show POST /streams/orders/restart "-H Content-Type:application/json -H X-Correlation-ID:demo-1 "
 sleep 0.3
 show GET "/operations?correlation_id=demo-1" "" 60
 show GET "/events?page_size=2"
 OP=$(curl -s "$B/operations?page_size=1" | python3 -c 'import json,sys;print(json.load(sys.stdin)["items"][0]["operation_id"])')
 show GET /operations/$OP "" 25
-show DELETE /operations/$OP
+show DELETE /operations/$OP "-H Content-Type:application/json "
 show GET /configuration
 show POST /configuration/validate "-H Content-Type:application/yaml --data-binary @bad.yaml "
 show PUT /configuration/draft "-H Content-Type:application/yaml --data-binary @draft.yaml " 20
@@ -35,7 +35,7 @@ show GET /configuration/diff
 show POST /configuration/apply "-H Content-Type:application/yaml --data-binary @draft.yaml "
 sleep 0.3
 show GET /configuration/versions
-show POST /configuration/rollback/v1 "" 12
+show POST /configuration/rollback/v1 "-H Content-Type:application/json " 12
 show GET "/components?page_size=3"
 show GET /components/processor/json "" 30
 echo "### \`GET /schema\` (abridged)"; echo; echo '```'; curl -s $B/schema | python3 -m json.tool | head -12; echo '```'; echo

@@ -319,7 +319,9 @@ func (c *client) do(ctx context.Context, idx int, method, path, token string, bo
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if body != nil || method != http.MethodGet {
+		// The Hub answers 415 to a mutation without a JSON Content-Type,
+		// bodiless ones included.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.httpc.Do(req)

@@ -137,7 +137,7 @@ func (rh *realHub) operator(t *testing.T, method, path, body string, out any) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+operatorToken)
-	if body != "" {
+	if body != "" || method != "GET" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)

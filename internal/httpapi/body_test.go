@@ -60,7 +60,8 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "garbled content type", path: "/required", contentType: "/;;", body: str(`{}`), status: 415, code: "unsupported_media_type"},
 		{name: "empty body", path: "/required", contentType: ct, body: str(""), status: 400, code: "invalid_json",
 			message: "a JSON request body is required"},
-		{name: "no body, no content type", path: "/required", status: 400, code: "invalid_json",
+		{name: "no body, no content type", path: "/required", status: 415, code: "unsupported_media_type"},
+		{name: "no body", path: "/required", contentType: ct, status: 400, code: "invalid_json",
 			message: "a JSON request body is required"},
 		{name: "whitespace body", path: "/required", contentType: ct, body: str("  \n"), status: 400, code: "invalid_json"},
 		{name: "null body", path: "/required", contentType: ct, body: str("null"), status: 400, code: "invalid_json",
@@ -85,7 +86,7 @@ func TestDecodeJSON(t *testing.T) {
 			code: "invalid_json", message: "unexpected data after the JSON value"},
 		{name: "over the decoder cap", path: "/required", contentType: ct, body: str(`{"name":"` + strings.Repeat("a", 100) + `"}`),
 			status: 413, code: "body_too_large"},
-		{name: "optional absent", path: "/optional", status: 200, respBody: `{"name":"default","present":false}`},
+		{name: "optional absent", path: "/optional", contentType: ct, status: 200, respBody: `{"name":"default","present":false}`},
 		{name: "optional empty with type", path: "/optional", contentType: ct, body: str(""), status: 200,
 			respBody: `{"name":"default","present":false}`},
 		{name: "optional present", path: "/optional", contentType: ct, body: str(`{"name":"x"}`), status: 200,
@@ -95,11 +96,7 @@ func TestDecodeJSON(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var hs []string
-			if tc.contentType != "" {
-				hs = []string{"Content-Type", tc.contentType}
-			}
-			resp := do(t, "POST", url+tc.path, tc.body, hs...)
+			resp := do(t, "POST", url+tc.path, tc.body, "Content-Type", tc.contentType)
 			if resp.status != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.status, tc.status, resp.body)
 			}

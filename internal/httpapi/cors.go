@@ -14,7 +14,8 @@ const (
 // cors adds CORS headers for an allowed Origin and answers preflights; it
 // reports whether the request has been answered. Requests without Origin
 // (same-origin or not from a browser) are untouched. A disallowed origin gets
-// no Access-Control-* header, and its preflight a 403 forbidden problem.
+// no Access-Control-* header, and its preflight and its mutations (POST,
+// PUT, PATCH, DELETE) a 403 forbidden problem.
 func (rt *Router) cors(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -27,7 +28,10 @@ func (rt *Router) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Add("Vary", "Origin")
 	}
 	if !rt.origins[strings.ToLower(origin)] {
-		if preflight {
+		// A mutation is refused, not only left without CORS headers: a
+		// browser sends a "simple" cross-site POST without a preflight and
+		// the handler would run before the browser hides the answer.
+		if preflight || isMutation(r.Method) {
 			writeProblem(w, r, Forbidden("cross-origin requests from this origin are not allowed"))
 			return true
 		}
@@ -42,8 +46,14 @@ func (rt *Router) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Add("Vary", "Access-Control-Request-Headers")
 	methods := rt.allowedMethods(r)
 	if len(methods) == 0 {
-		writeProblem(w, r, NotFound(CodeNotFound, "no route for "+r.URL.Path))
-		return true
+		if rt.auth != nil {
+			// A preflight carries no token: answering 404 here would
+			// enumerate routes. The request itself gets its 401.
+			methods = rt.methods
+		} else {
+			writeProblem(w, r, NotFound(CodeNotFound, "no route for "+r.URL.Path))
+			return true
+		}
 	}
 	h.Set("Access-Control-Allow-Methods", strings.Join(methods, ", "))
 	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)

@@ -51,9 +51,15 @@ func TestCORS(t *testing.T) {
 				"Vary":                         "Origin"},
 		},
 		{
+			// With a token set, a preflight (which carries none) must not
+			// tell known paths from unknown ones.
 			name: "allowed preflight, unknown path", url: url, method: "OPTIONS", path: "/nope",
-			headers: []string{"Origin", allowed, "Access-Control-Request-Method", "GET"}, status: 404, code: "not_found",
-			want: map[string]string{"Access-Control-Allow-Origin": allowed, "Vary": "Origin"},
+			headers: []string{"Origin", allowed, "Access-Control-Request-Method", "GET"}, status: 204,
+			want: map[string]string{"Access-Control-Allow-Origin": allowed,
+				"Access-Control-Allow-Methods": "DELETE, GET, POST, PUT",
+				"Access-Control-Allow-Headers": "Authorization, Content-Type, If-Match, Idempotency-Key, X-Correlation-ID",
+				"Access-Control-Max-Age":       "600",
+				"Vary":                         "Origin"},
 		},
 		{
 			name: "disallowed simple request: served, no CORS headers", url: url, method: "GET", path: "/health",
@@ -80,7 +86,7 @@ func TestCORS(t *testing.T) {
 		},
 		{
 			name: "OPTIONS without request method is not a preflight", url: url, method: "OPTIONS", path: "/streams",
-			headers: []string{"Origin", allowed}, status: 405, code: "method_not_allowed",
+			headers: []string{"Origin", allowed, "Authorization", "Bearer " + token}, status: 405, code: "method_not_allowed",
 			want: map[string]string{"Access-Control-Allow-Origin": allowed, "Vary": "Origin",
 				"Access-Control-Expose-Headers": "ETag, Location, X-Correlation-ID, Idempotent-Replayed"},
 		},

@@ -3,7 +3,8 @@
 // table per surface over net/http's ServeMux, handlers that return errors,
 // the problem envelope for every error (404 and 405 included), JSON bodies,
 // correlation ids, bearer authentication, CORS, pagination, generations
-// (ETag / If-Match) and Idempotency-Key replay. The rules it enforces are
+// (ETag / If-Match), Idempotency-Key replay, and the server every listener
+// uses (timeouts and connection caps, server.go). The rules it enforces are
 // written down in docs/api-conventions.md.
 //
 // It must not know about streams, jobs, nodes or the Hub: resource-specific

@@ -63,6 +63,7 @@ func FuzzCorrelationID(f *testing.F) {
 			t.Fatalf("validToken(%q) = %v, want %v", id, valid, want)
 		}
 		req := httptest.NewRequest("GET", "/x", nil)
+		req.Host = "localhost" // no token: only loopback Host values pass
 		req.Header["X-Correlation-Id"] = []string{id}
 		w := httptest.NewRecorder()
 		rt.ServeHTTP(w, req)

@@ -17,11 +17,14 @@ var (
 	ErrIdempotencyKeyInUse = errors.New("idempotency key in use by a request in flight")
 )
 
-// IdempotencyKey names one key of one principal: keys of different
-// principals never meet.
+// IdempotencyKey names one key of one principal on one resource: keys of
+// different principals never meet, and the same key sent to another
+// resource is another request.
 type IdempotencyKey struct {
 	Principal string
-	Key       string
+	// Resource is the method and the escaped path ("POST /streams/s1/start").
+	Resource string
+	Key      string
 }
 
 // StoredResponse is the first response to a keyed request, replayed to its
@@ -33,8 +36,8 @@ type StoredResponse struct {
 }
 
 // IdempotencyStore keeps Idempotency-Key outcomes. The fingerprint
-// identifies the request (method, resource, SHA-256 of the body); the store
-// compares it verbatim. Implementations must be safe for concurrent use; a
+// identifies the request within its key (SHA-256 of the query and the
+// body); the store compares it verbatim. Implementations must be safe for concurrent use; a
 // durable store (the Hub's) implements the same two calls.
 type IdempotencyStore interface {
 	// Begin claims key for a request with fingerprint. It returns (nil, nil)

@@ -41,13 +41,13 @@ func (rt *Router) idempotent(w http.ResponseWriter, r *http.Request, h HandlerFu
 	r.Body = io.NopCloser(bytes.NewReader(body))
 
 	ctx := r.Context()
-	key := IdempotencyKey{Principal: Principal(ctx), Key: vals[0]}
+	key := IdempotencyKey{Principal: Principal(ctx), Resource: r.Method + " " + r.URL.EscapedPath(), Key: vals[0]}
 	fp := requestFingerprint(r, body)
 	stored, err := rt.idem.Begin(ctx, key, fp)
 	switch {
 	case errors.Is(err, ErrIdempotencyKeyReused):
 		return Conflict(CodeIdempotencyKeyReused,
-			"this Idempotency-Key was already used for a different request (method, resource or body)")
+			"this Idempotency-Key was already used on this resource with a different request body or query")
 	case errors.Is(err, ErrIdempotencyKeyInUse):
 		return Conflict(CodeIdempotencyKeyInUse,
 			"a request with this Idempotency-Key is still in progress; retry later")
@@ -82,15 +82,11 @@ func (rt *Router) idempotent(w http.ResponseWriter, r *http.Request, h HandlerFu
 	return nil
 }
 
-// requestFingerprint identifies a request within one principal's keys:
-// method, path and query (the resource), and the SHA-256 of the body.
+// requestFingerprint identifies a request within one key (principal,
+// method and path): the query and the SHA-256 of the body.
 func requestFingerprint(r *http.Request, body []byte) string {
 	bodySum := sha256.Sum256(body)
 	h := sha256.New()
-	io.WriteString(h, r.Method)
-	h.Write([]byte{0})
-	io.WriteString(h, r.URL.EscapedPath())
-	h.Write([]byte{0})
 	io.WriteString(h, r.URL.RawQuery)
 	h.Write([]byte{0})
 	h.Write(bodySum[:])

@@ -122,8 +122,8 @@ func TestIdempotencyScope(t *testing.T) {
 	}{
 		{"same request replays", "POST", "/things/g", `{"name":"a"}`, "", 201, "", 1},
 		{"different body", "POST", "/things/g", `{"name":"b"}`, "", 409, "idempotency_key_reused", 1},
-		{"different resource", "POST", "/things/h", `{"name":"a"}`, "", 409, "idempotency_key_reused", 1},
-		{"different method", "PUT", "/things/g", `{"name":"a"}`, "", 409, "idempotency_key_reused", 1},
+		{"different resource is a new request", "POST", "/things/h", `{"name":"a"}`, "", 201, "", 2},
+		{"different method is a new request", "PUT", "/things/g", `{"name":"a"}`, "", 201, "", 2},
 		{"different query", "POST", "/things/g?force=1", `{"name":"a"}`, "", 409, "idempotency_key_reused", 1},
 		{"different principal is independent", "POST", "/things/g", `{"name":"a"}`, "other", 201, "", 2},
 	}
@@ -247,6 +247,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequest("POST", url+"/slow", str(`{"x":1}`))
 		req.Header.Set("Idempotency-Key", "k")
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- response{}

@@ -8,18 +8,21 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// Page size bounds of every collection (API.md).
+// Page bounds of every collection (API.md). MaxPage keeps
+// (page-1)*page_size far from overflowing; no collection the APIs serve
+// (100,000 audit records at most) has more pages.
 const (
 	DefaultPageSize = 50
 	MaxPageSize     = 100
+	MaxPage         = 1_000_000
 )
 
-// ParsePage reads the page (default 1, at least 1) and page_size (default
+// ParsePage reads the page (default 1, 1..MaxPage) and page_size (default
 // 50, 1..100) query parameters; anything else is 400 invalid_query naming
 // the parameter.
 func ParsePage(r *http.Request) (page, pageSize int, err error) {
 	q := r.URL.Query()
-	page, err = intParam(q["page"], "page", 1, 1, 0)
+	page, err = intParam(q["page"], "page", 1, 1, MaxPage)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -21,6 +24,11 @@ type Route struct {
 	Handler HandlerFunc
 	Public  bool
 	Auth    Authenticator
+	// NoIdempotencyKey refuses Idempotency-Key on a mutation (400
+	// invalid_header) instead of storing its response: for routes whose
+	// answer holds a secret (the Agent's session token), which must never be
+	// kept in an idempotency store.
+	NoIdempotencyKey bool
 }
 
 // Options configure a Router. The zero value is usable: no authentication,
@@ -46,11 +54,17 @@ type Options struct {
 // Router serves one API surface: one route table over an http.ServeMux,
 // wrapped in the conventions every surface shares. Each request gets, in
 // order: a correlation id (X-Correlation-ID, 400 invalid_header when
-// malformed), CORS headers or a preflight answer, the body cap, routing
-// (404 not_found / 405 method_not_allowed problems), authentication of
-// non-public routes, Idempotency-Key handling of mutations, the handler.
+// malformed), CORS headers or a preflight answer (403 forbidden for a
+// mutation from an origin not allowed), the body cap, authentication of
+// every path that is not a public route's, whether or not a route exists
+// (so routes cannot be enumerated without a token), routing (404 not_found /
+// 405 method_not_allowed problems), the Host check of routes no credential
+// protects (DNS rebinding), the Content-Type of mutations (415
+// unsupported_media_type), Idempotency-Key handling of mutations, the
+// handler.
 type Router struct {
 	mux     *http.ServeMux
+	public  *http.ServeMux // the public routes' paths, all as GET
 	routes  []Route
 	methods []string // distinct methods of routes, for CORS preflights
 	log     *slog.Logger
@@ -65,6 +79,7 @@ type Router struct {
 func NewRouter(routes []Route, opts Options) *Router {
 	rt := &Router{
 		mux:     http.NewServeMux(),
+		public:  http.NewServeMux(),
 		routes:  slices.Clone(routes),
 		log:     opts.Logger,
 		auth:    opts.Auth,
@@ -89,6 +104,11 @@ func NewRouter(routes []Route, opts Options) *Router {
 			panic(fmt.Sprintf("httpapi: invalid route %q %q", route.Method, route.Pattern))
 		}
 		rt.mux.Handle(route.Method+" "+route.Pattern, rt.routeHandler(route))
+		if route.Public {
+			if _, p := rt.public.Handler(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: route.Pattern}}); p != route.Pattern {
+				rt.public.Handle("GET "+route.Pattern, http.NotFoundHandler())
+			}
+		}
 		if !slices.Contains(rt.methods, route.Method) {
 			rt.methods = append(rt.methods, route.Method)
 		}
@@ -123,10 +143,27 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h, pattern := rt.mux.Handler(r)
 	if pattern == "" {
+		// Authentication comes before routing: without a valid token an
+		// unknown path answers 401 like a known one.
+		if rt.auth != nil && !rt.publicPath(r) {
+			if _, err := rt.auth(r); err != nil {
+				WriteError(w, r, rt.log, err)
+				return
+			}
+		}
 		rt.noRoute(w, r, h)
 		return
 	}
 	rt.mux.ServeHTTP(w, r)
+}
+
+// publicPath reports whether r's path is a public route's, whatever the
+// method.
+func (rt *Router) publicPath(r *http.Request) bool {
+	probe := r.WithContext(r.Context())
+	probe.Method = http.MethodGet
+	_, pattern := rt.public.Handler(probe)
+	return pattern != ""
 }
 
 // noRoute answers a request no pattern matched. ServeMux's own answer (plain
@@ -158,16 +195,74 @@ func (rt *Router) routeHandler(route Route) http.Handler {
 		auth = route.Auth
 	}
 	return Handler(rt.log, func(w http.ResponseWriter, r *http.Request) error {
+		if auth == nil && !route.Public {
+			if err := checkHost(r); err != nil {
+				return err
+			}
+		}
 		principal, err := authenticate(auth, r, route.Public)
 		if err != nil {
 			return err
 		}
 		r = r.WithContext(ContextWithPrincipal(r.Context(), principal))
-		if mutation {
-			return rt.idempotent(w, r, route.Handler)
+		if !mutation {
+			return route.Handler(w, r)
 		}
-		return route.Handler(w, r)
+		if err := checkMutationType(r); err != nil {
+			return err
+		}
+		if route.NoIdempotencyKey {
+			if len(r.Header.Values(HeaderIdempotencyKey)) > 0 {
+				return BadRequest(CodeInvalidHeader, "this route takes no Idempotency-Key")
+			}
+			return route.Handler(w, r)
+		}
+		return rt.idempotent(w, r, route.Handler)
 	})
+}
+
+// MutationMediaTypes are the Content-Types a mutation may carry; one of them
+// is required even on a bodiless mutation, so that a browser cannot send the
+// request cross-site without a CORS preflight. Handlers narrow it further
+// (only configuration bodies take YAML or TOML).
+var MutationMediaTypes = []string{MediaTypeJSON, "application/yaml", "text/yaml", "application/toml"}
+
+// checkMutationType answers 415 unsupported_media_type unless r's
+// Content-Type is one of MutationMediaTypes.
+func checkMutationType(r *http.Request) error {
+	if r.Header.Get("Content-Type") == "" {
+		return UnsupportedMediaType(MutationMediaTypes...)
+	}
+	_, err := checkMediaType(r.Header.Get("Content-Type"), MutationMediaTypes)
+	return err
+}
+
+// checkHost refuses (403 forbidden) a request whose Host names neither
+// loopback ("localhost", 127.0.0.0/8, ::1) nor the address the connection
+// was accepted on. A route no credential protects is otherwise reachable by
+// any web page through DNS rebinding: the page's own name resolves to the
+// listener, and the browser sends that name as Host.
+func checkHost(r *http.Request) error {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLoopback() {
+			return nil
+		}
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			if ap, err := netip.ParseAddrPort(la.String()); err == nil && ap.Addr().Unmap().WithZone("") == ip.WithZone("") {
+				return nil
+			}
+		}
+	}
+	return Forbidden("the Host header must name this listener's address or loopback while no API token is set")
 }
 
 // authenticate returns r's principal. A public route never fails: an absent

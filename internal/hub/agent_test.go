@@ -488,7 +488,7 @@ func TestReadsAndMetrics(t *testing.T) {
 	if len(mj.Items) != 1 || mj.Items[0].NodeID != "n1" || mj.Aggregate["streams_running"] != 1 {
 		t.Fatalf("metrics json %+v", mj)
 	}
-	if r := th.do(t, "GET", "/metrics?node_id=n1", "", "Accept", "application/json"); decode[MetricsJSON](t, r).Items[0].NodeID != "n1" {
+	if r := th.do(t, "GET", APIPrefix+"/metrics?node_id=n1", "", "Accept", "application/json"); decode[MetricsJSON](t, r).Items[0].NodeID != "n1" {
 		t.Fatalf("metrics json by Accept: %s", r.body)
 	}
 	text := string(th.do(t, "GET", "/metrics", "").body)

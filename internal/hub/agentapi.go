@@ -34,12 +34,12 @@ func (h *Hub) agentRoutes(p string) []httpapi.Route {
 	register := httpapi.BearerToken(h.opts.Settings.NodeToken, "node")
 	session := h.sessionAuth
 	return []httpapi.Route{
-		{Method: "POST", Pattern: p + "/agent/register", Handler: h.postRegister, Auth: register},
-		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session},
-		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session},
-		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session},
+		{Method: "POST", Pattern: p + "/agent/register", Handler: h.postRegister, Auth: register, NoIdempotencyKey: true},
+		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session, NoIdempotencyKey: true},
+		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session, NoIdempotencyKey: true},
+		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session, NoIdempotencyKey: true},
 		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session},
-		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session},
+		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session, NoIdempotencyKey: true},
 	}
 }
 

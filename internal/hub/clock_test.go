@@ -67,7 +67,9 @@ func (c *clockHub) do(t testing.TB, method, path, body, token string) *httptest.
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, rd)
-	if body != "" {
+	// Without an operator token only loopback Host values are served.
+	req.Host = "localhost"
+	if body != "" || method != "GET" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if token != "" {

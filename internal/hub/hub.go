@@ -54,6 +54,9 @@ type Options struct {
 	// Registry is the component set of the fleet image, shown by
 	// /components and /schema; nil means component.Default.
 	Registry *component.Registry
+	// Server bounds the listener's connections and timeouts; zero values
+	// take httpapi's defaults (docs/api-conventions.md).
+	Server httpapi.ServerOptions
 }
 
 // Hub is the fleet's control-plane server: the durable store, the state
@@ -290,15 +293,13 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		stopLoops()
 		wg.Wait()
 	}()
-	srv := &http.Server{
-		Handler:           h.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-		TLSConfig:         h.tls,
-	}
+	so := h.opts.Server
+	so.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
+	so.TLSConfig = h.tls
+	srv, lim := httpapi.NewServer(ln, h.handler, so)
 	h.log.Info("hub: listening", "address", ln.Addr().String(), "tls", h.tls != nil)
 	errc := make(chan error, 1)
-	go func() { errc <- httpapi.Serve(srv, ln) }()
+	go func() { errc <- httpapi.Serve(srv, lim) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("hub: serve: %w", err)

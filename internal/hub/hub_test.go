@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -32,10 +33,16 @@ type testHub struct {
 // serves it on 127.0.0.1:0 until stop.
 func serve(t *testing.T, path, token string, restore bool) *testHub {
 	t.Helper()
+	return serveWith(t, path, token, restore, httpapi.ServerOptions{})
+}
+
+// serveWith is serve with the listener's connection bounds and timeouts.
+func serveWith(t *testing.T, path, token string, restore bool, so httpapi.ServerOptions) *testHub {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := open(ctx, Options{
 		Settings: Settings{Address: "127.0.0.1:0", Storage: path, OperatorToken: token, NodeToken: nodeTokenFor(token)},
-		Logger:   slog.New(slog.DiscardHandler), Version: "test",
+		Logger:   slog.New(slog.DiscardHandler), Version: "test", Server: so,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +116,8 @@ func (th *testHub) request(t *testing.T, ctx context.Context, method, path, body
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || (method != "GET" && method != "HEAD") {
+		// Every mutation carries a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {

@@ -3,6 +3,7 @@ package hub
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -142,6 +143,30 @@ type NodeMetrics struct {
 type MetricsJSON struct {
 	Items     []NodeMetrics      `json:"items"`
 	Aggregate map[string]float64 `json:"aggregate"`
+}
+
+// getPublicMetrics serves the open top-level /metrics: Prometheus text of
+// the Hub's registry only. The JSON form and the node_id filter read the
+// node registry and stay behind the operator token at {prefix}/metrics.
+func (h *Hub) getPublicMetrics(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if q.Has("format") || q.Has("node_id") {
+		e := httpapi.BadRequest(httpapi.CodeInvalidQuery,
+			"/metrics serves Prometheus text only; format and node_id are served at "+h.prefix+"/metrics")
+		e.Details = map[string]any{"parameter": firstPresent(q, "format", "node_id")}
+		return e
+	}
+	promhttp.HandlerFor(h.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	return nil
+}
+
+func firstPresent(q url.Values, names ...string) string {
+	for _, n := range names {
+		if q.Has(n) {
+			return n
+		}
+	}
+	return ""
 }
 
 // getMetrics serves Prometheus text, or the JSON form with ?format=json or

@@ -60,7 +60,7 @@ func (h *Hub) routes() []httpapi.Route {
 		httpapi.Route{Method: "GET", Pattern: "/health", Handler: h.getReadiness, Public: true},
 		httpapi.Route{Method: "GET", Pattern: "/liveness", Handler: h.getLiveness, Public: true},
 		httpapi.Route{Method: "GET", Pattern: "/readiness", Handler: h.getReadiness, Public: true},
-		httpapi.Route{Method: "GET", Pattern: "/metrics", Handler: h.getMetrics, Public: true},
+		httpapi.Route{Method: "GET", Pattern: "/metrics", Handler: h.getPublicMetrics, Public: true},
 	)
 }
 

@@ -24,6 +24,7 @@ import (
 	_ "github.com/flowplane/flowplane/internal/connect/all"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
@@ -129,6 +130,8 @@ type harnessOptions struct {
 	noHistory bool
 	// agent is the handler's AgentStatus hook.
 	agent func() node.AgentStatus
+	// server bounds the listener's connections and timeouts.
+	server httpapi.ServerOptions
 }
 
 func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
@@ -174,7 +177,7 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 		n.AttachHistory(hist, secretref.Resolver{}, cfg)
 	}
 	nd.Store(n)
-	hopts := node.HandlerOptions{HealthCheck: cfg.HealthCheck, Events: events, Metrics: metrics, Logger: discard, AgentStatus: o.agent}
+	hopts := node.HandlerOptions{HealthCheck: cfg.HealthCheck, Events: events, Metrics: metrics, Logger: discard, AgentStatus: o.agent, Server: o.server}
 	ln, err := n.Listen(hopts)
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
@@ -273,7 +276,8 @@ func (h *harness) send(t *testing.T, method, path string, rd io.Reader, header .
 	if err != nil {
 		t.Fatalf("NewRequest %s %s: %v", method, path, err)
 	}
-	if rd != nil {
+	if rd != nil || (method != "GET" && method != "HEAD") {
+		// Every mutation carries a JSON Content-Type, bodiless ones too.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if h.token != "" {

@@ -43,6 +43,9 @@ type HandlerOptions struct {
 	// AgentStatus, when set, reports the Agent's connection to its Hub
 	// on GET /system.
 	AgentStatus func() AgentStatus
+	// Server bounds the listener's connections and timeouts; zero values
+	// take httpapi's defaults.
+	Server httpapi.ServerOptions
 }
 
 func newServer(n *Node, o HandlerOptions) *server {

@@ -53,12 +53,10 @@ func (n *Node) Listen(o HandlerOptions) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s listener on %s: %w", kind, addr, err)
 	}
-	return &Listener{Kind: kind, ln: ln, srv: &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
-		TLSConfig:         tlsConf,
-	}}, nil
+	so := o.Server
+	so.TLSConfig = tlsConf
+	srv, lim := httpapi.NewServer(ln, h, so)
+	return &Listener{Kind: kind, ln: lim, srv: srv}, nil
 }
 
 // TLS reports whether the listener serves HTTPS (health_check.tls).

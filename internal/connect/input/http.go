@@ -221,18 +221,16 @@ func (h *HTTP) Connect(context.Context) error {
 	if h.conf.CORSEnabled {
 		mux.Handle("OPTIONS "+pattern, h.wrap(h.preflight))
 	}
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-		TLSConfig:         h.tls,
-	}
+	srv, lim := httpapi.NewServer(ln, mux, httpapi.ServerOptions{
+		ErrorLog:  slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		TLSConfig: h.tls,
+	})
 	h.mu.Lock()
-	h.ln, h.srv, h.served = ln, srv, make(chan struct{})
+	h.ln, h.srv, h.served = lim, srv, make(chan struct{})
 	h.mu.Unlock()
 	go func() {
 		defer close(h.served)
-		if err := httpapi.Serve(srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := httpapi.Serve(srv, lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("http input stopped serving", "error", err)
 		}
 	}()

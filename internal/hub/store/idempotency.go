@@ -40,7 +40,7 @@ func (d *Idempotency) Begin(ctx context.Context, key httpapi.IdempotencyKey, fin
 		var body []byte
 		var created int64
 		err := q.QueryRowContext(ctx, `SELECT fingerprint, done, status, header, body, created_at FROM idempotency
-			WHERE principal = ? AND key = ?`, key.Principal, key.Key).Scan(&fp, &done, &status, &header, &body, &created)
+			WHERE principal = ? AND resource = ? AND key = ?`, key.Principal, key.Resource, key.Key).Scan(&fp, &done, &status, &header, &body, &created)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -58,8 +58,8 @@ func (d *Idempotency) Begin(ctx context.Context, key httpapi.IdempotencyKey, fin
 			}
 			return nil
 		}
-		_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency (principal, key, fingerprint, done, created_at)
-			VALUES (?,?,?,0,?)`, key.Principal, key.Key, fingerprint, ms(now))
+		_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency (principal, resource, key, fingerprint, done, created_at)
+			VALUES (?,?,?,?,0,?)`, key.Principal, key.Resource, key.Key, fingerprint, ms(now))
 		return err
 	})
 	if err != nil {
@@ -86,13 +86,13 @@ func (d *Idempotency) Finish(ctx context.Context, key httpapi.IdempotencyKey, fi
 	}
 	return d.s.write(ctx, func(ctx context.Context, q querier) error {
 		if resp == nil {
-			_, err := q.ExecContext(ctx, `DELETE FROM idempotency WHERE principal = ? AND key = ? AND fingerprint = ? AND done = 0`,
-				key.Principal, key.Key, fingerprint)
+			_, err := q.ExecContext(ctx, `DELETE FROM idempotency WHERE principal = ? AND resource = ? AND key = ? AND fingerprint = ? AND done = 0`,
+				key.Principal, key.Resource, key.Key, fingerprint)
 			return err
 		}
 		_, err := q.ExecContext(ctx, `UPDATE idempotency SET done = 1, status = ?, header = ?, body = ?
-			WHERE principal = ? AND key = ? AND fingerprint = ? AND done = 0`,
-			resp.Status, string(header), resp.Body, key.Principal, key.Key, fingerprint)
+			WHERE principal = ? AND resource = ? AND key = ? AND fingerprint = ? AND done = 0`,
+			resp.Status, string(header), resp.Body, key.Principal, key.Resource, key.Key, fingerprint)
 		return err
 	})
 }

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,5 +70,86 @@ func TestIdempotency(t *testing.T) {
 	now.Store(t0.Add(IdempotencyTTL).UnixMilli())
 	if r, err := d2.Begin(ctx, k, "fp9"); r != nil || err != nil {
 		t.Errorf("after TTL = %v, %v", r, err)
+	}
+}
+
+// TestIdempotencyScopedByResource: the same key of one principal on another
+// resource is another request.
+func TestIdempotencyScopedByResource(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	d := s.Idempotency(func() time.Time { return t0 })
+	a := httpapi.IdempotencyKey{Principal: "op", Resource: "PUT /a", Key: "k1"}
+	b := httpapi.IdempotencyKey{Principal: "op", Resource: "PUT /b", Key: "k1"}
+	if r, err := d.Begin(ctx, a, "fp1"); r != nil || err != nil {
+		t.Fatalf("Begin a = %v, %v", r, err)
+	}
+	if err := d.Finish(ctx, a, "fp1", &httpapi.StoredResponse{Status: 202, Header: http.Header{}, Body: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := d.Begin(ctx, b, "fp1"); r != nil || err != nil {
+		t.Fatalf("same key on another resource = %v, %v; want a new claim", r, err)
+	}
+	if _, err := d.Begin(ctx, a, "fp2"); !errors.Is(err, httpapi.ErrIdempotencyKeyReused) {
+		t.Fatalf("same key and resource, other body: %v", err)
+	}
+	if r, err := d.Begin(ctx, a, "fp1"); err != nil || r == nil || string(r.Body) != "a" {
+		t.Fatalf("replay = %+v, %v", r, err)
+	}
+}
+
+// TestMigrateIdempotencyScope opens a database at schema version 2 holding
+// idempotency rows, as the previous build left it: operator rows are kept
+// (under no resource, so no request matches them until they expire), agent
+// rows (a stored register answer holds a session token) are dropped, and
+// keys are scoped by resource from then on.
+func TestMigrateIdempotencyScope(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hub.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"CREATE TABLE schema_version (version INTEGER PRIMARY KEY)", ms[0].sql, ms[1].sql,
+		"INSERT INTO schema_version VALUES (1), (2)",
+		`INSERT INTO idempotency (principal, key, fingerprint, done, status, header, body, created_at)
+			VALUES ('operator', 'k1', 'fp1', 1, 202, '{}', CAST('{"op":1}' AS BLOB), 1000)`,
+		`INSERT INTO idempotency (principal, key, fingerprint, done, status, header, body, created_at)
+			VALUES ('node', 'reg', 'fp', 1, 200, '{}', CAST('{"session_token":"secret-session"}' AS BLOB), 1000)`,
+		`INSERT INTO idempotency (principal, key, fingerprint, done, status, header, body, created_at)
+			VALUES ('node:n1', 'hb', 'fp', 1, 204, '{}', NULL, 1000)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a version 2 database: %v", err)
+	}
+	defer s.Close()
+	if n := count(t, s, "SELECT MAX(version) FROM schema_version"); n != len(ms) {
+		t.Fatalf("schema version %d, want %d", n, len(ms))
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM idempotency WHERE principal = 'operator' AND resource = '' AND key = 'k1' AND CAST(body AS TEXT) = '{\"op\":1}'"); n != 1 {
+		t.Fatalf("operator row kept: %d", n)
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM idempotency WHERE principal LIKE 'node%' OR instr(CAST(body AS TEXT), 'secret-session') > 0"); n != 0 {
+		t.Fatalf("%d agent rows kept", n)
+	}
+	d := s.Idempotency(func() time.Time { return time.UnixMilli(2000) })
+	k := httpapi.IdempotencyKey{Principal: "operator", Resource: "PUT /x", Key: "k1"}
+	if r, err := d.Begin(ctx, k, "fp2"); r != nil || err != nil {
+		t.Fatalf("Begin after the migration = %v, %v", r, err)
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM idempotency WHERE principal = 'operator' AND key = 'k1'"); n != 2 {
+		t.Fatalf("%d rows for k1, want the old one and the scoped one", n)
 	}
 }

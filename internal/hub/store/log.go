@@ -41,8 +41,12 @@ type Paging struct {
 // MaxPageSize is the spec's page_size upper bound.
 const MaxPageSize = 100
 
+// MaxPage bounds page so that the row offset cannot overflow
+// (httpapi.MaxPage).
+const MaxPage = 1_000_000
+
 func (p Paging) check() error {
-	if p.Page < 1 || p.PageSize < 1 || p.PageSize > MaxPageSize {
+	if p.Page < 1 || p.Page > MaxPage || p.PageSize < 1 || p.PageSize > MaxPageSize {
 		return fmt.Errorf("%w: page %d, page_size %d", ErrInvalid, p.Page, p.PageSize)
 	}
 	return nil

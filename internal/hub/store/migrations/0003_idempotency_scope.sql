@@ -1,0 +1,27 @@
+-- Idempotency keys are scoped by principal, resource (method and path) and
+-- request body: the same key on another resource is another request.
+-- Rows kept before this version have no resource; they keep resource '' (no
+-- request matches it) until the retention sweep drops them after 24 h.
+-- Rows of Agent principals are dropped: agent routes take no key any more,
+-- and a stored agent/register answer holds a session token.
+
+CREATE TABLE idempotency_scoped (
+    principal   TEXT    NOT NULL,
+    resource    TEXT    NOT NULL,
+    key         TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    done        INTEGER NOT NULL DEFAULT 0,
+    status      INTEGER NOT NULL DEFAULT 0,
+    header      TEXT    NOT NULL DEFAULT '{}',
+    body        BLOB,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (principal, resource, key)
+) WITHOUT ROWID;
+
+INSERT INTO idempotency_scoped (principal, resource, key, fingerprint, done, status, header, body, created_at)
+    SELECT principal, '', key, fingerprint, done, status, header, body, created_at FROM idempotency
+    WHERE principal <> 'node' AND principal NOT LIKE 'node:%';
+
+DROP TABLE idempotency;
+ALTER TABLE idempotency_scoped RENAME TO idempotency;
+CREATE INDEX idempotency_time ON idempotency (created_at);
