@@ -2,6 +2,8 @@ package telemetry_test
 
 import (
 	"bytes"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 
 func TestNewLogger(t *testing.T) {
 	var out bytes.Buffer
-	log, closer, err := telemetry.NewLogger(config.Logging{Level: "warn", Format: "json"}, &out)
+	log, closer, err := telemetry.NewLogger(config.Logging{Level: "warn", Format: "json"}, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func TestNewLogger(t *testing.T) {
 	}
 
 	out.Reset()
-	log, _, err = telemetry.NewLogger(config.Logging{Level: "debug", Format: "plain"}, &out)
+	log, _, err = telemetry.NewLogger(config.Logging{Level: "debug", Format: "plain"}, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestLoggerFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("earlier\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log, closer, err := telemetry.NewLogger(config.Logging{Level: "info", Format: "plain", FilePath: path}, nil)
+	log, closer, err := telemetry.NewLogger(config.Logging{Level: "info", Format: "plain", FilePath: path}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestLoggerFile(t *testing.T) {
 	if !strings.HasPrefix(string(b), "earlier\n") || !strings.Contains(string(b), "msg=appended") {
 		t.Errorf("log file = %q", b)
 	}
-	_, _, err = telemetry.NewLogger(config.Logging{Level: "info", FilePath: filepath.Join(path, "sub", "x.log")}, nil)
+	_, _, err = telemetry.NewLogger(config.Logging{Level: "info", FilePath: filepath.Join(path, "sub", "x.log")}, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "logging.file_path: cannot open the log file") {
 		t.Errorf("unopenable file: err = %v", err)
 	}
@@ -67,5 +69,33 @@ func TestRegistryGathers(t *testing.T) {
 	}
 	if !names["go_goroutines"] || !names["process_resident_memory_bytes"] {
 		t.Errorf("registry lacks runtime/process metrics: %v", names)
+	}
+}
+
+// TestLoggerRedacts: a value added to the redactor, even after the logger
+// was built, is scrubbed from messages, string, error and other attributes,
+// in both formats, however the format escapes it.
+func TestLoggerRedacts(t *testing.T) {
+	for _, secret := range []string{"s3cr3t-plain", "quote\"and\\back", "new\nline\ttab", "ünïcødé-ß€", "<html&amp>"} {
+		for _, format := range []string{"plain", "json"} {
+			var out bytes.Buffer
+			secrets := config.NewRedactor()
+			log, _, err := telemetry.NewLogger(config.Logging{Level: "info", Format: format}, &out, secrets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets.Add(secret)
+			log.Info("open /nonexistent-"+secret+".txt", "path", "/data/"+secret, "err", errors.New("mkdir /proc/"+secret+": denied"),
+				"any", []string{secret}, slog.Group("g", "k", "x"+secret+"y"))
+			got := out.String()
+			for _, f := range config.Forms(secret) {
+				if strings.Contains(got, f) {
+					t.Errorf("%s log holds the secret %q as %q: %s", format, secret, f, got)
+				}
+			}
+			if n := strings.Count(got, config.Redacted); n != 5 {
+				t.Errorf("%s log: %d redactions, want 5: %s", format, n, got)
+			}
+		}
 	}
 }
