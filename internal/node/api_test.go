@@ -106,7 +106,9 @@ func TestRouteTable(t *testing.T) {
 	ran := h.action(t, "a", "restart")
 	h.succeed(t, ran.OperationID)
 	// Served texts have the literal api_token masked.
-	masked := func(s string) string { return strings.Replace(s, "api_token: "+testToken, "api_token: "+config.Mask, 1) }
+	masked := func(s string) string {
+		return strings.Replace(s, "api_token: "+testToken, "api_token: "+config.Mask, 1)
+	}
 	servedText, servedDraft := masked(text), masked(draft)
 
 	cases := map[string]routeCase{
