@@ -1,0 +1,116 @@
+package config_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/secretref"
+)
+
+// TestRedactorForms: a value is scrubbed raw and in each escaped form a
+// message may quote it in, also inside a longer quoted string.
+func TestRedactorForms(t *testing.T) {
+	for _, secret := range []string{"plain-secret", `quo"te'd`, "new\nline", "tab\tand\\slash", "ünï-€-😀", "a b&c=d/e?f", "<tag>&amp;"} {
+		r := config.NewRedactor(secret)
+		long := "/data/" + secret + "/out"
+		jl, _ := json.Marshal(long)
+		for _, msg := range []string{
+			"open " + long + ": denied",
+			fmt.Sprintf("got %q", long),
+			fmt.Sprintf("got %+q", long),
+			"json " + string(jl),
+			"query ?p=" + url.QueryEscape(long),
+			"path /" + url.PathEscape(long),
+		} {
+			got := r.String(msg)
+			for _, f := range config.Forms(secret) {
+				if strings.Contains(got, f) {
+					t.Errorf("%q: %q still holds %q", secret, got, f)
+				}
+			}
+			if !strings.Contains(got, config.Redacted) {
+				t.Errorf("%q: nothing redacted in %q", secret, got)
+			}
+		}
+	}
+}
+
+// TestRedactorRules: short values are left alone, the longest value wins
+// where values overlap, values only accumulate.
+func TestRedactorRules(t *testing.T) {
+	r := config.NewRedactor("abc", "", "abcd")
+	if got := r.String("abc abcd abcde"); got != "abc [redacted] [redacted]e" {
+		t.Errorf("short values: %q", got)
+	}
+	r.Add("abcdef")
+	if got := r.String("abcdef"); got != config.Redacted {
+		t.Errorf("longest first: %q", got)
+	}
+	o := config.NewRedactor("other-value")
+	r.Merge(o)
+	if got := r.String("x other-value abcd"); got != "x [redacted] [redacted]" || r.Len() != 3 {
+		t.Errorf("merged: %q (%d values)", got, r.Len())
+	}
+	var nilR *config.Redactor
+	if nilR.String("abcd") != "abcd" || nilR.Len() != 0 {
+		t.Errorf("a nil redactor redacts")
+	}
+	nilR.Add("x") // no panic
+}
+
+// TestProblemsRedactEmbeddedAndEscaped: a secret embedded in a longer value
+// and one holding a quote and a newline (from a file) never appear in
+// problems, though the schema check quotes the values it rejects.
+func TestProblemsRedactEmbeddedAndEscaped(t *testing.T) {
+	const fileSecret = "multi\"line\nsecret"
+	const envSecret = "emb3dded-S3CRET"
+	files := map[string]string{"/s": fileSecret + "\n"}
+	res := secretref.Resolver{
+		LookupEnv: func(k string) (string, bool) { return envSecret, k == "SVC_SECRET_PART" },
+		ReadFile:  func(p string) ([]byte, error) { return []byte(files[p]), nil },
+	}
+	doc := []byte(`
+logging: {level: "${file:/s}"}
+streams:
+  - id: "bad id ${secret:PART} here"
+    input: {type: generate, context: "{}", interval: "x-${secret:PART}"}
+    pipeline: {processors: []}
+    output: {type: drop}
+`)
+	_, err := config.Materialize(doc, config.YAML, component.Default, res)
+	ps := config.Problems(err)
+	if len(ps) < 2 {
+		t.Fatalf("problems: %v", ps)
+	}
+	all := fmt.Sprint(ps)
+	for _, secret := range []string{fileSecret, envSecret} {
+		for _, f := range config.Forms(secret) {
+			if strings.Contains(all, f) {
+				t.Errorf("problems hold %q: %s", f, all)
+			}
+		}
+	}
+	if !strings.Contains(all, config.Redacted) {
+		t.Errorf("nothing redacted: %s", all)
+	}
+}
+
+// TestLiteralCredentialsRedacted: a literal credential is as secret as a
+// reference's value: a problem quoting it shows it redacted.
+func TestLiteralCredentialsRedacted(t *testing.T) {
+	const token = "literal-node-token-123"
+	doc := []byte(`
+health_check: {node_token: "` + token + `", hub_urls: ["` + token + `"]}
+streams: []
+`)
+	_, err := config.Materialize(doc, config.YAML, component.Default, secretref.Resolver{})
+	ps := config.Problems(err)
+	if len(ps) == 0 || strings.Contains(fmt.Sprint(ps), token) {
+		t.Errorf("problems: %v", ps)
+	}
+}
