@@ -19,11 +19,11 @@ const (
 // streams follow.
 func credentialsDoc(nodeToken string, extra ...string) string {
 	return doc(hcLocal+"  node_token: "+nodeToken+"\n", append([]string{genStream("a", "a"), `  - id: sink
-    input: {type: http, address: "127.0.0.1:0", path: /in, auth: {type: bearer, token: "`+literalBearer+`"}}
+    input: {type: http, address: "127.0.0.1:0", path: /in, auth: {type: bearer, token: "` + literalBearer + `"}}
     pipeline: {processors: []}
     output: {type: drop}
   - id: ref
-    input: {type: http, address: "127.0.0.1:0", path: /in, auth: {type: basic, username: u, password: "${env:`+secretVar+`}"}}
+    input: {type: http, address: "127.0.0.1:0", path: /in, auth: {type: basic, username: u, password: "${env:` + secretVar + `}"}}
     pipeline: {processors: []}
     output: {type: drop}
 `}, extra...)...)
