@@ -165,7 +165,14 @@ func Forms(v string) []string {
 	a := strconv.QuoteToASCII(v)
 	add(a[1 : len(a)-1]) // %+q
 	// The JSON Schema validator's quote: %q with " unescaped and ' escaped.
-	add(strings.ReplaceAll(strings.ReplaceAll(q, `\"`, `"`), `'`, `\'`))
+	// It unescapes on the whole quoted text, so a value ending in a
+	// backslash at the end of the quoted text loses the backslash escaping
+	// it (`'x\'` for x\): that form is listed too.
+	js := strings.ReplaceAll(strings.ReplaceAll(q, `\"`, `"`), `'`, `\'`)
+	add(js)
+	if t, ok := strings.CutSuffix(js, `\\`); ok {
+		add(t + `\`)
+	}
 	for _, html := range []bool{false, true} {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
