@@ -41,7 +41,7 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The Hub's own credentials never reach its log.
 	secrets := config.NewRedactor(settings.OperatorToken, settings.NodeToken)
-	log := slog.New(slog.NewTextHandler(telemetry.RedactingWriter(stdout, secrets), nil))
+	log := slog.New(telemetry.RedactingHandler(slog.NewTextHandler(telemetry.RedactingWriter(stdout, secrets), nil), secrets))
 	for _, w := range warnings {
 		log.Error("insecure local mode: " + w)
 	}

@@ -119,11 +119,16 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 // configuration: what its secret references resolved to and its literal
 // credentials. Callers reporting problems found later (the deep build)
 // pass them through it.
-func (c *Config) Redact(ps []Problem) []Problem { return c.redactor.Problems(ps) }
+func (c *Config) Redact(ps []Problem) []Problem { return c.Redactor().Problems(ps) }
 
 // Redactor returns the redactor of the configuration's secret values (nil
 // for a configuration not made by Materialize, which redacts nothing).
-func (c *Config) Redactor() *Redactor { return c.redactor }
+func (c *Config) Redactor() *Redactor {
+	if c == nil {
+		return nil
+	}
+	return c.redactor
+}
 
 // SortProblems orders problems by path, comparing array indices as numbers.
 func SortProblems(ps []Problem) {

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,10 +74,13 @@ func TestRegistryGathers(t *testing.T) {
 }
 
 // TestLoggerRedacts: a value added to the redactor, even after the logger
-// was built, is scrubbed from messages, string, error and other attributes,
-// in both formats, however the format escapes it.
+// was built, is scrubbed from messages, string, error, grouped and other
+// attributes, in both formats, however the format escapes it, also when it
+// was quoted before it was logged.
 func TestLoggerRedacts(t *testing.T) {
-	for _, secret := range []string{"s3cr3t-plain", "quote\"and\\back", "new\nline\ttab", "ünïcødé-ß€", "<html&amp>"} {
+	// Each secret holds "K3y", which no escaping changes: finding it in the
+	// output means a form of the secret escaped redaction.
+	for _, secret := range []string{"s3cr3t-K3y", "quote\"K3y\\back", "new\nK3y\ttab", "ünïK3ycødé-ß€", "<html&K3y>"} {
 		for _, format := range []string{"plain", "json"} {
 			var out bytes.Buffer
 			secrets := config.NewRedactor()
@@ -85,16 +89,15 @@ func TestLoggerRedacts(t *testing.T) {
 				t.Fatal(err)
 			}
 			secrets.Add(secret)
-			log.Info("open /nonexistent-"+secret+".txt", "path", "/data/"+secret, "err", errors.New("mkdir /proc/"+secret+": denied"),
+			log.With("with", "w-"+secret).Info("open /nonexistent-"+secret+".txt", "path", "/data/"+secret,
+				"err", errors.New("mkdir /proc/"+secret+": denied"), "quoted", fmt.Errorf("open %q: denied", "/x/"+secret),
 				"any", []string{secret}, slog.Group("g", "k", "x"+secret+"y"))
 			got := out.String()
-			for _, f := range config.Forms(secret) {
-				if strings.Contains(got, f) {
-					t.Errorf("%s log holds the secret %q as %q: %s", format, secret, f, got)
-				}
+			if strings.Contains(got, "K3y") {
+				t.Errorf("%s log holds the secret %q: %s", format, secret, got)
 			}
-			if n := strings.Count(got, config.Redacted); n != 5 {
-				t.Errorf("%s log: %d redactions, want 5: %s", format, n, got)
+			if n := strings.Count(got, config.Redacted); n != 7 {
+				t.Errorf("%s log: %d redactions, want 7: %s", format, n, got)
 			}
 		}
 	}
