@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -45,8 +46,9 @@ type credential struct {
 	value string
 }
 
-// credentials lists the strings held by credential keys of tree, in a
-// stable order: a string value, or the strings of an array value.
+// credentials lists the scalars held by credential keys of tree, in a
+// stable order: a string or number value, or those of an array or object
+// value (a credential key holding an object makes all of it credential).
 func credentials(tree any) []credential {
 	var out []credential
 	var walk func(v any, path []any, cred bool)
@@ -56,6 +58,10 @@ func credentials(tree any) []credential {
 			if cred {
 				out = append(out, credential{path: slices.Clone(path), value: t})
 			}
+		case float64:
+			if cred {
+				out = append(out, credential{path: slices.Clone(path), value: strconv.FormatFloat(t, 'f', -1, 64)})
+			}
 		case map[string]any:
 			keys := make([]string, 0, len(t))
 			for k := range t {
@@ -63,7 +69,7 @@ func credentials(tree any) []credential {
 			}
 			slices.Sort(keys)
 			for _, k := range keys {
-				walk(t[k], append(path, k), IsCredentialKey(k))
+				walk(t[k], append(path, k), cred || IsCredentialKey(k))
 			}
 		case []any:
 			for i, e := range t {
@@ -177,8 +183,12 @@ func encode(tree any, f Format) ([]byte, error) {
 		}
 		return b.Bytes(), enc.Close()
 	case JSON:
-		b, err := json.MarshalIndent(tree, "", "  ")
-		return append(b, '\n'), err
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		err := enc.Encode(tree)
+		return b.Bytes(), err
 	case TOML:
 		return toml.Marshal(tree)
 	}
@@ -193,11 +203,18 @@ var keyOnLine = regexp.MustCompile(`["']?([A-Za-z0-9_.-]+)["']?\s*[:=]`)
 func maskLines(content []byte) []byte {
 	lines := strings.SplitAfter(string(content), "\n")
 	for i, line := range lines {
-		if secretref.Contains(line) {
-			continue
-		}
 		for _, m := range keyOnLine.FindAllStringSubmatchIndex(line, -1) {
-			if IsCredentialKey(line[m[2]:m[3]]) {
+			key := line[m[2]:m[3]]
+			if strings.HasSuffix(line[:m[0]], "${") {
+				continue // the scheme of a reference, not a key
+			}
+			if j := strings.LastIndexByte(key, '.'); j >= 0 {
+				key = key[j+1:] // a TOML dotted key
+			}
+			if IsCredentialKey(key) {
+				if secretref.Contains(line[m[1]:]) {
+					continue // a reference, shown as written
+				}
 				end := ""
 				if strings.HasSuffix(line, "\n") {
 					end = "\n"

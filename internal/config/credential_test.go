@@ -1,10 +1,12 @@
 package config_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/secretref"
 )
 
 func TestIsCredentialKey(t *testing.T) {
@@ -63,6 +65,18 @@ streams:
 		{name: "one-letter password: re-encoded", format: config.YAML,
 			in:   "health_check: {api_token: a, address: \"a:1\"}\nstreams: []\n",
 			want: "health_check:\n  address: a:1\n  api_token: <masked>\nstreams: []\n"},
+		{name: "number: re-encoded", format: config.JSON,
+			in:   `{"streams": [], "health_check": {"api_token": 12345678}}`,
+			want: "{\n  \"health_check\": {\n    \"api_token\": \"<masked>\"\n  },\n  \"streams\": []\n}\n"},
+		{name: "an object under a credential key", format: config.YAML,
+			in:   "streams: []\njobs: []\nx_credentials: {}\ncredentials: {user: LITERAL-u, key: LITERAL-k}\n",
+			want: "streams: []\njobs: []\nx_credentials: {}\ncredentials: {user: <masked>, key: <masked>}\n"},
+		{name: "unparsable toml: dotted keys", format: config.TOML,
+			in:   "auth.token = \"LITERAL-t\"\nauth.password = \"${env:P}\"\n[[[\n",
+			want: "auth.token = <masked>\nauth.password = \"${env:P}\"\n[[[\n"},
+		{name: "unparsable json: one line", format: config.JSON,
+			in:   `{"api_token": "${env:A}", "node_token": "LITERAL-n", `,
+			want: `{"api_token": "${env:A}", "node_token": <masked>`},
 		{name: "unparsable draft: lines masked", format: config.YAML,
 			in:   "health_check:\n  node_token: tok-LITERAL-4\n  api_token: ${secret:X}\n  : [broken\n",
 			want: "health_check:\n  node_token: <masked>\n  api_token: ${secret:X}\n  : [broken\n"},
@@ -82,4 +96,64 @@ streams:
 			}
 		})
 	}
+}
+
+// FuzzMaskCredentials: whatever a draft holds, a parsable one is served
+// parsable, with every credential masked or a reference kept as written.
+func FuzzMaskCredentials(f *testing.F) {
+	f.Add([]byte("health_check: {node_token: abc, api_token: \"${env:X}\"}\nstreams: []\n# abc\n"), uint8(0))
+	f.Add([]byte(`{"password": "a\"b", "headers": {"Authorization": "Bearer x"}}`), uint8(1))
+	f.Add([]byte("token = 'it''s'\n[auth]\npassword = \"p\\u0041\"\n"), uint8(2))
+	f.Add([]byte("token: |\n  line one\n  line two\ncredentials: {a: [1, x]}\n"), uint8(0))
+	formats := []config.Format{config.YAML, config.JSON, config.TOML}
+	f.Fuzz(func(t *testing.T, in []byte, fi uint8) {
+		format := formats[int(fi)%len(formats)]
+		tree, err := config.Tree(in, format)
+		if err != nil {
+			return
+		}
+		out := config.MaskCredentials(in, format)
+		got, err := config.Tree(out, format)
+		if err != nil {
+			t.Fatalf("masked text does not parse: %v\n%s", err, out)
+		}
+		want := maskTree(tree, false)
+		if !equalJSON(got, want) {
+			t.Fatalf("masked text reads\n%v\nwant\n%v\nfrom\n%s", got, want, out)
+		}
+	})
+}
+
+// maskTree is the document as it must be served: every string or number
+// under a credential key masked, unless it is empty or holds a reference.
+func maskTree(v any, cred bool) any {
+	switch t := v.(type) {
+	case string:
+		if cred && t != "" && !secretref.Contains(t) {
+			return config.Mask
+		}
+	case float64:
+		if cred {
+			return config.Mask
+		}
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range t {
+			out[k] = maskTree(e, cred || config.IsCredentialKey(k))
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = maskTree(e, cred)
+		}
+		return out
+	}
+	return v
+}
+
+func equalJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
