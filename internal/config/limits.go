@@ -33,6 +33,20 @@ func CapProblems(ps []Problem) []Problem {
 	return append(out, Problem{Message: fmt.Sprintf("and %d more problems", more)})
 }
 
+// TotalProblems is how many problems ps stands for: its length, or, when
+// CapProblems cut it, the problems listed plus those counted.
+func TotalProblems(ps []Problem) int {
+	if len(ps) == MaxProblems+1 {
+		var n int
+		if last := ps[MaxProblems]; last.Path == "" {
+			if _, err := fmt.Sscanf(last.Message, "and %d more problems", &n); err == nil && n > 0 {
+				return MaxProblems + n
+			}
+		}
+	}
+	return len(ps)
+}
+
 // limitTree cuts every array of tree longer than its limit down to it,
 // in place, and reports each cut: the rest of the walk (secret
 // references, schema, decoding) then costs no more than a configuration

@@ -91,3 +91,26 @@ func TestValidationMemory(t *testing.T) {
 		t.Errorf("validation allocated %d MB for a %d kB document; at most %d MB", alloc>>20, len(doc)>>10, limit>>20)
 	}
 }
+
+func TestTotalProblems(t *testing.T) {
+	many := make([]config.Problem, 250)
+	for i := range many {
+		many[i] = config.Problem{Path: fmt.Sprintf("p%d", i), Message: "m"}
+	}
+	for _, tt := range []struct {
+		ps   []config.Problem
+		want int
+	}{
+		{nil, 0},
+		{many[:3], 3},
+		{config.CapProblems(many), 250},
+		{config.CapProblems(many[:101]), 101},
+		{config.CapProblems(many[:100]), 100},
+		{append(many[:100:100], config.Problem{Message: "and 7 more problems"}), 107},
+		{append(many[:100:100], config.Problem{Path: "x", Message: "and 7 more problems"}), 101},
+	} {
+		if got := config.TotalProblems(tt.ps); got != tt.want {
+			t.Errorf("TotalProblems(%d problems) = %d, want %d", len(tt.ps), got, tt.want)
+		}
+	}
+}

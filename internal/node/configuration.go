@@ -34,7 +34,7 @@ type Report struct {
 type ValidationError struct{ Report Report }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("configuration has %d problems", len(e.Report.Errors))
+	return fmt.Sprintf("configuration has %d problems", config.TotalProblems(e.Report.Errors))
 }
 
 // ErrVersionNotFound is returned for an unknown configuration version.

@@ -40,6 +40,9 @@ func TestValidationIsBounded(t *testing.T) {
 	checkCapped(t, rep.Errors)
 
 	p := problem(t, h.expect(t, 422, "POST", "/configuration/apply", body), "validation_failed")
+	if p.Message != "the request is invalid: 3073 problems (the first 100 listed)" {
+		t.Errorf("message %q", p.Message)
+	}
 	b, _ := json.Marshal(p.Details["errors"])
 	var errs []config.Problem
 	if err := json.Unmarshal(b, &errs); err != nil {
