@@ -129,9 +129,11 @@ type harnessOptions struct {
 	noHistory bool
 	// agent is the handler's AgentStatus hook.
 	agent func() node.AgentStatus
-	// logs, when set, receives the node's log (level info, plain), built
-	// as cmd/flowplane builds it: scrubbed by the node's redactor.
-	logs io.Writer
+	// logs, when set, receives the node's log (level info, logFormat or
+	// plain), built as cmd/flowplane builds it: scrubbed by the node's
+	// redactor.
+	logs      io.Writer
+	logFormat string
 }
 
 func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
@@ -162,7 +164,11 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	secrets.Merge(cfg.Redactor())
 	log := discard
 	if o.logs != nil {
-		if log, _, err = telemetry.NewLogger(config.Logging{Level: "info", Format: "plain"}, o.logs, secrets); err != nil {
+		format := o.logFormat
+		if format == "" {
+			format = "plain"
+		}
+		if log, _, err = telemetry.NewLogger(config.Logging{Level: "info", Format: format}, o.logs, secrets); err != nil {
 			t.Fatal(err)
 		}
 	}

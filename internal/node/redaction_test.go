@@ -81,8 +81,14 @@ func leaks(s, core string, surfaces map[string]string) []string {
 // failing streams (an error quoting the path it could not create or
 // open), operations, events and the node's log, and is in none of them.
 func TestSecretsNeverInAnySurface(t *testing.T) {
+	for _, format := range []string{"plain", "json"} {
+		t.Run(format+" log", func(t *testing.T) { secretsNeverInAnySurface(t, format) })
+	}
+}
+
+func secretsNeverInAnySurface(t *testing.T, logFormat string) {
 	logs := &syncBuffer{}
-	h := newHarness(t, doc(hcLocal, genStream("a", "a")), harnessOptions{logs: logs})
+	h := newHarness(t, doc(hcLocal, genStream("a", "a")), harnessOptions{logs: logs, logFormat: logFormat})
 	dir := t.TempDir()
 	var seen []string // every secret so far: none may show up later either
 	iteration := 0
