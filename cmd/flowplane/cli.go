@@ -127,7 +127,7 @@ func materialize(name string, data []byte, format config.Format, stderr io.Write
 		problems = config.CapProblems(cfg.Redact(engine.Check(cfg, reg)))
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(len(problems), "problem"))
+		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(config.TotalProblems(problems), "problem"))
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "  %s\n", p.Error())
 		}

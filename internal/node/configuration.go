@@ -88,8 +88,11 @@ func (n *Node) Configuration() (history.Version, error) {
 		return history.Version{}, err
 	}
 	v, err := h.Applied()
+	if err != nil {
+		return v, err
+	}
 	v.Content = config.MaskCredentials(v.Content, v.Format)
-	return v, err
+	return v, nil
 }
 
 // Versions lists the history, oldest first.
