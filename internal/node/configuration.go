@@ -91,7 +91,7 @@ func (n *Node) Configuration() (history.Version, error) {
 	if err != nil {
 		return v, err
 	}
-	v.Content = config.MaskCredentials(v.Content, v.Format)
+	v.Content = n.masked.mask(v.Content, v.Format)
 	return v, nil
 }
 
@@ -112,7 +112,7 @@ func (n *Node) SaveDraft(doc Document) (history.Draft, Report, error) {
 	}
 	rep, _ := n.Validate(doc)
 	d, err := h.SaveDraft(doc.Content, doc.Format, n.opts.Now())
-	d.Content = config.MaskCredentials(d.Content, d.Format)
+	d.Content = n.masked.mask(d.Content, d.Format)
 	return d, rep, err
 }
 
@@ -123,7 +123,7 @@ func (n *Node) Draft() (history.Draft, bool, error) {
 		return history.Draft{}, false, err
 	}
 	d, ok := h.Draft()
-	d.Content = config.MaskCredentials(d.Content, d.Format)
+	d.Content = n.masked.mask(d.Content, d.Format)
 	return d, ok, nil
 }
 

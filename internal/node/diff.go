@@ -72,7 +72,7 @@ func (n *Node) Diff(from, to string) (DiffReport, error) {
 	// as changed).
 	return DiffReport{
 		From: aName, To: bName,
-		Unified: history.Diff(config.MaskCredentials(a.Content, a.Format), config.MaskCredentials(b.Content, b.Format), aName, bName),
+		Unified: history.Diff(n.masked.mask(a.Content, a.Format), n.masked.mask(b.Content, b.Format), aName, bName),
 		Summary: summarize(a, b),
 	}, nil
 }

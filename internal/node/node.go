@@ -65,6 +65,8 @@ type Node struct {
 	ops     *operations
 	started time.Time
 
+	masked maskCache // served configuration texts
+
 	mu         sync.Mutex // guards the fields below
 	desired    map[string]*desired
 	applied    map[string]applied
