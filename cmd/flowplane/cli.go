@@ -134,10 +134,10 @@ func materialize(name string, data []byte, format config.Format, stderr io.Write
 	cfg, err := config.Materialize(data, format, reg, secretref.Resolver{})
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
-		problems = cfg.Redact(append(engine.Check(cfg, reg), checkTLSFiles(cfg.HealthCheck)...))
+		problems = config.CapProblems(cfg.Redact(append(engine.Check(cfg, reg), checkTLSFiles(cfg.HealthCheck)...)))
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(len(problems), "problem"))
+		fmt.Fprintf(stderr, "%s: %s:\n", name, plural(config.TotalProblems(problems), "problem"))
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "  %s\n", p.Error())
 		}
@@ -235,7 +235,11 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitFailed
 	}
-	log, closer, err := telemetry.NewLogger(cfg.Logging, stdout)
+	// One redactor for the process: the logger, the node's errors and
+	// events; each configuration the node runs adds its values.
+	secrets := config.NewRedactor()
+	secrets.Merge(cfg.Redactor())
+	log, closer, err := telemetry.NewLogger(cfg.Logging, stdout, secrets)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: %v\n", err)
 		return exitFailed
@@ -271,7 +275,7 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	bootID := uuid.Must(uuid.NewV7()).String()
 	n := node.New(node.Options{
 		Engine: eng, Registry: component.Default, Events: events, Logger: log,
-		NodeID: nodeID, BootID: bootID, Version: buildVersion(),
+		NodeID: nodeID, BootID: bootID, Version: buildVersion(), Secrets: secrets,
 	}, cfg, version.ID)
 	n.AttachHistory(hist, secretref.Resolver{}, cfg)
 	nd.Store(n)

@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/hub"
+	"github.com/flowplane/flowplane/internal/telemetry"
 )
 
 // runHub runs the Hub until ctx ends. Its settings come from the
@@ -37,7 +39,9 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flowplane hub: %v\n", err)
 		return exitFailed
 	}
-	log := slog.New(slog.NewTextHandler(stdout, nil))
+	// The Hub's own credentials never reach its log.
+	secrets := config.NewRedactor(settings.OperatorToken, settings.NodeToken)
+	log := slog.New(telemetry.RedactingHandler(slog.NewTextHandler(telemetry.RedactingWriter(stdout, secrets), nil), secrets))
 	for _, w := range warnings {
 		log.Error("insecure local mode: " + w)
 	}

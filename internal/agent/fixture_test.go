@@ -74,6 +74,7 @@ type nodeOptions struct {
 	stateDir string
 	hubURLs  []string
 	streams  []string // stream ids, each a genStream
+	extra    string   // more streams, as YAML list items
 	tune     func(*agent.Options)
 }
 
@@ -84,6 +85,7 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 	for _, id := range o.streams {
 		streams.WriteString(genStream(id))
 	}
+	streams.WriteString(o.extra)
 	text := "logging: {level: error}\nhealth_check: {enabled: false}\nstreams:\n" + streams.String()
 	hist, err := history.Open(filepath.Join(o.stateDir, "config"), time.Now)
 	if err != nil {

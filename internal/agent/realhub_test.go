@@ -27,9 +27,10 @@ const operatorToken = "operator-token-for-agent-tests"
 // realHub is internal/hub served on a loopback listener, reached through a
 // loopback proxy that records every agent request and can answer 503.
 type realHub struct {
-	h     *hub.Hub
-	url   string // the Hub itself
-	proxy *tapProxy
+	h       *hub.Hub
+	url     string // the Hub itself
+	proxy   *tapProxy
+	storage string // the SQLite file
 }
 
 type tapProxy struct {
@@ -99,8 +100,9 @@ func (p *tapProxy) checkNoTokenLeak(t *testing.T) {
 func startRealHub(t *testing.T) *realHub {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	storage := filepath.Join(t.TempDir(), "hub.db")
 	h, err := hub.New(ctx, hub.Options{
-		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: filepath.Join(t.TempDir(), "hub.db"), OperatorToken: operatorToken, NodeToken: testNodeToken},
+		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: storage, OperatorToken: operatorToken, NodeToken: testNodeToken},
 		Logger:   slog.New(slog.DiscardHandler), Version: "test",
 	})
 	if err != nil {
@@ -112,7 +114,7 @@ func startRealHub(t *testing.T) *realHub {
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.Serve(ctx, ln) }()
-	rh := &realHub{h: h, url: "http://" + ln.Addr().String()}
+	rh := &realHub{h: h, url: "http://" + ln.Addr().String(), storage: storage}
 	rh.proxy = newTapProxy(t, rh.url)
 	t.Cleanup(func() {
 		cancel()

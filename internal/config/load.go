@@ -92,6 +92,9 @@ func Tree(data []byte, f Format) (any, error) {
 	if v == nil {
 		v = map[string]any{}
 	}
+	if f == JSON {
+		return v, nil // already the JSON data model
+	}
 	// Normalise through JSON: YAML gives ints and map[string]any with
 	// possibly non-string keys rejected, TOML gives int64 and time values.
 	norm, err := normalize(v)

@@ -83,12 +83,13 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 	if err != nil {
 		return nil, &Error{Problems: []Problem{{Message: err.Error()}}}
 	}
-	var problems []Problem
-	resolved, err := res.Resolve(tree)
+	tree, problems := limitTree(tree)
+	resolved, values, err := res.ResolveValues(tree)
 	if err != nil {
 		problems = append(problems, secretProblems(err)...)
 	}
-	red := newRedactor(tree, resolved)
+	red := NewRedactor(values...)
+	red.Add(credentialValues(resolved)...)
 	v, err := validator(reg)
 	if err != nil {
 		return nil, err
@@ -101,21 +102,33 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 		if len(problems) == 0 {
 			problems = append(problems, Problem{Message: err.Error()})
 		}
-		return nil, &Error{Problems: red.problems(problems)}
+		SortProblems(problems)
+		return nil, &Error{Problems: CapProblems(red.Problems(dedupe(problems)))}
 	}
 	cfg.redactor = red
 	cfg.Canonicalize()
 	problems = append(problems, cfg.Validate(reg)...)
 	if len(problems) > 0 {
 		SortProblems(problems)
-		return cfg, &Error{Problems: red.problems(dedupe(problems))}
+		return cfg, &Error{Problems: CapProblems(red.Problems(dedupe(problems)))}
 	}
 	return cfg, nil
 }
 
-// Redact removes every value that came from a secret reference from msg.
-// Callers reporting problems found later (the deep build) pass them through it.
-func (c *Config) Redact(ps []Problem) []Problem { return c.redactor.problems(ps) }
+// Redact removes from the messages of ps every secret value of the
+// configuration: what its secret references resolved to and its literal
+// credentials. Callers reporting problems found later (the deep build)
+// pass them through it.
+func (c *Config) Redact(ps []Problem) []Problem { return c.Redactor().Problems(ps) }
+
+// Redactor returns the redactor of the configuration's secret values (nil
+// for a configuration not made by Materialize, which redacts nothing).
+func (c *Config) Redactor() *Redactor {
+	if c == nil {
+		return nil
+	}
+	return c.redactor
+}
 
 // SortProblems orders problems by path, comparing array indices as numbers.
 func SortProblems(ps []Problem) {

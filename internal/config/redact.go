@@ -1,59 +1,188 @@
 package config
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
-
-	"github.com/flowplane/flowplane/internal/secretref"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 )
 
-// redactor knows the strings that secret references resolved to, so that no
-// problem message can echo one (a schema error quoting a bad value, say).
-type redactor struct {
-	values []string
+// Redacted replaces a secret value wherever a message, an error or a log
+// line would show it.
+const Redacted = "[redacted]"
+
+// MinSecretLen is the length, in characters, of the shortest value a
+// Redactor scrubs. A shorter value would scrub every occurrence of a letter
+// or a digit from every message, and guessing it is easy anyway: a secret
+// worth the name is longer. Shorter resolved values are therefore not
+// redacted (README "Secret references").
+const MinSecretLen = 4
+
+// Redactor scrubs secret values from text: every value a secret reference
+// resolved to, and every literal credential (see [IsCredentialKey]), in its
+// raw form and in the escaped forms messages quote it in (Go %q and %+q,
+// JSON, the JSON Schema validator's single quotes, URL query and path
+// escaping). Replacement is of substrings, longest first, so a value
+// embedded in a longer string ("mkdir /data/<secret>: ...") is scrubbed
+// too.
+//
+// A Redactor only grows: a value once added stays redacted for the life of
+// the process, since a log line or a last_error may outlive the
+// configuration that held it. The zero value and nil redact nothing. It is
+// safe for concurrent use.
+type Redactor struct {
+	mu     sync.Mutex          // guards values; rep and n are set under it
+	values map[string]struct{} // raw values added so far
+	rep    atomic.Pointer[strings.Replacer]
+	n      atomic.Int64 // len(values), read without the lock
 }
 
-// minSecretLen is the shortest resolved value scrubbed from messages; shorter
-// ones would garble messages and reveal little.
-const minSecretLen = 3
-
-func newRedactor(orig, resolved any) *redactor {
-	r := &redactor{}
-	r.walk(orig, resolved)
+// NewRedactor returns a Redactor of values.
+func NewRedactor(values ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(values...)
 	return r
 }
 
-func (r *redactor) walk(orig, resolved any) {
-	switch o := orig.(type) {
-	case string:
-		v, _ := resolved.(string)
-		if v != o && secretref.Contains(o) && len(v) >= minSecretLen {
-			r.values = append(r.values, v)
+// Add makes values secret. Values shorter than MinSecretLen are ignored.
+func (r *Redactor) Add(values ...string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	added := false
+	for _, v := range values {
+		if utf8.RuneCountInString(v) < MinSecretLen {
+			continue
 		}
-	case map[string]any:
-		m, _ := resolved.(map[string]any)
-		for k, ov := range o {
-			r.walk(ov, m[k])
+		if _, ok := r.values[v]; ok {
+			continue
 		}
-	case []any:
-		s, _ := resolved.([]any)
-		for i, ov := range o {
-			if i < len(s) {
-				r.walk(ov, s[i])
-			}
+		if r.values == nil {
+			r.values = map[string]struct{}{}
 		}
+		r.values[v] = struct{}{}
+		added = true
+	}
+	if added {
+		r.rebuildLocked()
+		r.n.Store(int64(len(r.values)))
 	}
 }
 
-func (r *redactor) problems(ps []Problem) []Problem {
-	if r == nil || len(r.values) == 0 {
+// Merge adds every value of o.
+func (r *Redactor) Merge(o *Redactor) {
+	if r == nil || o == nil || r == o {
+		return
+	}
+	o.mu.Lock()
+	vs := make([]string, 0, len(o.values))
+	for v := range o.values {
+		vs = append(vs, v)
+	}
+	o.mu.Unlock()
+	r.Add(vs...)
+}
+
+// Len is the number of values r redacts; it takes no lock, for callers
+// that skip work when there is nothing to redact.
+func (r *Redactor) Len() int {
+	if r == nil {
+		return 0
+	}
+	return int(r.n.Load())
+}
+
+func (r *Redactor) rebuildLocked() {
+	seen := map[string]bool{}
+	var olds []string
+	for v := range r.values {
+		for _, f := range Forms(v) {
+			if !seen[f] {
+				seen[f] = true
+				olds = append(olds, f)
+			}
+		}
+	}
+	// strings.Replacer tries its patterns in argument order at each
+	// position: longest first, so that a value containing another is
+	// scrubbed whole.
+	slices.SortFunc(olds, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
+	})
+	pairs := make([]string, 0, 2*len(olds))
+	for _, o := range olds {
+		pairs = append(pairs, o, Redacted)
+	}
+	r.rep.Store(strings.NewReplacer(pairs...))
+}
+
+// String returns s with every secret value replaced by [Redacted].
+func (r *Redactor) String(s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	rep := r.rep.Load()
+	if rep == nil {
+		return s
+	}
+	return rep.Replace(s)
+}
+
+// Problems returns ps with secret values removed from their messages.
+func (r *Redactor) Problems(ps []Problem) []Problem {
+	if r == nil || r.rep.Load() == nil {
 		return ps
 	}
 	out := make([]Problem, len(ps))
 	for i, p := range ps {
-		for _, v := range r.values {
-			p.Message = strings.ReplaceAll(p.Message, v, "[redacted]")
-		}
+		p.Message = r.String(p.Message)
 		out[i] = p
 	}
 	return out
+}
+
+// Forms returns v and the escaped forms in which messages quote it, without
+// surrounding quotes: each escaping is done rune by rune (or byte by byte),
+// so the escaped form of v is a substring of the escaped form of any string
+// holding v.
+func Forms(v string) []string {
+	forms := []string{v}
+	add := func(f string) {
+		if f != "" && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	q := strconv.Quote(v)
+	q = q[1 : len(q)-1]
+	add(q) // %q
+	a := strconv.QuoteToASCII(v)
+	add(a[1 : len(a)-1]) // %+q
+	// The JSON Schema validator's quote: %q with " unescaped and ' escaped.
+	// It unescapes on the whole quoted text, so a value ending in a
+	// backslash at the end of the quoted text loses the backslash escaping
+	// it (`'x\'` for x\): that form is listed too.
+	js := strings.ReplaceAll(strings.ReplaceAll(q, `\"`, `"`), `'`, `\'`)
+	add(js)
+	if t, ok := strings.CutSuffix(js, `\\`); ok {
+		add(t + `\`)
+	}
+	for _, html := range []bool{false, true} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		_ = enc.Encode(v) // a string always encodes
+		j := strings.TrimSuffix(b.String(), "\n")
+		add(j[1 : len(j)-1])
+	}
+	add(url.QueryEscape(v))
+	add(url.PathEscape(v))
+	return forms
 }

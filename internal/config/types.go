@@ -4,16 +4,17 @@ package config
 // schema): `doc` is the description, `default` the documented default,
 // `enum` the allowed values separated by "|", `min` an inclusive minimum,
 // `required:"true"` a required field, `component` the kind of component
-// object a field holds.
+// object a field holds, `maxItems` the most items an array may hold
+// (MaxArrayItems when absent; see limits.go).
 
 // Config is one engine configuration.
 type Config struct {
-	Streams     []Stream    `json:"streams" required:"true" doc:"Streams to run (an empty list is allowed)."`
-	Jobs        []Job       `json:"jobs,omitempty" doc:"Declarative streaming jobs; a jobs-only configuration is valid."`
+	Streams     []Stream    `json:"streams" required:"true" maxItems:"1024" doc:"Streams to run (an empty list is allowed)."`
+	Jobs        []Job       `json:"jobs,omitempty" maxItems:"256" doc:"Declarative streaming jobs; a jobs-only configuration is valid."`
 	Logging     Logging     `json:"logging" doc:"Logging."`
 	HealthCheck HealthCheck `json:"health_check" doc:"Health-check and control-plane server."`
 
-	redactor *redactor // values resolved from references, never shown
+	redactor *Redactor // secret values: resolved references and literal credentials
 }
 
 // Logging configures the process logger.
@@ -33,9 +34,9 @@ type HealthCheck struct {
 	APIPrefix         string        `json:"api_prefix" default:"/api/v1" pattern:"^/" doc:"Prefix of the versioned API."`
 	APIToken          string        `json:"api_token,omitempty" doc:"Bearer token protecting the versioned API."`
 	InsecureLocal     bool          `json:"insecure_local" default:"false" doc:"Allow a non-loopback address without api_token (logged as an error)."`
-	CORSOrigins       []string      `json:"cors_origins" doc:"Allowed browser origins; empty denies cross-origin calls."`
+	CORSOrigins       []string      `json:"cors_origins" maxItems:"64" doc:"Allowed browser origins; empty denies cross-origin calls."`
 	TLS               *TLS          `json:"tls,omitempty" doc:"Serve the API over HTTPS with this certificate, reloaded when its files change; absent means plain HTTP."`
-	HubURLs           []string      `json:"hub_urls" doc:"Hub addresses, tried in order as failover candidates; empty means standalone."`
+	HubURLs           []string      `json:"hub_urls" maxItems:"16" doc:"Hub addresses, tried in order as failover candidates; empty means standalone."`
 	HubCAFile         string        `json:"hub_ca_file,omitempty" doc:"PEM file of the CA certificates the Agent verifies https:// Hubs against instead of the system roots."`
 	NodeID            string        `json:"node_id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Stable identity reported to the Hub."`
 	NodeToken         string        `json:"node_token,omitempty" doc:"Shared node registration credential; never included in reports."`
@@ -71,13 +72,13 @@ type Stream struct {
 	ErrorOutput *Component       `json:"error_output,omitempty" component:"output" doc:"Output receiving batches a processor failed on."`
 	Durability  *Durability      `json:"durability,omitempty" doc:"Per-stream write-ahead log."`
 	State       *StreamState     `json:"state,omitempty" doc:"State contract for legacy windows."`
-	Temporary   []map[string]any `json:"temporary,omitempty" doc:"Temporary storage tables for joins (reserved)."`
+	Temporary   []map[string]any `json:"temporary,omitempty" maxItems:"64" doc:"Temporary storage tables for joins (reserved)."`
 }
 
 // Pipeline is the ordered list of processors and its worker count.
 type Pipeline struct {
 	ThreadNum  int         `json:"thread_num" default:"1" min:"1" max:"256" doc:"Worker goroutines processing batches."`
-	Processors []Component `json:"processors" required:"true" component:"processor" doc:"Processors applied in order."`
+	Processors []Component `json:"processors" required:"true" maxItems:"256" component:"processor" doc:"Processors applied in order."`
 }
 
 // Durability configures a stream's write-ahead log.
@@ -101,10 +102,10 @@ type Job struct {
 	Version        int         `json:"version" required:"true" min:"1" doc:"State-format compatibility on recovery is evaluated against it."`
 	Parallelism    int         `json:"parallelism" default:"1" min:"1" doc:"Default task parallelism."`
 	MaxParallelism int         `json:"max_parallelism" default:"128" min:"1" max:"32768" doc:"Upper bound for key-group partitioning."`
-	Operators      []Operator  `json:"operators" required:"true" doc:"Operators of the job graph."`
-	Edges          []Edge      `json:"edges" doc:"Edges between operators."`
-	Sources        []Source    `json:"sources" doc:"Inputs feeding source operators."`
-	Sinks          []Sink      `json:"sinks" doc:"Outputs fed by sink operators."`
+	Operators      []Operator  `json:"operators" required:"true" maxItems:"1024" doc:"Operators of the job graph."`
+	Edges          []Edge      `json:"edges" maxItems:"4096" doc:"Edges between operators."`
+	Sources        []Source    `json:"sources" maxItems:"256" doc:"Inputs feeding source operators."`
+	Sinks          []Sink      `json:"sinks" maxItems:"256" doc:"Outputs fed by sink operators."`
 	State          *JobState   `json:"state,omitempty" doc:"State backend; required by stateful operators."`
 	Checkpoint     *Checkpoint `json:"checkpoint,omitempty" doc:"Barrier checkpoint policy; required by durable state."`
 	Recovery       string      `json:"recovery" enum:"latest_checkpoint|latest_savepoint|fail" default:"latest_checkpoint" doc:"What a restart restores from."`

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -104,6 +105,11 @@ func TestRouteTable(t *testing.T) {
 	h.expect(t, 200, "PUT", "/configuration/draft", configBody(t, "yaml", draft))
 	ran := h.action(t, "a", "restart")
 	h.succeed(t, ran.OperationID)
+	// Served texts have the literal api_token masked.
+	masked := func(s string) string {
+		return strings.Replace(s, "api_token: "+testToken, "api_token: "+config.Mask, 1)
+	}
+	servedText, servedDraft := masked(text), masked(draft)
 
 	cases := map[string]routeCase{
 		"GET /system":  {path: "/system", status: 200, check: wantField("node_id", testNodeID)},
@@ -124,20 +130,20 @@ func TestRouteTable(t *testing.T) {
 		"GET /operations/{id}":       {path: "/operations/" + ran.OperationID, status: 200, check: wantField("operation_id", ran.OperationID)},
 		"DELETE /operations/{id}":    {path: "/operations/" + ran.OperationID, status: 409, check: wantCode("operation_not_cancellable")},
 		"GET /events":                {path: "/events", status: 200, check: wantItems(1)},
-		"GET /configuration":         {path: "/configuration", status: 200, check: wantField("content", text)},
+		"GET /configuration":         {path: "/configuration", status: 200, check: wantField("content", servedText)},
 		"GET /config":                {path: "/config", status: 200, check: wantField("applied", true)},
 		"POST /configuration/validate": {path: "/configuration/validate", body: configBody(t, "yaml", text),
 			status: 200, check: wantField("valid", true)},
 		"POST /config/validate": {path: "/config/validate", body: text, header: []string{"Content-Type", "application/yaml"},
 			status: 200, check: wantField("valid", true)},
-		"GET /configuration/draft": {path: "/configuration/draft", status: 200, check: wantField("content", draft)},
+		"GET /configuration/draft": {path: "/configuration/draft", status: 200, check: wantField("content", servedDraft)},
 		"PUT /configuration/draft": {path: "/configuration/draft", body: configBody(t, "yaml", draft), status: 200,
 			check: func(t *testing.T, r response) {
 				var v struct {
 					Draft  struct{ Content string }
 					Report struct{ Valid bool }
 				}
-				if err := json.Unmarshal(r.Body, &v); err != nil || v.Draft.Content != draft || !v.Report.Valid {
+				if err := json.Unmarshal(r.Body, &v); err != nil || v.Draft.Content != servedDraft || !v.Report.Valid {
 					t.Errorf("draft answer %s (%v)", r, err)
 				}
 			}},

@@ -34,7 +34,7 @@ type Report struct {
 type ValidationError struct{ Report Report }
 
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("configuration has %d problems", len(e.Report.Errors))
+	return fmt.Sprintf("configuration has %d problems", config.TotalProblems(e.Report.Errors))
 }
 
 // ErrVersionNotFound is returned for an unknown configuration version.
@@ -59,6 +59,7 @@ type configState struct {
 // configuration of the applied version. Without it the configuration
 // routes answer 503.
 func (n *Node) AttachHistory(h *history.Store, res secretref.Resolver, current *config.Config) {
+	n.opts.Secrets.Merge(current.Redactor())
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.conf = configState{hist: h, resolver: res, current: current}
@@ -72,21 +73,29 @@ func (n *Node) Validate(doc Document) (Report, *config.Config) {
 	cfg, err := config.Materialize(doc.Content, doc.Format, n.opts.Registry, res)
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
-		problems = cfg.Redact(engine.Check(cfg, n.opts.Registry))
+		problems = config.CapProblems(cfg.Redact(engine.Check(cfg, n.opts.Registry)))
 	}
+	// The running configuration's values too: a message may quote one.
+	problems = n.opts.Secrets.Problems(problems)
 	if problems == nil {
 		problems = []config.Problem{}
 	}
 	return Report{Valid: len(problems) == 0, Errors: problems}, cfg
 }
 
-// Configuration returns the applied version.
+// Configuration returns the applied version, its literal credentials
+// masked (config.MaskCredentials): fit to be served.
 func (n *Node) Configuration() (history.Version, error) {
 	h, err := n.history()
 	if err != nil {
 		return history.Version{}, err
 	}
-	return h.Applied()
+	v, err := h.Applied()
+	if err != nil {
+		return v, err
+	}
+	v.Content = n.masked.mask(v.Content, v.Format)
+	return v, nil
 }
 
 // Versions lists the history, oldest first.
@@ -106,16 +115,18 @@ func (n *Node) SaveDraft(doc Document) (history.Draft, Report, error) {
 	}
 	rep, _ := n.Validate(doc)
 	d, err := h.SaveDraft(doc.Content, doc.Format, n.opts.Now())
+	d.Content = n.masked.mask(d.Content, d.Format)
 	return d, rep, err
 }
 
-// Draft returns the saved draft.
+// Draft returns the saved draft, its literal credentials masked.
 func (n *Node) Draft() (history.Draft, bool, error) {
 	h, err := n.history()
 	if err != nil {
 		return history.Draft{}, false, err
 	}
 	d, ok := h.Draft()
+	d.Content = n.masked.mask(d.Content, d.Format)
 	return d, ok, nil
 }
 
@@ -217,6 +228,8 @@ func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Conf
 	n.mu.Unlock()
 	res := diffStreams(old, cfg)
 	res.ConfigVersion = v.ID
+	// Before the engine runs it: its streams may log or fail at once.
+	n.opts.Secrets.Merge(cfg.Redactor())
 	applyErr := n.opts.Engine.Apply(ctx, cfg)
 	if err := n.conf.hist.MarkApplied(v.ID); err != nil {
 		return res, err
@@ -264,18 +277,7 @@ func diffStreams(a, b *config.Config) ApplyResult {
 	return r
 }
 
-// redact removes from msg every value a secret reference of the running
-// configuration resolved to: engine and runtime errors (an address in use,
-// say) may quote them, and no response may.
-func (n *Node) redact(msg string) string {
-	if msg == "" {
-		return msg
-	}
-	n.mu.Lock()
-	cur := n.conf.current
-	n.mu.Unlock()
-	if cur == nil {
-		return msg
-	}
-	return cur.Redact([]config.Problem{{Message: msg}})[0].Message
-}
+// redact removes from msg every secret value of the configurations the
+// node ran: engine and runtime errors (an address in use, a path that
+// cannot be created) may quote them, and no response may.
+func (n *Node) redact(msg string) string { return n.opts.Secrets.String(msg) }

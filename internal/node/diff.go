@@ -67,9 +67,12 @@ func (n *Node) Diff(from, to string) (DiffReport, error) {
 	if err != nil {
 		return DiffReport{}, err
 	}
+	// The diff compares masked texts: a literal credential's value never
+	// shows, nor does a change of it (the summary still counts the stream
+	// as changed).
 	return DiffReport{
 		From: aName, To: bName,
-		Unified: history.Diff(a.Content, b.Content, aName, bName),
+		Unified: history.Diff(n.masked.mask(a.Content, a.Format), n.masked.mask(b.Content, b.Format), aName, bName),
 		Summary: summarize(a, b),
 	}, nil
 }

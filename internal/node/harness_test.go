@@ -132,6 +132,11 @@ type harnessOptions struct {
 	agent func() node.AgentStatus
 	// server bounds the listener's connections and timeouts.
 	server httpapi.ServerOptions
+	// logs, when set, receives the node's log (level info, logFormat or
+	// plain), built as cmd/flowplane builds it: scrubbed by the node's
+	// redactor.
+	logs      io.Writer
+	logFormat string
 }
 
 func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
@@ -158,11 +163,23 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	if ps := engine.Check(cfg, reg); len(ps) > 0 {
 		t.Fatalf("engine.Check: %v", ps)
 	}
+	secrets := config.NewRedactor()
+	secrets.Merge(cfg.Redactor())
+	log := discard
+	if o.logs != nil {
+		format := o.logFormat
+		if format == "" {
+			format = "plain"
+		}
+		if log, _, err = telemetry.NewLogger(config.Logging{Level: "info", Format: format}, o.logs, secrets); err != nil {
+			t.Fatal(err)
+		}
+	}
 	metrics := telemetry.NewRegistry()
 	events := eventlog.New(eventlog.Options{LastID: time.Now().UnixMilli() * 1000})
 	var nd atomic.Pointer[node.Node]
 	eng := engine.New(engine.Options{
-		Registry: reg, Logger: discard, StateDir: dir, Metrics: stream.NewMetrics(metrics),
+		Registry: reg, Logger: log, StateDir: dir, Metrics: stream.NewMetrics(metrics),
 		OnState: func(id string, st stream.State) {
 			if n := nd.Load(); n != nil {
 				n.OnStreamState(id, st)
@@ -170,14 +187,14 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 		},
 	})
 	n := node.New(node.Options{
-		Engine: eng, Registry: reg, Events: events, Logger: discard,
+		Engine: eng, Registry: reg, Events: events, Logger: log, Secrets: secrets,
 		NodeID: testNodeID, BootID: uuid.Must(uuid.NewV7()).String(), Version: "test",
 	}, cfg, version.ID)
 	if !o.noHistory {
 		n.AttachHistory(hist, secretref.Resolver{}, cfg)
 	}
 	nd.Store(n)
-	hopts := node.HandlerOptions{HealthCheck: cfg.HealthCheck, Events: events, Metrics: metrics, Logger: discard, AgentStatus: o.agent, Server: o.server}
+	hopts := node.HandlerOptions{HealthCheck: cfg.HealthCheck, Events: events, Metrics: metrics, Logger: log, AgentStatus: o.agent, Server: o.server}
 	ln, err := n.Listen(hopts)
 	if err != nil {
 		t.Fatalf("Listen: %v", err)

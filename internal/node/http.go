@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -536,7 +537,11 @@ func (s *server) problem(err error, streamID ...string) error {
 		for i, p := range ve.Report.Errors {
 			ps[i] = httpapi.FieldProblem{Path: p.Path, Message: p.Message}
 		}
-		return httpapi.Validation(ps)
+		e := httpapi.Validation(ps)
+		if n := config.TotalProblems(ve.Report.Errors); n > len(ps) {
+			e.Message = fmt.Sprintf("the request is invalid: %d problems (the first %d listed)", n, config.MaxProblems)
+		}
+		return e
 	case errors.Is(err, ErrStreamNotFound):
 		return httpapi.NotFound("stream_not_found", "no stream with that id on this node")
 	case errors.Is(err, ErrNoDraft):

@@ -34,6 +34,11 @@ type Options struct {
 	NodeID   string
 	BootID   string
 	Version  string
+	// Secrets scrubs secret values from every error, last_error, event
+	// and operation the node shows; the node adds the values of each
+	// configuration it runs. The process logger shares it. nil: the node
+	// makes its own.
+	Secrets *config.Redactor
 }
 
 // Errors the API maps to problems.
@@ -60,6 +65,8 @@ type Node struct {
 	ops     *operations
 	started time.Time
 
+	masked maskCache // served configuration texts
+
 	mu         sync.Mutex // guards the fields below
 	desired    map[string]*desired
 	applied    map[string]applied
@@ -80,6 +87,10 @@ func New(opts Options, cfg *config.Config, cfgVersion string) *Node {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Secrets == nil {
+		opts.Secrets = config.NewRedactor()
+	}
+	opts.Secrets.Merge(cfg.Redactor())
 	n := &Node{opts: opts, log: opts.Logger, started: opts.Now(), desired: map[string]*desired{}, applied: map[string]applied{}}
 	n.ops = newOperations(opts.Now, n.operationDone)
 	n.setConfigLocked(cfg, cfgVersion, nil)
@@ -120,11 +131,18 @@ func (n *Node) setConfigLocked(cfg *config.Config, v string, changed map[string]
 // ID is the node's identity.
 func (n *Node) ID() string { return n.opts.NodeID }
 
+// event appends ev to the event log, scrubbed of secret values.
 func (n *Node) event(ev wire.Event) {
 	if n.opts.Events == nil {
 		return
 	}
 	ev.NodeID = n.opts.NodeID
+	ev.Message = n.redact(ev.Message)
+	for k, v := range ev.Data {
+		if s, ok := v.(string); ok {
+			ev.Data[k] = n.redact(s)
+		}
+	}
 	n.opts.Events.Append(ev)
 }
 

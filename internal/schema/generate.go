@@ -147,7 +147,7 @@ func (g *generator) field(f reflect.StructField) map[string]any {
 	if p := f.Tag.Get("pattern"); p != "" {
 		s["pattern"] = p
 	}
-	for tag, kw := range map[string]string{"min": "minimum", "max": "maximum"} {
+	for tag, kw := range map[string]string{"min": "minimum", "max": "maximum", "maxItems": "maxItems"} {
 		if v := f.Tag.Get(tag); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +37,10 @@ func (p Problem) Error() string {
 type Validator struct {
 	doc    map[string]any
 	schema *jsonschema.Schema
+	// defs holds the compiled schema of every definition that arrays
+	// refer to for their items ("#/$defs/Stream"), for [Validator.Validate]
+	// to check array items one at a time.
+	defs map[string]*jsonschema.Schema
 }
 
 // Compile compiles a document made by Generate.
@@ -55,36 +61,170 @@ func Compile(doc map[string]any) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration schema does not compile: %w", err)
 	}
-	return &Validator{doc: inst.(map[string]any), schema: s}, nil
+	v := &Validator{doc: inst.(map[string]any), schema: s, defs: map[string]*jsonschema.Schema{}}
+	for _, ref := range v.itemRefs() {
+		ds, err := c.Compile(ID + ref)
+		if err != nil {
+			return nil, fmt.Errorf("configuration schema does not compile: %s: %w", ref, err)
+		}
+		v.defs[ref] = ds
+	}
+	return v, nil
 }
 
 var printer = message.NewPrinter(language.English)
 
 // Validate returns every problem of tree, sorted by path. tree must hold
 // only JSON types (as produced by encoding/json into any).
+//
+// Array items that are objects of their own definition (streams, their
+// processors, jobs, operators...) are checked one at a time, apart from
+// the object holding the array: the validator's error tree, a few
+// kilobytes per problem, then lives for one item only, and what a
+// validation costs grows with the document, not with the number of its
+// problems.
 func (v *Validator) Validate(tree any) []Problem {
-	err := v.schema.Validate(tree)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []Problem{{Message: err.Error()}}
-	}
 	var out []Problem
-	v.leaves(ve, &out)
+	v.validate(v.schema, v.doc, tree, nil, &out)
 	slices.SortStableFunc(out, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
 	return slices.Compact(out)
 }
 
-func (v *Validator) leaves(e *jsonschema.ValidationError, out *[]Problem) {
+// item is an array item checked on its own, against the definition ref.
+type item struct {
+	ref   string
+	value any
+	at    []string
+}
+
+func (v *Validator) validate(s *jsonschema.Schema, def map[string]any, inst any, at []string, out *[]Problem) {
+	var items []item
+	inst = v.split(def, inst, at, &items, out)
+	if err := s.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			v.leaves(ve, at, out)
+		} else {
+			*out = append(*out, Problem{Path: Path(at), Message: err.Error()})
+		}
+	}
+	for _, it := range items {
+		v.validate(v.defs[it.ref], v.def(it.ref), it.value, it.at, out)
+	}
+}
+
+// split returns inst with the arrays def checks item by item emptied (in a
+// copy: inst is not modified), adding their items to items and reporting
+// a maxItems they exceed. It descends into properties that are objects of
+// their own definition.
+func (v *Validator) split(def map[string]any, inst any, at []string, items *[]item, out *[]Problem) any {
+	m, ok := inst.(map[string]any)
+	if !ok {
+		return inst
+	}
+	props, _ := def["properties"].(map[string]any)
+	var cp map[string]any
+	set := func(k string, val any) {
+		if cp == nil {
+			cp = maps.Clone(m)
+		}
+		cp[k] = val
+	}
+	for _, name := range slices.Sorted(maps.Keys(props)) {
+		val, present := m[name]
+		ps, _ := props[name].(map[string]any)
+		if !present || ps == nil {
+			continue
+		}
+		p := append(slices.Clone(at), name)
+		if ref := itemRef(ps); ref != "" && v.defs[ref] != nil {
+			if arr, ok := val.([]any); ok && len(arr) > 0 {
+				if max, err := strconv.Atoi(fmt.Sprint(ps["maxItems"])); err == nil && len(arr) > max {
+					*out = append(*out, Problem{Path: Path(p), Message: (&kind.MaxItems{Got: len(arr), Want: max}).LocalizedString(printer)})
+				}
+				for i, e := range arr {
+					*items = append(*items, item{ref: ref, value: e, at: append(slices.Clone(p), strconv.Itoa(i))})
+				}
+				set(name, []any{})
+			}
+			continue
+		}
+		if ref, _ := ps["$ref"].(string); ref != "" {
+			if sub := v.def(ref); sub != nil {
+				if nv := v.split(sub, val, p, items, out); !sameMap(nv, val) {
+					set(name, nv)
+				}
+			}
+		}
+	}
+	if cp == nil {
+		return inst
+	}
+	return cp
+}
+
+func sameMap(a, b any) bool {
+	ma, ok1 := a.(map[string]any)
+	mb, ok2 := b.(map[string]any)
+	if !ok1 || !ok2 {
+		return !ok1 && !ok2
+	}
+	return reflect.ValueOf(ma).UnsafePointer() == reflect.ValueOf(mb).UnsafePointer()
+}
+
+// itemRef is the definition an array schema's items refer to, or "".
+func itemRef(ps map[string]any) string {
+	if ps["type"] != "array" {
+		return ""
+	}
+	items, _ := ps["items"].(map[string]any)
+	ref, _ := items["$ref"].(string)
+	return ref
+}
+
+// def returns the definition a local reference ("#/$defs/Stream") names.
+func (v *Validator) def(ref string) map[string]any {
+	name, ok := strings.CutPrefix(ref, "#/$defs/")
+	if !ok {
+		return nil
+	}
+	defs, _ := v.doc["$defs"].(map[string]any)
+	d, _ := defs[name].(map[string]any)
+	return d
+}
+
+// itemRefs lists every definition array items refer to, from the root
+// and from every definition.
+func (v *Validator) itemRefs() []string {
+	seen := map[string]bool{}
+	scan := func(def map[string]any) {
+		props, _ := def["properties"].(map[string]any)
+		for _, p := range props {
+			if ps, ok := p.(map[string]any); ok {
+				if ref := itemRef(ps); ref != "" && v.def(ref) != nil {
+					seen[ref] = true
+				}
+			}
+		}
+	}
+	scan(v.doc)
+	defs, _ := v.doc["$defs"].(map[string]any)
+	for _, d := range defs {
+		if dm, ok := d.(map[string]any); ok {
+			scan(dm)
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+func (v *Validator) leaves(e *jsonschema.ValidationError, prefix []string, out *[]Problem) {
 	if len(e.Causes) > 0 {
 		for _, c := range e.Causes {
-			v.leaves(c, out)
+			v.leaves(c, prefix, out)
 		}
 		return
 	}
-	at := e.InstanceLocation
+	at := slices.Concat(prefix, e.InstanceLocation)
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		known := v.propertiesAt(e.SchemaURL)

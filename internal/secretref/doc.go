@@ -51,6 +51,13 @@
 // content. When resolution fails the resolved tree is still returned, with
 // the failing references left as written, so callers can go on checking it.
 //
+// # Values
+//
+// [Resolver.ResolveValues] also returns what each reference resolved to
+// (defaults excluded), for the caller to redact wherever it shows text: a
+// reference embedded in a longer string yields its own value, so a message
+// quoting only a part of that string is still scrubbed.
+//
 // This package must not log, keep resolved values, or know the shape of the
 // configuration: it sees a generic tree of maps, arrays and scalars.
 package secretref

@@ -38,9 +38,20 @@ type Resolver struct {
 // of them reported, in a stable order (map keys sorted). The returned tree is
 // complete even then, with failing references left as written.
 func (r Resolver) Resolve(tree any) (any, error) {
+	out, _, err := r.ResolveValues(tree)
+	return out, err
+}
+
+// ResolveValues is [Resolver.Resolve] that also returns the value every
+// reference resolved to, in the order met (duplicates kept), so that the
+// caller can keep them out of everything it shows: a reference embedded
+// in a longer string ("/data/${secret:X}/out") yields the value of X, not
+// the whole string. Defaults are not in the list: they are written in the
+// configuration text itself.
+func (r Resolver) ResolveValues(tree any) (any, []string, error) {
 	w := walker{r: r}
 	out := w.walk(tree)
-	return out, errors.Join(w.errs...)
+	return out, w.values, errors.Join(w.errs...)
 }
 
 // String resolves one string found at path (written as in [Error.Path]).
@@ -64,9 +75,10 @@ func Contains(s string) bool {
 // walker carries one resolution: the path to the current value, kept as a
 // stack and rendered only when an error needs it, and the errors so far.
 type walker struct {
-	r    Resolver
-	path []step
-	errs []error
+	r      Resolver
+	path   []step
+	errs   []error
+	values []string // what references resolved to, defaults excluded
 }
 
 // step is a map key, or an array index when isIdx.
@@ -170,11 +182,14 @@ func (w *walker) expand(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	scan(s, func(text string) { b.WriteString(text) }, func(ref, scheme, body string) {
-		v, err := w.r.resolve(scheme, body)
+		v, fromDefault, err := w.r.resolve(scheme, body)
 		if err != nil {
 			w.errs = append(w.errs, &Error{Path: w.pathString(), Ref: ref, Err: err})
 			b.WriteString(ref)
 			return
+		}
+		if !fromDefault {
+			w.values = append(w.values, v)
 		}
 		b.WriteString(v)
 	})
@@ -229,24 +244,26 @@ func parseRef(s string, j int) (scheme, body string, end int, ok bool) {
 	return "", "", 0, false
 }
 
-// resolve returns the value of one reference. Its error never holds the value.
-func (r Resolver) resolve(scheme, body string) (string, error) {
+// resolve returns the value of one reference, and whether it is the
+// reference's default. Its error never holds the value.
+func (r Resolver) resolve(scheme, body string) (string, bool, error) {
 	if strings.Contains(body, "${") {
-		return "", &reason{"references do not nest", ErrNested}
+		return "", false, &reason{"references do not nest", ErrNested}
 	}
 	switch scheme {
 	case "file":
 		if body == "" {
-			return "", &reason{"empty file path", ErrEmptyName}
+			return "", false, &reason{"empty file path", ErrEmptyName}
 		}
-		return r.readFile(body)
+		v, err := r.readFile(body)
+		return v, false, err
 	default: // env, secret
 		name, def, hasDef := strings.Cut(body, ":-")
 		if name == "" {
-			return "", &reason{"empty variable name", ErrEmptyName}
+			return "", false, &reason{"empty variable name", ErrEmptyName}
 		}
 		if !validName(name) {
-			return "", &reason{fmt.Sprintf("invalid variable name %q: use letters, digits and _", name), ErrBadName}
+			return "", false, &reason{fmt.Sprintf("invalid variable name %q: use letters, digits and _", name), ErrBadName}
 		}
 		variable := name
 		if scheme == "secret" {
@@ -255,13 +272,13 @@ func (r Resolver) resolve(scheme, body string) (string, error) {
 		v, set := r.lookupEnv(variable)
 		switch {
 		case hasDef && v == "":
-			return def, nil
+			return def, true, nil
 		case set:
-			return v, nil
+			return v, false, nil
 		case scheme == "secret":
-			return "", fmt.Errorf("secret %s is %w (environment variable %s)", name, ErrUnset, variable)
+			return "", false, fmt.Errorf("secret %s is %w (environment variable %s)", name, ErrUnset, variable)
 		default:
-			return "", fmt.Errorf("environment variable %s is %w", name, ErrUnset)
+			return "", false, fmt.Errorf("environment variable %s is %w", name, ErrUnset)
 		}
 	}
 }

@@ -248,3 +248,24 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("resolved error = %q, want %q", got, want)
 	}
 }
+
+// TestResolveValues: every reference's own value is listed, not the string
+// holding it, and defaults are not (they are in the configuration text).
+func TestResolveValues(t *testing.T) {
+	fx := newFixture(t)
+	tree := map[string]any{
+		"a": "/data/${env:TOKEN}/out",
+		"b": []any{"x${secret:DB}y${file:" + fx.files["nl"] + "}", "${env:NOPE:-fallback}", "${env:TOKEN:-fallback}"},
+		"c": "${env:EMPTY}",
+		"d": "${env:NOPE}", // fails: not a value
+		"e": "$${env:TOKEN}",
+	}
+	_, values, err := fx.res.ResolveValues(tree)
+	if !errors.Is(err, secretref.ErrUnset) {
+		t.Fatalf("err = %v, want ErrUnset", err)
+	}
+	want := []string{tokenValue, secretValue, fileValue, tokenValue, emptyValue}
+	if strings.Join(values, "|") != strings.Join(want, "|") {
+		t.Errorf("values = %q, want %q", values, want)
+	}
+}
