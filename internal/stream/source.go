@@ -71,23 +71,7 @@ func (p *pipeline) toStage(b message.Batch, ack message.AckFunc) {
 		p.submit(b, ack)
 		return
 	}
-	for attempt := 1; ; attempt++ {
-		err := s.cfg.Buffer.Write(p.hard, b, ack)
-		if err == nil {
-			return
-		}
-		if p.hard.Err() != nil {
-			p.abandon(ack)
-			return
-		}
-		s.recordError(kindBuffer, err)
-		s.log.Warn("buffer write failed, will retry", "attempt", attempt, "err", err)
-		if !sleep(p.hard, s.cfg.Retry.Delay(attempt)) {
-			p.abandon(ack)
-			return
-		}
-		s.recordRetry(kindBuffer)
-	}
+	p.writeTo(s.cfg.Buffer, b, ack)
 }
 
 // endStage is called once when nothing more enters the stage after the
