@@ -152,7 +152,6 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	n.leaseTTL = lease
 	came := h.renewLeaseLocked(n, now)
 	h.fleet.mu.Unlock()
-	h.wrote()
 	if came {
 		h.nodeOnline(req.NodeID, now)
 	}
@@ -281,7 +280,6 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 			h.converge(id, changed...)
 		}
 	}
-	h.wrote()
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -415,7 +413,6 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		h.converge(id)
 	}
-	h.wrote()
 	if req.State == wire.ResultTimedOut {
 		h.fleet.mu.Lock()
 		h.fleet.markLocked(id)

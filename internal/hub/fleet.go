@@ -77,6 +77,27 @@ func newFleet() *fleet {
 		inflight: map[string]*flight{}, pending: map[string]int64{}}
 }
 
+// observedStream is a copy of the node's latest accepted observation of a
+// stream, as the store holds it, or nil.
+func (f *fleet) observedStream(nodeID, streamID string) *store.ObservedStream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.nodes[nodeID]
+	if n == nil {
+		return nil
+	}
+	// observed is sorted by stream id (postReport, AllObservedStreams).
+	i, ok := slices.BinarySearchFunc(n.observed, streamID, func(o store.ObservedStream, id string) int { return cmpString(o.StreamID, id) })
+	if !ok {
+		return nil
+	}
+	o := n.observed[i]
+	if !o.LastErrorAt.IsZero() {
+		o.LastErrorAt = time.UnixMilli(o.LastErrorAt.UnixMilli()).UTC() // stored in milliseconds
+	}
+	return &o
+}
+
 // cacheSessionLocked remembers a live session as its node's current one.
 // f.mu is held.
 func (f *fleet) cacheSessionLocked(key [sha256.Size]byte, s session) {

@@ -82,7 +82,7 @@ type Hub struct {
 
 	dirtyMu  sync.Mutex
 	dirty    map[string]bool    // nodes whose convergence must be recomputed ("" = all)
-	dirtyRes map[[2]string]bool // single streams (node, id) to recompute
+	dirtyRes map[[2]string]*written // single streams (node, id) to recompute: nil reads the store, else the state a write carried
 
 	convMu sync.Mutex
 	conv   map[string]convSeen // last convergence seen by node\x00kind\x00resource
@@ -145,7 +145,8 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive,
 		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
-		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]bool{}, conv: map[string]convSeen{}}
+		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]*written{}, conv: map[string]convSeen{}}
+	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
 	var auth httpapi.Authenticator
@@ -202,7 +203,9 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	h.pumpMu.Lock()
 	h.events = eventlog.New(eventlog.Options{Capacity: store.MaxEvents, Now: h.opts.Now, LastID: max(oldest-1, 0)})
+	h.pumpMu.Unlock()
 	if err := h.pump(ctx); err != nil {
 		return err
 	}

@@ -44,6 +44,11 @@ type DesiredResult struct {
 	// Superseded counts the older pending intents of the resource it superseded.
 	Superseded int
 	EventID    int64
+	// Txn is the number of the transaction that committed the write (see
+	// Store.Committed).
+	Txn int64
+	// Intent is the intent as written: pending, the resource's latest.
+	Intent Intent
 }
 
 // Resource is the desired state of one resource.
@@ -107,13 +112,22 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		}
 		n, _ := r.RowsAffected()
 		res.Superseded = int(n)
-		if _, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
+		r, err = q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
 			desired_state, config_version, action_id, correlation_id, actor, state, created_at, updated_at, expires_at)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
 			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, res.Generation, w.State, w.ConfigVersion, w.ActionID,
-			w.CorrelationID, w.Actor, now, now, ms(w.ExpiresAt)); err != nil {
+			w.CorrelationID, w.Actor, now, now, ms(w.ExpiresAt))
+		if err != nil {
 			return err
 		}
+		seq, err := r.LastInsertId()
+		if err != nil {
+			return err
+		}
+		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
+			ResourceID: w.ResourceID, Generation: res.Generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
+			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, State: wire.OpPending,
+			CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
 		if err := s.at("after_intent"); err != nil {
 			return err
 		}
@@ -129,6 +143,9 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, OutcomeAccepted, "")
 		e.Data = map[string]any{"generation": res.Generation, "desired_state": w.State}
 		res.EventID, err = insertEvent(ctx, q, e)
+		if c, ok := q.(*stmtConn); ok {
+			res.Txn = c.txn
+		}
 		return err
 	})
 	if err != nil {

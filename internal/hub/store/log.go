@@ -90,13 +90,29 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 		}
 		data = string(b)
 	}
+	at := ms(e.OccurredAt.Time)
 	r, err := q.ExecContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
 		correlation_id, actor, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		e.Kind, ms(e.OccurredAt.Time), e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.Outcome, e.Message, data)
+		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.Outcome, e.Message, data)
 	if err != nil {
 		return 0, err
 	}
-	return r.LastInsertId()
+	id, err := r.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	if c, ok := q.(*stmtConn); ok && c.logging {
+		// The event as a read gives it back: millisecond time in UTC, data
+		// decoded from its JSON.
+		e.ID, e.OccurredAt, e.Data = id, wire.At(tm(at)), nil
+		if data != "" {
+			if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
+				return 0, fmt.Errorf("%w: event data: %w", ErrInvalid, err)
+			}
+		}
+		c.logged = append(c.logged, e)
+	}
+	return id, nil
 }
 
 // EventFilter narrows ListEvents; empty fields match everything.

@@ -12,6 +12,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // Errors callers branch on.
@@ -89,6 +91,14 @@ type Store struct {
 
 	txns   atomic.Int64
 	writen atomic.Int64
+	// committed is the number of the last transaction the writer
+	// committed: a read that starts after loading it sees at least that
+	// transaction.
+	committed atomic.Int64
+	// onEvents, when set (SetEventSink, before any write), receives the
+	// events of every committed transaction, in id order, on the writer
+	// goroutine right after its COMMIT.
+	onEvents func([]wire.Event)
 
 	// hook, when set (tests only, before any write), is called at named
 	// points inside write functions; an error aborts that function.
@@ -102,6 +112,18 @@ type Stats struct {
 	// Writes is the number of write functions run.
 	Writes int64
 }
+
+// SetEventSink makes fn receive the events of every transaction the writer
+// commits, in id order, as ListEvents would read them, right after the
+// commit: the events are durable when fn sees them. fn runs on the writer
+// goroutine and must not wait for a write. Call it before the first write.
+func (s *Store) SetEventSink(fn func([]wire.Event)) { s.onEvents = fn }
+
+// Committed returns the number of the last committed write transaction
+// (0 before the first). A read started after Committed returned n sees
+// every write of transaction n and earlier; DesiredResult.Txn names the
+// transaction of a write.
+func (s *Store) Committed() int64 { return s.committed.Load() }
 
 // Stats returns the writer's counters; Writes/Transactions > 1 shows group
 // commit at work.
@@ -192,7 +214,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}}
 	s.txSlots = make(chan struct{}, readConns-1)
-	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
+	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}, logging: true}
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -295,7 +317,9 @@ func (s *Store) runBatch(batch []writeReq) {
 	ctx := context.Background() // a caller's cancellation must not break the shared transaction
 	c := s.wq
 	results := make([]error, len(batch))
-	s.txns.Add(1)
+	txn := s.txns.Add(1)
+	c.txn = txn
+	c.logged = c.logged[:0]
 	finish := func() {
 		for i, r := range batch {
 			r.done <- results[i]
@@ -327,8 +351,10 @@ func (s *Store) runBatch(batch []writeReq) {
 			abort(err)
 			return
 		}
+		mark := len(c.logged)
 		err := r.fn(ctx, c)
 		if err != nil {
+			c.logged = c.logged[:mark] // rolled back with the savepoint
 			results[i] = classify(err)
 			// SQLite may have rolled the whole transaction back itself (disk
 			// full, I/O error); then ROLLBACK TO fails and the batch is lost.
@@ -345,6 +371,11 @@ func (s *Store) runBatch(batch []writeReq) {
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
 		abort(err)
 		return
+	}
+	s.committed.Store(txn)
+	if s.onEvents != nil && len(c.logged) > 0 {
+		s.onEvents(c.logged)
+		c.logged = make([]wire.Event, 0, cap(c.logged)) // fn may keep the slice
 	}
 	finish()
 }
