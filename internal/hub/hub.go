@@ -81,7 +81,7 @@ type Hub struct {
 	once    sync.Once
 
 	dirtyMu  sync.Mutex
-	dirty    map[string]bool    // nodes whose convergence must be recomputed ("" = all)
+	dirty    map[string]bool        // nodes whose convergence must be recomputed ("" = all)
 	dirtyRes map[[2]string]*written // single streams (node, id) to recompute: nil reads the store, else the state a write carried
 
 	convMu sync.Mutex
