@@ -314,23 +314,39 @@ func (s *Store) drain() {
 }
 
 func (s *Store) runBatch(batch []writeReq) {
-	ctx := context.Background() // a caller's cancellation must not break the shared transaction
-	c := s.wq
 	results := make([]error, len(batch))
 	txn := s.txns.Add(1)
+	// Most batches succeed whole: they run without a savepoint per write,
+	// whose statement journal copies every page a write touches first. A
+	// write that fails rolls the attempt back, and the batch runs again
+	// with a savepoint around each write, so that only the failed one is
+	// undone. Write functions start from scratch each time they run.
+	again, ran := s.runTxn(batch, results, txn, len(batch) == 1)
+	if again {
+		clear(results)
+		_, ran = s.runTxn(batch, results, txn, true)
+	}
+	s.writen.Add(int64(ran))
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+// runTxn runs batch in one transaction and fills results. With isolate,
+// each write runs inside its own savepoint and a failed write is undone
+// alone (or, for a batch of one, with the transaction); without, the first
+// failed write rolls everything back and runTxn returns true: run the batch
+// again with isolate. ran counts the write functions it called.
+func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate bool) (again bool, ran int) {
+	ctx := context.Background() // a caller's cancellation must not break the shared transaction
+	c := s.wq
 	c.txn = txn
 	c.logged = c.logged[:0]
-	finish := func() {
-		for i, r := range batch {
-			r.done <- results[i]
-		}
-	}
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		for i := range results {
 			results[i] = storageErr(err)
 		}
-		finish()
-		return
+		return false, ran
 	}
 	abort := func(err error) {
 		_, _ = c.ExecContext(ctx, "ROLLBACK")
@@ -339,45 +355,61 @@ func (s *Store) runBatch(batch []writeReq) {
 				results[i] = storageErr(err)
 			}
 		}
-		finish()
 	}
+	savepoints := isolate && len(batch) > 1
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		s.writen.Add(1)
-		if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-			abort(err)
-			return
+		if savepoints {
+			if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+				abort(err)
+				return false, ran
+			}
 		}
 		mark := len(c.logged)
+		ran++
 		err := r.fn(ctx, c)
-		if err != nil {
+		switch {
+		case err == nil:
+		case !isolate:
+			_, _ = c.ExecContext(ctx, "ROLLBACK")
+			return true, ran
+		case !savepoints:
+			// A batch of one: its transaction is its savepoint.
+			results[i] = classify(err)
+			if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+				results[i] = storageErr(errors.Join(err, rerr))
+			}
+			return false, ran
+		default:
 			c.logged = c.logged[:mark] // rolled back with the savepoint
 			results[i] = classify(err)
 			// SQLite may have rolled the whole transaction back itself (disk
 			// full, I/O error); then ROLLBACK TO fails and the batch is lost.
 			if _, rerr := c.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
 				abort(errors.Join(err, rerr))
-				return
+				return false, ran
 			}
 		}
-		if _, err := c.ExecContext(ctx, "RELEASE w"); err != nil {
-			abort(err)
-			return
+		if savepoints {
+			if _, err := c.ExecContext(ctx, "RELEASE w"); err != nil {
+				abort(err)
+				return false, ran
+			}
 		}
 	}
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
 		abort(err)
-		return
+		return false, ran
 	}
 	s.committed.Store(txn)
 	if s.onEvents != nil && len(c.logged) > 0 {
 		s.onEvents(c.logged)
-		c.logged = make([]wire.Event, 0, cap(c.logged)) // fn may keep the slice
+		c.logged = make([]wire.Event, 0, cap(c.logged)) // the sink may keep the slice
 	}
-	finish()
+	return false, ran
 }
 
 // isDomain reports whether err is a caller-facing condition rather than a
