@@ -104,15 +104,40 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 	if c, ok := q.(*stmtConn); ok && c.logging {
 		// The event as a read gives it back: millisecond time in UTC, data
 		// decoded from its JSON.
-		e.ID, e.OccurredAt, e.Data = id, wire.At(tm(at)), nil
-		if data != "" {
-			if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
-				return 0, fmt.Errorf("%w: event data: %w", ErrInvalid, err)
-			}
+		e.ID, e.OccurredAt = id, wire.At(tm(at))
+		if e.Data, err = decoded(e.Data, data); err != nil {
+			return 0, err
 		}
 		c.logged = append(c.logged, e)
 	}
 	return id, nil
+}
+
+// decoded is event data as decoding its JSON text gives it back: a copy of
+// data whose numbers are float64. Values other than strings, booleans and
+// numbers take the JSON way.
+func decoded(data map[string]any, text string) (map[string]any, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(data))
+	for k, v := range data {
+		switch v := v.(type) {
+		case string, bool, float64, nil:
+			out[k] = v
+		case int:
+			out[k] = float64(v)
+		case int64:
+			out[k] = float64(v)
+		default:
+			out = nil
+			if err := json.Unmarshal([]byte(text), &out); err != nil {
+				return nil, fmt.Errorf("%w: event data: %w", ErrInvalid, err)
+			}
+			return out, nil
+		}
+	}
+	return out, nil
 }
 
 // EventFilter narrows ListEvents; empty fields match everything.
