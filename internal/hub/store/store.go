@@ -91,6 +91,7 @@ type Store struct {
 
 	txns   atomic.Int64
 	writen atomic.Int64
+	reruns atomic.Int64
 	// committed is the number of the last transaction the writer
 	// committed: a read that starts after loading it sees at least that
 	// transaction.
@@ -111,6 +112,9 @@ type Stats struct {
 	Transactions int64
 	// Writes is the number of write functions run.
 	Writes int64
+	// Reruns counts the batches run again with a savepoint per write
+	// because one of their writes failed.
+	Reruns int64
 }
 
 // SetEventSink makes fn receive the events of every transaction the writer
@@ -128,7 +132,7 @@ func (s *Store) Committed() int64 { return s.committed.Load() }
 // Stats returns the writer's counters; Writes/Transactions > 1 shows group
 // commit at work.
 func (s *Store) Stats() Stats {
-	return Stats{Transactions: s.txns.Load(), Writes: s.writen.Load()}
+	return Stats{Transactions: s.txns.Load(), Writes: s.writen.Load(), Reruns: s.reruns.Load()}
 }
 
 var memSeq atomic.Int64
@@ -323,6 +327,7 @@ func (s *Store) runBatch(batch []writeReq) {
 	// undone. Write functions start from scratch each time they run.
 	again, ran := s.runTxn(batch, results, txn, len(batch) == 1)
 	if again {
+		s.reruns.Add(1)
 		clear(results)
 		_, ran = s.runTxn(batch, results, txn, true)
 	}
