@@ -349,16 +349,24 @@ func (h *Hub) getCommands(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := agentNode(r)
 	ctx := r.Context()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	until := time.Now().Add(wait)
 	h.fleet.mu.Lock()
 	h.fleet.nodeLocked(id).pollers++
+	cmds, _ := h.fleet.takeLocked(id, h.opts.Now())
 	h.fleet.mu.Unlock()
+	if len(cmds) == 0 && wait > 0 && h.park(w, r, id, until) {
+		return nil // answered when a command comes or the wait ends
+	}
 	defer func() {
 		h.fleet.mu.Lock()
 		h.fleet.nodeLocked(id).pollers--
 		h.fleet.mu.Unlock()
 	}()
+	if len(cmds) > 0 {
+		return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: cmds, Page: 1, PageSize: len(cmds), Total: len(cmds)})
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
 		h.fleet.mu.Lock()
 		cmds, wake := h.fleet.takeLocked(id, h.opts.Now())

@@ -58,6 +58,7 @@ type nodeState struct {
 	wake        chan struct{} // closed when queue grows; nil while nobody waits
 	active      int           // attempts in flight
 	pollers     int           // long-polls waiting now
+	parked      []*parkedPoll // long-polls waiting without a goroutine (park.go)
 	lastPollAt  time.Time
 	capacityHit map[string]bool // intents already counted as waiting for capacity
 }
@@ -154,6 +155,7 @@ func (f *fleet) enqueueLocked(fl *flight) {
 			close(n.wake)
 			n.wake = nil
 		}
+		n.wakeParkedLocked()
 	}
 }
 

@@ -74,10 +74,11 @@ type Hub struct {
 	events *eventlog.Log // live tail of the durable event log
 	pumpMu sync.Mutex    // serializes pump
 
-	nudgec  chan struct{} // wakes the reconciler
-	pumpc   chan struct{} // wakes the event pump
-	convc   chan struct{} // wakes the convergence worker
-	closing chan struct{} // closed when serving ends: long-polls return
+	nudgec  chan struct{}                // wakes the reconciler
+	pumpc   chan struct{}                // wakes the event pump
+	convc   chan struct{}                // wakes the convergence worker
+	closing chan struct{}                // closed when serving ends: long-polls return
+	polls   atomic.Pointer[pollListener] // the listener Serve serves on, for parked long-polls
 	once    sync.Once
 
 	dirtyMu  sync.Mutex
@@ -290,20 +291,25 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		stopLoops()
 		wg.Wait()
 	}()
+	pl := newPollListener(ln)
 	srv := &http.Server{
 		Handler:           h.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		ConnState:         pl.connState,
 	}
 	h.log.Info("hub: listening", "address", ln.Addr().String())
+	h.polls.Store(pl)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(pl) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("hub: serve: %w", err)
 	case <-ctx.Done():
 	}
 	h.once.Do(func() { close(h.closing) })
+	h.answerParked()
+	pl.closeReturned()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
@@ -315,6 +321,9 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// pollListener returns the listener Serve serves on, or nil.
+func (h *Hub) pollListener() *pollListener { return h.polls.Load() }
 
 // Close closes the store. Requests served afterwards answer 503.
 func (h *Hub) Close() error { return h.st.Close() }
