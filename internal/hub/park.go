@@ -31,6 +31,7 @@ type parkedPoll struct {
 	h      *Hub
 	nodeID string
 	conn   net.Conn
+	raw    net.Conn // conn as hijacked, for peerGone
 	header http.Header // the response headers set before the poll parked
 	until  time.Time   // the end of the wait
 	close  bool        // the client asked to close the connection after the answer
@@ -54,7 +55,7 @@ func (h *Hub) park(w http.ResponseWriter, r *http.Request, nodeID string, until 
 	if err != nil {
 		return false
 	}
-	p := &parkedPoll{h: h, nodeID: nodeID, conn: conn, header: w.Header().Clone(), until: until, close: r.Close}
+	p := &parkedPoll{h: h, nodeID: nodeID, conn: conn, raw: conn, header: w.Header().Clone(), until: until, close: r.Close}
 	if n := brw.Reader.Buffered(); n > 0 {
 		// A request sent ahead of the answer stays first in line for the
 		// server.
@@ -120,9 +121,20 @@ func (p *parkedPoll) expire() {
 }
 
 // deliver answers p with the node's commands, or parks it again when
-// another poll took them first and its wait is not over.
+// another poll took them first and its wait is not over. A poll whose
+// client went away (an Agent killed while it waited) is dropped first, so
+// that it takes no command from the poll of the Agent's next run.
 func (p *parkedPoll) deliver() {
 	h := p.h
+	if peerGone(p.raw) {
+		h.fleet.mu.Lock()
+		if n := h.fleet.nodes[p.nodeID]; n != nil {
+			n.pollers = max(n.pollers-1, 0)
+		}
+		h.fleet.mu.Unlock()
+		_ = p.conn.Close()
+		return
+	}
 	now := h.opts.Now()
 	h.fleet.mu.Lock()
 	cmds, _ := h.fleet.takeLocked(p.nodeID, now)

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -197,5 +198,55 @@ func TestParkedPollAtShutdown(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("shutdown did not answer the parked poll")
+	}
+}
+
+// TestParkedPollOfGoneClient: a parked poll whose client went away (an
+// Agent killed while it waited) takes no command: the poll of the Agent's
+// next run gets it at once, not after the redelivery delay.
+func TestParkedPollOfGoneClient(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	a := newTestAgent(th, "n1")
+	a.register(t, "", 15*time.Second)
+	auth := []string{"Authorization", "Bearer " + a.session}
+	path := APIPrefix + "/agent/commands?wait_ms=20000"
+
+	gone := newOneConnClient(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, _ = gone.try(th.request(t, ctx, "GET", path, "", auth...))
+	}()
+	waitParked(t, th, "n1")
+	cancel() // the client closes its connection
+	<-done
+
+	w := th.put(t, "n1", "s1", `{"state":"running"}`)
+	eventually(t, "the command dispatched", func() bool {
+		th.h.fleet.mu.Lock()
+		defer th.h.fleet.mu.Unlock()
+		return len(th.h.fleet.nodes["n1"].queue) == 1
+	})
+	next := newOneConnClient(t)
+	got := make(chan wire.Page[wire.Command], 1)
+	go func() {
+		r, _, err := next.try(th.request(t, t.Context(), "GET", path, "", auth...))
+		var p wire.Page[wire.Command]
+		if err == nil {
+			err = json.Unmarshal(r.body, &p)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	select {
+	case p := <-got:
+		if len(p.Items) != 1 || p.Items[0].CommandID != w.OperationID {
+			t.Fatalf("the live poll got %+v, want the write's command", p)
+		}
+	case <-time.After(25 * time.Second):
+		t.Fatal("the live poll was not answered")
 	}
 }
