@@ -31,7 +31,7 @@ type parkedPoll struct {
 	h      *Hub
 	nodeID string
 	conn   net.Conn
-	raw    net.Conn // conn as hijacked, for peerGone
+	raw    net.Conn    // conn as hijacked, for peerGone
 	header http.Header // the response headers set before the poll parked
 	until  time.Time   // the end of the wait
 	close  bool        // the client asked to close the connection after the answer
