@@ -318,18 +318,19 @@ func (s *Store) drain() {
 }
 
 func (s *Store) runBatch(batch []writeReq) {
-	results := make([]error, len(batch))
+	results := make([]error, len(batch), maxBatch)
 	txn := s.txns.Add(1)
 	// Most batches succeed whole: they run without a savepoint per write,
-	// whose statement journal copies every page a write touches first. A
-	// write that fails rolls the attempt back, and the batch runs again
-	// with a savepoint around each write, so that only the failed one is
-	// undone. Write functions start from scratch each time they run.
-	again, ran := s.runTxn(batch, results, txn, len(batch) == 1)
+	// whose statement journal copies every page a write touches first, and
+	// take in the writes that arrive meanwhile. A write that fails rolls the
+	// attempt back, and the batch runs again with a savepoint around each
+	// write, so that only the failed one is undone. Write functions start
+	// from scratch each time they run.
+	batch, results, again, ran := s.runTxn(batch, results, txn, false)
 	if again {
 		s.reruns.Add(1)
 		clear(results)
-		_, ran = s.runTxn(batch, results, txn, true)
+		_, _, _, ran = s.runTxn(batch, results, txn, true)
 	}
 	s.writen.Add(int64(ran))
 	for i, r := range batch {
@@ -337,12 +338,14 @@ func (s *Store) runBatch(batch []writeReq) {
 	}
 }
 
-// runTxn runs batch in one transaction and fills results. With isolate,
-// each write runs inside its own savepoint and a failed write is undone
-// alone (or, for a batch of one, with the transaction); without, the first
-// failed write rolls everything back and runTxn returns true: run the batch
-// again with isolate. ran counts the write functions it called.
-func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate bool) (again bool, ran int) {
+// runTxn runs batch in one transaction and fills results. Without
+// isolate, it also runs the writes queued while it runs (up to maxBatch)
+// and returns the batch and results so grown; the first failed write rolls
+// everything back and runTxn returns again (for a batch of one, the
+// transaction was the write's own and its error is the result). With
+// isolate, each write runs inside its own savepoint and a failed write is
+// undone alone. ran counts the write functions it called.
+func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate bool) (_ []writeReq, _ []error, again bool, ran int) {
 	ctx := context.Background() // a caller's cancellation must not break the shared transaction
 	c := s.wq
 	c.txn = txn
@@ -351,7 +354,7 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 		for i := range results {
 			results[i] = storageErr(err)
 		}
-		return false, ran
+		return batch, results, false, ran
 	}
 	abort := func(err error) {
 		_, _ = c.ExecContext(ctx, "ROLLBACK")
@@ -361,16 +364,29 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 			}
 		}
 	}
-	savepoints := isolate && len(batch) > 1
-	for i, r := range batch {
+	for i := 0; ; i++ {
+		if i == len(batch) {
+			if isolate || len(batch) >= maxBatch {
+				break
+			}
+			select {
+			case r := <-s.writes:
+				batch, results = append(batch, r), append(results, nil)
+			default:
+			}
+			if i == len(batch) {
+				break
+			}
+		}
+		r := batch[i]
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		if savepoints {
+		if isolate {
 			if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
 				abort(err)
-				return false, ran
+				return batch, results, false, ran
 			}
 		}
 		mark := len(c.logged)
@@ -378,16 +394,16 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 		err := r.fn(ctx, c)
 		switch {
 		case err == nil:
-		case !isolate:
-			_, _ = c.ExecContext(ctx, "ROLLBACK")
-			return true, ran
-		case !savepoints:
-			// A batch of one: its transaction is its savepoint.
+		case !isolate && len(batch) == 1:
+			// The transaction was the write's own savepoint.
 			results[i] = classify(err)
 			if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {
 				results[i] = storageErr(errors.Join(err, rerr))
 			}
-			return false, ran
+			return batch, results, false, ran
+		case !isolate:
+			_, _ = c.ExecContext(ctx, "ROLLBACK")
+			return batch, results, true, ran
 		default:
 			c.logged = c.logged[:mark] // rolled back with the savepoint
 			results[i] = classify(err)
@@ -395,26 +411,26 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 			// full, I/O error); then ROLLBACK TO fails and the batch is lost.
 			if _, rerr := c.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
 				abort(errors.Join(err, rerr))
-				return false, ran
+				return batch, results, false, ran
 			}
 		}
-		if savepoints {
+		if isolate {
 			if _, err := c.ExecContext(ctx, "RELEASE w"); err != nil {
 				abort(err)
-				return false, ran
+				return batch, results, false, ran
 			}
 		}
 	}
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
 		abort(err)
-		return false, ran
+		return batch, results, false, ran
 	}
 	s.committed.Store(txn)
 	if s.onEvents != nil && len(c.logged) > 0 {
 		s.onEvents(c.logged)
 		c.logged = make([]wire.Event, 0, cap(c.logged)) // the sink may keep the slice
 	}
-	return false, ran
+	return batch, results, false, ran
 }
 
 // isDomain reports whether err is a caller-facing condition rather than a
