@@ -98,7 +98,7 @@ type Store struct {
 	committed atomic.Int64
 	// onEvents, when set (SetEventSink, before any write), receives the
 	// events of every committed transaction, in id order, on the writer
-	// goroutine right after its COMMIT.
+	// goroutine right after its COMMIT. It must not keep the slice.
 	onEvents func([]wire.Event)
 
 	// hook, when set (tests only, before any write), is called at named
@@ -120,7 +120,8 @@ type Stats struct {
 // SetEventSink makes fn receive the events of every transaction the writer
 // commits, in id order, as ListEvents would read them, right after the
 // commit: the events are durable when fn sees them. fn runs on the writer
-// goroutine and must not wait for a write. Call it before the first write.
+// goroutine, must not wait for a write and must not keep the slice (the
+// events may be copied). Call it before the first write.
 func (s *Store) SetEventSink(fn func([]wire.Event)) { s.onEvents = fn }
 
 // Committed returns the number of the last committed write transaction
@@ -428,7 +429,6 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 	s.committed.Store(txn)
 	if s.onEvents != nil && len(c.logged) > 0 {
 		s.onEvents(c.logged)
-		c.logged = make([]wire.Event, 0, cap(c.logged)) // the sink may keep the slice
 	}
 	return batch, results, false, ran
 }
