@@ -73,20 +73,29 @@ func (h *Hub) pumpLoop(ctx context.Context) {
 }
 
 // pump moves every committed event after the live log's last id into it.
-// Calls are serialized, so events go in in id order, each once.
+// It reads without holding pumpMu, so the store's writer, whose event sink
+// takes pumpMu, never waits for a read; events go in in id order, each
+// once, because only those after the log's last id are inserted.
 func (h *Hub) pump(ctx context.Context) error {
-	h.pumpMu.Lock()
-	defer h.pumpMu.Unlock()
 	for {
-		evs, err := h.st.EventsAfter(ctx, h.events.LastID(), store.EventFilter{}, store.MaxEvents)
+		h.pumpMu.Lock()
+		after := h.events.LastID()
+		h.pumpMu.Unlock()
+		evs, err := h.st.EventsAfter(ctx, after, store.EventFilter{}, store.MaxEvents)
 		if err != nil {
 			return err
 		}
+		h.pumpMu.Lock()
 		for _, e := range evs {
+			if e.ID <= h.events.LastID() {
+				continue // the sink was first
+			}
 			if _, err := h.events.Insert(e); err != nil && !errors.Is(err, eventlog.ErrOutOfOrder) {
+				h.pumpMu.Unlock()
 				return err
 			}
 		}
+		h.pumpMu.Unlock()
 		if len(evs) < store.MaxEvents {
 			return nil
 		}

@@ -72,7 +72,7 @@ type Hub struct {
 
 	fleet  *fleet
 	events *eventlog.Log // live tail of the durable event log
-	pumpMu sync.Mutex    // serializes pump
+	pumpMu sync.Mutex    // serializes inserting into events: the store's event sink and the pump
 
 	nudgec  chan struct{}                // wakes the reconciler
 	pumpc   chan struct{}                // wakes the event pump
