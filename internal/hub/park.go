@@ -48,8 +48,8 @@ const maxParkedBuffered = 64 << 10
 // recorder): the caller then waits the usual way.
 func (h *Hub) park(w http.ResponseWriter, r *http.Request, nodeID string, until time.Time) bool {
 	l := h.pollListener()
-	if l == nil || r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) {
-		return false
+	if l == nil || r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) || r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		return false // a body would be left unread on the connection
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
