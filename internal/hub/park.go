@@ -51,6 +51,11 @@ func (h *Hub) park(w http.ResponseWriter, r *http.Request, nodeID string, until 
 	if l == nil || r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) || r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
 		return false // a body would be left unread on the connection
 	}
+	if r.TLS != nil && !l.yieldsTLS {
+		// The server wraps what the listener yields in TLS: a connection
+		// handed back would be wrapped twice.
+		return false
+	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return false
@@ -247,6 +252,11 @@ type pollListener struct {
 	back     chan net.Conn
 	done     chan struct{}
 	once     sync.Once
+
+	// yieldsTLS is set when the listener below yields TLS connections
+	// itself (tls.NewListener) and the server does not wrap them: then the
+	// connection of an HTTPS poll can go back as it is.
+	yieldsTLS bool
 
 	mu sync.Mutex
 	// returned holds the connections handed back that have not started

@@ -13,6 +13,9 @@ import (
 // peeks without waiting and consumes nothing, so a request the client sent
 // ahead stays for the server.
 func peerGone(c net.Conn) bool {
+	if tc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = tc.NetConn() // TLS: the socket below
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
