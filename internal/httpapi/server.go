@@ -168,6 +168,10 @@ type limitConn struct {
 	closeOnce sync.Once
 }
 
+// NetConn returns the connection below (as tls.Conn's does), for code that
+// needs the socket itself.
+func (c *limitConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.closeOnce.Do(func() { c.l.forget(c) })
@@ -292,7 +296,14 @@ func (l *LimitListener) ConnState(c net.Conn, state http.ConnState) {
 		l.mu.Lock()
 		lc.idle, lc.idleSince = true, time.Now()
 		l.mu.Unlock()
-	case http.StateHijacked, http.StateClosed:
+	case http.StateHijacked:
+		// Still open, now the hijacker's (a parked long-poll, which may
+		// hand it back to the server): counted, never evicted, until its
+		// Close.
+		l.mu.Lock()
+		lc.idle = false
+		l.mu.Unlock()
+	case http.StateClosed:
 		lc.closeOnce.Do(func() { l.forget(lc) })
 	}
 }

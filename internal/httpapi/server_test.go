@@ -298,3 +298,46 @@ func TestBodyCapAnsweredBeforeReading(t *testing.T) {
 		t.Fatalf("status %d, want 413", resp.StatusCode)
 	}
 }
+
+// TestHijackedConnectionStaysCounted: a connection a handler takes over
+// (the Hub parks long-polls so) is still an open socket: it counts against
+// the caps and is never evicted as idle until it is closed.
+func TestHijackedConnectionStaysCounted(t *testing.T) {
+	hijacked := make(chan net.Conn, 1)
+	routes := []httpapi.Route{{Method: "GET", Pattern: "/hijack", Public: true,
+		Handler: func(w http.ResponseWriter, r *http.Request) error {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return err
+			}
+			hijacked <- c
+			return nil
+		}}}
+	addr, lim := serveLimited(t, routes, httpapi.Options{}, httpapi.ServerOptions{MaxConns: 1})
+	c := dialRaw(t, addr, "")
+	if _, err := io.WriteString(c, "GET /hijack HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	var server net.Conn
+	select {
+	case server = <-hijacked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+	if st := lim.Stats(); st.Open != 1 || st.Idle != 0 {
+		t.Fatalf("after hijack: %+v, want 1 open, 0 idle", st)
+	}
+	// The cap is full and the hijacked connection is not idle: a new one
+	// is refused rather than displacing it.
+	other := dialRaw(t, addr, "")
+	if !other.closedByServer(5 * time.Second) {
+		t.Fatal("a connection past the cap was kept open")
+	}
+	if c.closedByServer(100 * time.Millisecond) {
+		t.Fatal("the hijacked connection was evicted")
+	}
+	server.Close()
+	if st := lim.Stats(); st.Open != 0 {
+		t.Fatalf("after the hijacker closed it: %+v, want 0 open", st)
+	}
+}

@@ -158,7 +158,6 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 		n.fresh = false
 	}
 	h.fleet.mu.Unlock()
-	h.wrote()
 	switch {
 	case came:
 		h.nodeOnline(req.NodeID, now)
@@ -296,7 +295,6 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 			h.converge(id, changed...)
 		}
 	}
-	h.wrote()
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -366,16 +364,24 @@ func (h *Hub) getCommands(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := agentNode(r)
 	ctx := r.Context()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	until := time.Now().Add(wait)
 	h.fleet.mu.Lock()
 	h.fleet.nodeLocked(id).pollers++
+	cmds, _ := h.fleet.takeLocked(id, h.opts.Now())
 	h.fleet.mu.Unlock()
+	if len(cmds) == 0 && wait > 0 && h.park(w, r, id, until) {
+		return nil // answered when a command comes or the wait ends
+	}
 	defer func() {
 		h.fleet.mu.Lock()
 		h.fleet.nodeLocked(id).pollers--
 		h.fleet.mu.Unlock()
 	}()
+	if len(cmds) > 0 {
+		return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: cmds, Page: 1, PageSize: len(cmds), Total: len(cmds)})
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
 		h.fleet.mu.Lock()
 		cmds, wake := h.fleet.takeLocked(id, h.opts.Now())
@@ -430,7 +436,6 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		h.converge(id)
 	}
-	h.wrote()
 	if req.State == wire.ResultTimedOut {
 		h.fleet.mu.Lock()
 		h.fleet.markLocked(id)

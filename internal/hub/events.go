@@ -14,12 +14,38 @@ import (
 )
 
 // The Hub's events are written to the store first, in the transaction of
-// the change they describe; the pump then feeds the committed rows, in id
-// order, into the in-memory eventlog that SSE subscribers read. So every
-// event is durable and every event is live.
+// the change they describe. The store hands the events of each committed
+// transaction to committed, which appends them, in id order, to the
+// in-memory eventlog that SSE subscribers read; the pump reads committed
+// rows back from the store to fill any gap (after restore, or when the
+// sink had to skip). So every event is durable and every event is live.
 
-// wrote tells the pump that events may have been committed.
-func (h *Hub) wrote() { wake(h.pumpc) }
+// committed is the store's event sink: the events of one committed
+// transaction, in id order. It runs on the store's writer goroutine.
+func (h *Hub) committed(evs []wire.Event) {
+	h.pumpMu.Lock()
+	defer h.pumpMu.Unlock()
+	if h.events == nil {
+		return // restore's pump reads them
+	}
+	last := h.events.LastID()
+	for _, e := range evs {
+		if e.ID <= last {
+			continue // the pump was first
+		}
+		if e.ID != last+1 {
+			// Something committed before is not in the log yet: the pump
+			// reads the rows back in order.
+			wake(h.pumpc)
+			return
+		}
+		if _, err := h.events.Insert(e); err != nil {
+			wake(h.pumpc)
+			return
+		}
+		last = e.ID
+	}
+}
 
 // wake signals a loop's buffered(1) channel without waiting: wakes coalesce.
 func wake(c chan<- struct{}) {
@@ -29,8 +55,8 @@ func wake(c chan<- struct{}) {
 	}
 }
 
-// pumpLoop copies committed events into the live log until ctx ends. It
-// also runs once a tick, so an event is never held back by a missed wake.
+// pumpLoop copies committed events into the live log until ctx ends, when
+// the event sink asks and once a tick, so an event is never held back.
 func (h *Hub) pumpLoop(ctx context.Context) {
 	tick := time.NewTicker(tickInterval)
 	defer tick.Stop()
@@ -48,20 +74,29 @@ func (h *Hub) pumpLoop(ctx context.Context) {
 }
 
 // pump moves every committed event after the live log's last id into it.
-// Calls are serialized, so events go in in id order, each once.
+// It reads without holding pumpMu, so the store's writer, whose event sink
+// takes pumpMu, never waits for a read; events go in in id order, each
+// once, because only those after the log's last id are inserted.
 func (h *Hub) pump(ctx context.Context) error {
-	h.pumpMu.Lock()
-	defer h.pumpMu.Unlock()
 	for {
-		evs, err := h.st.EventsAfter(ctx, h.events.LastID(), store.EventFilter{}, store.MaxEvents)
+		h.pumpMu.Lock()
+		after := h.events.LastID()
+		h.pumpMu.Unlock()
+		evs, err := h.st.EventsAfter(ctx, after, store.EventFilter{}, store.MaxEvents)
 		if err != nil {
 			return err
 		}
+		h.pumpMu.Lock()
 		for _, e := range evs {
+			if e.ID <= h.events.LastID() {
+				continue // the sink was first
+			}
 			if _, err := h.events.Insert(e); err != nil && !errors.Is(err, eventlog.ErrOutOfOrder) {
+				h.pumpMu.Unlock()
 				return err
 			}
 		}
+		h.pumpMu.Unlock()
 		if len(evs) < store.MaxEvents {
 			return nil
 		}
@@ -95,14 +130,36 @@ func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
 }
 
 // converge asks the convergence worker to look at a node's resources again
-// ("" = every node), or only at the named streams of the node.
+// ("" = every node), or only at the named streams of the node, as the store
+// has them.
 func (h *Hub) converge(nodeID string, streamIDs ...string) {
 	h.dirtyMu.Lock()
 	if len(streamIDs) == 0 {
 		h.dirty[nodeID] = true
 	}
 	for _, id := range streamIDs {
-		h.dirtyRes[[2]string{nodeID, id}] = true
+		h.dirtyRes[[2]string{nodeID, id}] = nil
+	}
+	h.dirtyMu.Unlock()
+	wake(h.convc)
+}
+
+// written is a stream's desired state and latest intent as a committed
+// write left them, with the number of its transaction: the convergence
+// worker evaluates it without reading the store back.
+type written struct {
+	rs   store.ResourceState // Observed is filled from memory when evaluated
+	asOf int64
+}
+
+// convergeWritten asks the convergence worker to look at a stream a desired
+// write changed, with the state the write carries. A pending request to
+// read the stream back wins: it sees this write and whatever followed.
+func (h *Hub) convergeWritten(w *written) {
+	k := [2]string{w.rs.NodeID, w.rs.ResourceID}
+	h.dirtyMu.Lock()
+	if prev, ok := h.dirtyRes[k]; !ok || (prev != nil && prev.asOf < w.asOf) {
+		h.dirtyRes[k] = w
 	}
 	h.dirtyMu.Unlock()
 	wake(h.convc)
@@ -127,7 +184,7 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 		}
 		h.dirtyMu.Lock()
 		dirty, res := h.dirty, h.dirtyRes
-		h.dirty, h.dirtyRes = map[string]bool{}, map[[2]string]bool{}
+		h.dirty, h.dirtyRes = map[string]bool{}, map[[2]string]*written{}
 		h.dirtyMu.Unlock()
 		if len(dirty) == 0 && len(res) == 0 {
 			continue
@@ -150,7 +207,7 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 				h.dirty[id] = true
 			}
 			for k := range res {
-				h.dirtyRes[k] = true
+				h.dirtyRes[k] = nil
 			}
 			h.dirtyMu.Unlock()
 		}
@@ -159,16 +216,26 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 
 // convergeSome evaluates the resources of the given nodes and the given
 // streams, and records their convergence events in one write.
-func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams map[[2]string]bool) error {
-	var states []store.ResourceState
+func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams map[[2]string]*written) error {
+	// Reads start after this transaction: what they see is at least as new.
+	asOf := h.st.Committed()
+	var states []sourced
 	for id := range nodes {
 		got, err := h.st.ResourceStates(ctx, id)
 		if err != nil {
 			return err
 		}
-		states = append(states, got...)
+		for _, rs := range got {
+			states = append(states, sourced{rs: rs, asOf: asOf})
+		}
 	}
-	for k := range streams {
+	for k, w := range streams {
+		if w != nil {
+			rs := w.rs
+			rs.Observed = h.fleet.observedStream(k[0], k[1])
+			states = append(states, sourced{rs: rs, asOf: w.asOf})
+			continue
+		}
 		rs, err := h.st.GetResourceState(ctx, k[0], store.KindStream, k[1])
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -176,9 +243,16 @@ func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams m
 		case err != nil:
 			return err
 		}
-		states = append(states, rs)
+		states = append(states, sourced{rs: rs, asOf: asOf})
 	}
 	return h.recordConvergence(ctx, states)
+}
+
+// sourced is a resource state with the store transaction it is at least as
+// new as.
+type sourced struct {
+	rs   store.ResourceState
+	asOf int64
 }
 
 // convergeNodes evaluates every resource of the given nodes ("" = all).
@@ -189,19 +263,24 @@ func (h *Hub) convergeNodes(ctx context.Context, nodes map[string]bool) error {
 // recordConvergence computes the convergence of each resource and records
 // a convergence_changed event where the value or the generation it speaks
 // of changed since the last look (a write that goes from in_sync to in_sync
-// at a new generation is a change too).
-func (h *Hub) recordConvergence(ctx context.Context, states []store.ResourceState) error {
+// at a new generation is a change too). A state older than the one last
+// looked at is passed over.
+func (h *Hub) recordConvergence(ctx context.Context, states []sourced) error {
 	now := h.opts.Now()
 	var evs []wire.Event
-	for _, rs := range states {
+	for _, s := range states {
+		rs := s.rs
 		res := h.convergenceOf(rs, now)
 		key := rs.NodeID + "\x00" + rs.Kind + "\x00" + rs.ResourceID
-		cur := convSeen{value: res.Value, generation: rs.Generation}
+		cur := convSeen{value: res.Value, generation: rs.Generation, asOf: s.asOf}
 		h.convMu.Lock()
 		prev, known := h.conv[key]
-		h.conv[key] = cur
+		stale := known && s.asOf < prev.asOf
+		if !stale {
+			h.conv[key] = cur
+		}
 		h.convMu.Unlock()
-		if (known && prev == cur) || (!known && !h.convPrimed.Load()) {
+		if stale || (known && prev.value == cur.value && prev.generation == cur.generation) || (!known && !h.convPrimed.Load()) {
 			continue
 		}
 		e := wire.Event{Kind: wire.EventConvergenceChanged, NodeID: rs.NodeID, ResourceID: rs.ResourceID,
@@ -215,6 +294,9 @@ func (h *Hub) recordConvergence(ctx context.Context, states []store.ResourceStat
 		}
 		evs = append(evs, e)
 	}
+	if len(evs) == 0 {
+		return nil
+	}
 	at := wire.At(h.opts.Now())
 	for i := range evs {
 		evs[i].OccurredAt = at
@@ -222,7 +304,6 @@ func (h *Hub) recordConvergence(ctx context.Context, states []store.ResourceStat
 	if err := h.st.AppendEvents(ctx, evs); err != nil {
 		return err
 	}
-	h.wrote()
 	return nil
 }
 
@@ -234,12 +315,13 @@ func (h *Hub) recordConvergence(ctx context.Context, states []store.ResourceStat
 // stale is recorded as a convergence_changed event, and so is coming back
 // with the node's first report.
 func (h *Hub) primeConvergence(ctx context.Context) error {
+	asOf := h.st.Committed() // the read below is at least as new
 	states, err := h.st.ResourceStates(ctx, "")
 	if err != nil {
 		return err
 	}
 	now := h.opts.Now()
-	var stale []store.ResourceState
+	var stale []sourced
 	h.convMu.Lock()
 	for _, rs := range states {
 		in := h.convergenceInput(rs, now)
@@ -247,9 +329,9 @@ func (h *Hub) primeConvergence(ctx context.Context) error {
 		if res.Reason == reconcile.ReasonStale {
 			in.Node.Status, in.Node.Fresh = reconcile.StatusOnline, true
 			res = reconcile.Convergence(in)
-			stale = append(stale, rs)
+			stale = append(stale, sourced{rs: rs, asOf: asOf})
 		}
-		h.conv[rs.NodeID+"\x00"+rs.Kind+"\x00"+rs.ResourceID] = convSeen{value: res.Value, generation: rs.Generation}
+		h.conv[rs.NodeID+"\x00"+rs.Kind+"\x00"+rs.ResourceID] = convSeen{value: res.Value, generation: rs.Generation, asOf: asOf}
 	}
 	h.convMu.Unlock()
 	h.convPrimed.Store(true)
@@ -260,4 +342,5 @@ func (h *Hub) primeConvergence(ctx context.Context) error {
 type convSeen struct {
 	value      string
 	generation int64
+	asOf       int64 // the store transaction the state looked at is at least as new as
 }

@@ -59,6 +59,7 @@ type nodeState struct {
 	wake        chan struct{} // closed when queue grows; nil while nobody waits
 	active      int           // attempts in flight
 	pollers     int           // long-polls waiting now
+	parked      []*parkedPoll // long-polls waiting without a goroutine (park.go)
 	lastPollAt  time.Time
 	capacityHit map[string]bool // intents already counted as waiting for capacity
 }
@@ -76,6 +77,27 @@ type flight struct {
 func newFleet() *fleet {
 	return &fleet{nodes: map[string]*nodeState{}, sessions: map[[sha256.Size]byte]session{}, sessionOf: map[string][sha256.Size]byte{},
 		inflight: map[string]*flight{}, pending: map[string]int64{}}
+}
+
+// observedStream is a copy of the node's latest accepted observation of a
+// stream, as the store holds it, or nil.
+func (f *fleet) observedStream(nodeID, streamID string) *store.ObservedStream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.nodes[nodeID]
+	if n == nil {
+		return nil
+	}
+	// observed is sorted by stream id (postReport, AllObservedStreams).
+	i, ok := slices.BinarySearchFunc(n.observed, streamID, func(o store.ObservedStream, id string) int { return cmpString(o.StreamID, id) })
+	if !ok {
+		return nil
+	}
+	o := n.observed[i]
+	if !o.LastErrorAt.IsZero() {
+		o.LastErrorAt = time.UnixMilli(o.LastErrorAt.UnixMilli()).UTC() // stored in milliseconds
+	}
+	return &o
 }
 
 // cacheSessionLocked remembers a live session as its node's current one.
@@ -138,6 +160,7 @@ func (f *fleet) enqueueLocked(fl *flight) {
 			close(n.wake)
 			n.wake = nil
 		}
+		n.wakeParkedLocked()
 	}
 }
 

@@ -77,17 +77,18 @@ type Hub struct {
 
 	fleet  *fleet
 	events *eventlog.Log // live tail of the durable event log
-	pumpMu sync.Mutex    // serializes pump
+	pumpMu sync.Mutex    // serializes inserting into events: the store's event sink and the pump
 
-	nudgec  chan struct{} // wakes the reconciler
-	pumpc   chan struct{} // wakes the event pump
-	convc   chan struct{} // wakes the convergence worker
-	closing chan struct{} // closed when serving ends: long-polls return
+	nudgec  chan struct{}                // wakes the reconciler
+	pumpc   chan struct{}                // wakes the event pump
+	convc   chan struct{}                // wakes the convergence worker
+	closing chan struct{}                // closed when serving ends: long-polls return
+	polls   atomic.Pointer[pollListener] // the listener Serve serves on, for parked long-polls
 	once    sync.Once
 
 	dirtyMu  sync.Mutex
-	dirty    map[string]bool    // nodes whose convergence must be recomputed ("" = all)
-	dirtyRes map[[2]string]bool // single streams (node, id) to recompute
+	dirty    map[string]bool        // nodes whose convergence must be recomputed ("" = all)
+	dirtyRes map[[2]string]*written // single streams (node, id) to recompute: nil reads the store, else the state a write carried
 
 	convMu sync.Mutex
 	conv   map[string]convSeen // last convergence seen by node\x00kind\x00resource
@@ -154,7 +155,8 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
 		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
-		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]bool{}, conv: map[string]convSeen{}}
+		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]*written{}, conv: map[string]convSeen{}}
+	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
 	var auth httpapi.Authenticator
@@ -211,7 +213,9 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	h.pumpMu.Lock()
 	h.events = eventlog.New(eventlog.Options{Capacity: store.MaxEvents, Now: h.opts.Now, LastID: max(oldest-1, 0)})
+	h.pumpMu.Unlock()
 	if err := h.pump(ctx); err != nil {
 		return err
 	}
@@ -297,15 +301,25 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	so.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
 	so.TLSConfig = h.tls
 	srv, lim := httpapi.NewServer(ln, h.handler, so)
+	// Parked long-polls (park.go) go back to the server through pl, above
+	// the connection caps, which keep counting them while parked.
+	pl := newPollListener(lim)
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		lim.ConnState(c, st)
+		pl.connState(c, st)
+	}
 	h.log.Info("hub: listening", "address", ln.Addr().String(), "tls", h.tls != nil)
+	h.polls.Store(pl)
 	errc := make(chan error, 1)
-	go func() { errc <- httpapi.Serve(srv, lim) }()
+	go func() { errc <- httpapi.Serve(srv, pl) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("hub: serve: %w", err)
 	case <-ctx.Done():
 	}
 	h.once.Do(func() { close(h.closing) })
+	h.answerParked()
+	pl.closeReturned()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
@@ -317,6 +331,9 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// pollListener returns the listener Serve serves on, or nil.
+func (h *Hub) pollListener() *pollListener { return h.polls.Load() }
 
 // Close closes the store. Requests served afterwards answer 503.
 func (h *Hub) Close() error { return h.st.Close() }

@@ -146,7 +146,6 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 		}
 		v := nodeViewLocked(n)
 		h.fleet.mu.Unlock()
-		h.wrote()
 		h.converge(id)
 		h.nudge()
 		return httpapi.WriteJSON(w, http.StatusOK, v)

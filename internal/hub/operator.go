@@ -160,7 +160,6 @@ func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return h.storeFailed(err)
 	}
-	h.wrote()
 	h.converge(in.NodeID, in.ResourceID)
 	return httpapi.WriteJSON(w, http.StatusOK, h.operation(ctx, in))
 }

@@ -85,7 +85,6 @@ func (h *Hub) expireLeases(ctx context.Context, now time.Time) {
 	if err := h.st.AppendEvents(ctx, evs); err != nil {
 		h.storeFailed(err)
 	}
-	h.wrote()
 	for _, id := range gone {
 		h.converge(id)
 	}
@@ -97,7 +96,6 @@ func (h *Hub) nodeOnline(id string, now time.Time) {
 	if err := h.st.AppendEvents(context.Background(), []wire.Event{ev}); err != nil {
 		h.storeFailed(err)
 	}
-	h.wrote()
 	h.fleet.mu.Lock()
 	h.fleet.markLocked(id)
 	h.fleet.mu.Unlock()
@@ -224,7 +222,6 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 			}
 		}
 	}
-	h.wrote()
 }
 
 // expiryDue reports whether intents waiting for offline nodes may have

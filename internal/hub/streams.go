@@ -217,8 +217,9 @@ func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) err
 			Message: "no node with this id has registered with the Hub; the intent waits for it until it expires"})
 	}
 	h.nudge()
-	h.wrote()
-	h.converge(d.nodeID, d.streamID)
+	h.convergeWritten(&written{asOf: res.Txn, rs: store.ResourceState{Latest: &res.Intent, Resource: store.Resource{
+		NodeID: d.nodeID, Kind: store.KindStream, ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion,
+		Generation: res.Generation, ActionID: d.actionID, UpdatedAt: res.Intent.CreatedAt}}})
 	w.Header().Set("Location", h.prefix+"/operations/"+id)
 	w.Header().Set("ETag", httpapi.ETag(res.Generation))
 	return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{

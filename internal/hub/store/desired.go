@@ -44,6 +44,11 @@ type DesiredResult struct {
 	// Superseded counts the older pending intents of the resource it superseded.
 	Superseded int
 	EventID    int64
+	// Txn is the number of the transaction that committed the write (see
+	// Store.Committed).
+	Txn int64
+	// Intent is the intent as written: pending, the resource's latest.
+	Intent Intent
 }
 
 // Resource is the desired state of one resource.
@@ -92,28 +97,41 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 			w.NodeID, w.Kind, w.ResourceID, w.State, w.ConfigVersion, res.Generation, w.ActionID, now); err != nil {
 			return err
 		}
-		// Superseded intents are never dispatched. (At most one intent per
-		// resource is pending, so both statements touch few rows.)
-		if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE processed_at IS NULL AND intent_id IN
-			(SELECT id FROM intents WHERE node_id = ? AND resource_kind = ? AND resource_id = ? AND state = 'pending')`,
-			now, w.NodeID, w.Kind, w.ResourceID); err != nil {
-			return err
-		}
-		r, err := q.ExecContext(ctx, `UPDATE intents SET state = 'superseded', updated_at = ?, finished_at = ?
-			WHERE node_id = ? AND resource_kind = ? AND resource_id = ? AND state = 'pending'`,
-			now, now, w.NodeID, w.Kind, w.ResourceID)
+		// Superseded intents are never dispatched. Usually one intent per
+		// resource is pending, or two while a timed-out attempt's retry
+		// waits beside a newer write; each is updated by its seq, a one-row
+		// statement that needs no statement journal.
+		pending, err := pendingIntents(ctx, q, w.NodeID, w.Kind, w.ResourceID)
 		if err != nil {
 			return err
 		}
-		n, _ := r.RowsAffected()
-		res.Superseded = int(n)
-		if _, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
+		for _, p := range pending {
+			if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'superseded', updated_at = ?, finished_at = ? WHERE seq = ?`,
+				now, now, p.seq); err != nil {
+				return err
+			}
+			if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE intent_id = ? AND processed_at IS NULL`,
+				now, p.id); err != nil {
+				return err
+			}
+		}
+		res.Superseded = len(pending)
+		r, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
 			desired_state, config_version, action_id, correlation_id, actor, state, created_at, updated_at, expires_at)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
 			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, res.Generation, w.State, w.ConfigVersion, w.ActionID,
-			w.CorrelationID, w.Actor, now, now, ms(w.ExpiresAt)); err != nil {
+			w.CorrelationID, w.Actor, now, now, ms(w.ExpiresAt))
+		if err != nil {
 			return err
 		}
+		seq, err := r.LastInsertId()
+		if err != nil {
+			return err
+		}
+		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
+			ResourceID: w.ResourceID, Generation: res.Generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
+			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, State: wire.OpPending,
+			CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
 		if err := s.at("after_intent"); err != nil {
 			return err
 		}
@@ -129,12 +147,39 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, OutcomeAccepted, "")
 		e.Data = map[string]any{"generation": res.Generation, "desired_state": w.State}
 		res.EventID, err = insertEvent(ctx, q, e)
+		if c, ok := q.(*stmtConn); ok {
+			res.Txn = c.txn
+		}
 		return err
 	})
 	if err != nil {
 		return DesiredResult{}, err
 	}
 	return res, nil
+}
+
+type pendingIntent struct {
+	seq int64
+	id  string
+}
+
+// pendingIntents returns the pending intents of one resource.
+func pendingIntents(ctx context.Context, q querier, nodeID, kind, resourceID string) ([]pendingIntent, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, id FROM intents WHERE node_id = ? AND resource_kind = ? AND resource_id = ?
+		AND state = 'pending'`, nodeID, kind, resourceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []pendingIntent
+	for rows.Next() {
+		var p pendingIntent
+		if err := rows.Scan(&p.seq, &p.id); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
 }
 
 // GetResource returns the desired state of one resource, or ErrNotFound.

@@ -40,3 +40,12 @@ func count(t *testing.T, s *Store, query string, args ...any) int {
 }
 
 func keyOf(k string) httpapi.IdempotencyKey { return httpapi.IdempotencyKey{Principal: "op", Key: k} }
+
+func mustMigrations(t *testing.T) []migration {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}

@@ -94,13 +94,54 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 		}
 		data = string(b)
 	}
+	at := ms(e.OccurredAt.Time)
 	r, err := q.ExecContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
 		correlation_id, actor, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		e.Kind, ms(e.OccurredAt.Time), e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.Outcome, e.Message, data)
+		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.Outcome, e.Message, data)
 	if err != nil {
 		return 0, err
 	}
-	return r.LastInsertId()
+	id, err := r.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	if c, ok := q.(*stmtConn); ok && c.logging {
+		// The event as a read gives it back: millisecond time in UTC, data
+		// decoded from its JSON.
+		e.ID, e.OccurredAt = id, wire.At(tm(at))
+		if e.Data, err = decoded(e.Data, data); err != nil {
+			return 0, err
+		}
+		c.logged = append(c.logged, e)
+	}
+	return id, nil
+}
+
+// decoded is event data as decoding its JSON text gives it back: a copy of
+// data whose numbers are float64. Values other than strings, booleans and
+// numbers take the JSON way.
+func decoded(data map[string]any, text string) (map[string]any, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(data))
+	for k, v := range data {
+		switch v := v.(type) {
+		case string, bool, float64, nil:
+			out[k] = v
+		case int:
+			out[k] = float64(v)
+		case int64:
+			out[k] = float64(v)
+		default:
+			out = nil
+			if err := json.Unmarshal([]byte(text), &out); err != nil {
+				return nil, fmt.Errorf("%w: event data: %w", ErrInvalid, err)
+			}
+			return out, nil
+		}
+	}
+	return out, nil
 }
 
 // EventFilter narrows ListEvents; empty fields match everything.

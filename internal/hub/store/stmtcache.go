@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // maxStmts bounds the writer's prepared-statement cache; the write paths
@@ -15,6 +17,11 @@ const maxStmts = 256
 type stmtConn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
+	// logging makes insertEvent keep the events of the transaction in
+	// logged, for the event sink; txn is the transaction's number.
+	logging bool
+	logged  []wire.Event
+	txn     int64
 }
 
 func (s *stmtConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {

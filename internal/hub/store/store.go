@@ -16,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/flowplane/flowplane/internal/lockfile"
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // Errors callers branch on.
@@ -103,6 +104,15 @@ type Store struct {
 
 	txns   atomic.Int64
 	writen atomic.Int64
+	reruns atomic.Int64
+	// committed is the number of the last transaction the writer
+	// committed: a read that starts after loading it sees at least that
+	// transaction.
+	committed atomic.Int64
+	// onEvents, when set (SetEventSink, before any write), receives the
+	// events of every committed transaction, in id order, on the writer
+	// goroutine right after its COMMIT. It must not keep the slice.
+	onEvents func([]wire.Event)
 
 	// hook, when set (tests only, before any write), is called at named
 	// points inside write functions; an error aborts that function.
@@ -115,12 +125,28 @@ type Stats struct {
 	Transactions int64
 	// Writes is the number of write functions run.
 	Writes int64
+	// Reruns counts the batches run again with a savepoint per write
+	// because one of their writes failed.
+	Reruns int64
 }
+
+// SetEventSink makes fn receive the events of every transaction the writer
+// commits, in id order, as ListEvents would read them, right after the
+// commit: the events are durable when fn sees them. fn runs on the writer
+// goroutine, must not wait for a write and must not keep the slice (the
+// events may be copied). Call it before the first write.
+func (s *Store) SetEventSink(fn func([]wire.Event)) { s.onEvents = fn }
+
+// Committed returns the number of the last committed write transaction
+// (0 before the first). A read started after Committed returned n sees
+// every write of transaction n and earlier; DesiredResult.Txn names the
+// transaction of a write.
+func (s *Store) Committed() int64 { return s.committed.Load() }
 
 // Stats returns the writer's counters; Writes/Transactions > 1 shows group
 // commit at work.
 func (s *Store) Stats() Stats {
-	return Stats{Transactions: s.txns.Load(), Writes: s.writen.Load()}
+	return Stats{Transactions: s.txns.Load(), Writes: s.writen.Load(), Reruns: s.reruns.Load()}
 }
 
 var memSeq atomic.Int64
@@ -223,7 +249,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}}
 	s.txSlots = make(chan struct{}, readConns-1)
-	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
+	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}, logging: true}
 	s.wg.Add(1)
 	go s.writer()
 	return s, nil
@@ -325,21 +351,43 @@ func (s *Store) drain() {
 }
 
 func (s *Store) runBatch(batch []writeReq) {
+	results := make([]error, len(batch), maxBatch)
+	txn := s.txns.Add(1)
+	// Most batches succeed whole: they run without a savepoint per write,
+	// whose statement journal copies every page a write touches first, and
+	// take in the writes that arrive meanwhile. A write that fails rolls the
+	// attempt back, and the batch runs again with a savepoint around each
+	// write, so that only the failed one is undone. Write functions start
+	// from scratch each time they run.
+	batch, results, again, ran := s.runTxn(batch, results, txn, false)
+	if again {
+		s.reruns.Add(1)
+		clear(results)
+		_, _, _, ran = s.runTxn(batch, results, txn, true)
+	}
+	s.writen.Add(int64(ran))
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+// runTxn runs batch in one transaction and fills results. Without
+// isolate, it also runs the writes queued while it runs (up to maxBatch)
+// and returns the batch and results so grown; the first failed write rolls
+// everything back and runTxn returns again (for a batch of one, the
+// transaction was the write's own and its error is the result). With
+// isolate, each write runs inside its own savepoint and a failed write is
+// undone alone. ran counts the write functions it called.
+func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate bool) (_ []writeReq, _ []error, again bool, ran int) {
 	ctx := context.Background() // a caller's cancellation must not break the shared transaction
 	c := s.wq
-	results := make([]error, len(batch))
-	s.txns.Add(1)
-	finish := func() {
-		for i, r := range batch {
-			r.done <- results[i]
-		}
-	}
+	c.txn = txn
+	c.logged = c.logged[:0]
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		for i := range results {
 			results[i] = storageErr(err)
 		}
-		finish()
-		return
+		return batch, results, false, ran
 	}
 	abort := func(err error) {
 		_, _ = c.ExecContext(ctx, "ROLLBACK")
@@ -348,38 +396,73 @@ func (s *Store) runBatch(batch []writeReq) {
 				results[i] = storageErr(err)
 			}
 		}
-		finish()
 	}
-	for i, r := range batch {
+	for i := 0; ; i++ {
+		if i == len(batch) {
+			if isolate || len(batch) >= maxBatch {
+				break
+			}
+			select {
+			case r := <-s.writes:
+				batch, results = append(batch, r), append(results, nil)
+			default:
+			}
+			if i == len(batch) {
+				break
+			}
+		}
+		r := batch[i]
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		s.writen.Add(1)
-		if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-			abort(err)
-			return
+		if isolate {
+			if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+				abort(err)
+				return batch, results, false, ran
+			}
 		}
+		mark := len(c.logged)
+		ran++
 		err := r.fn(ctx, c)
-		if err != nil {
+		switch {
+		case err == nil:
+		case !isolate && len(batch) == 1:
+			// The transaction was the write's own savepoint.
+			results[i] = classify(err)
+			if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+				results[i] = storageErr(errors.Join(err, rerr))
+			}
+			return batch, results, false, ran
+		case !isolate:
+			_, _ = c.ExecContext(ctx, "ROLLBACK")
+			return batch, results, true, ran
+		default:
+			c.logged = c.logged[:mark] // rolled back with the savepoint
 			results[i] = classify(err)
 			// SQLite may have rolled the whole transaction back itself (disk
 			// full, I/O error); then ROLLBACK TO fails and the batch is lost.
 			if _, rerr := c.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
 				abort(errors.Join(err, rerr))
-				return
+				return batch, results, false, ran
 			}
 		}
-		if _, err := c.ExecContext(ctx, "RELEASE w"); err != nil {
-			abort(err)
-			return
+		if isolate {
+			if _, err := c.ExecContext(ctx, "RELEASE w"); err != nil {
+				abort(err)
+				return batch, results, false, ran
+			}
 		}
 	}
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
 		abort(err)
-		return
+		return batch, results, false, ran
 	}
-	finish()
+	s.committed.Store(txn)
+	if s.onEvents != nil && len(c.logged) > 0 {
+		s.onEvents(c.logged)
+	}
+	return batch, results, false, ran
 }
 
 // isDomain reports whether err is a caller-facing condition rather than a

@@ -23,11 +23,7 @@ func TestOpenMigratesAndReopens(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reopen: %v", err)
 		}
-		ms, err := migrations()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := count(t, s2, "SELECT COUNT(*) FROM schema_version"); n != len(ms) {
+		if n, ms := count(t, s2, "SELECT COUNT(*) FROM schema_version"), mustMigrations(t); n != len(ms) {
 			t.Errorf("schema_version rows = %d, want %d (one per migration)", n, len(ms))
 		}
 		r, err := s2.GetResource(ctx, "n1", KindStream, "s1")

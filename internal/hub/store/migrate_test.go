@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// TestMigratePendingIndex builds a database at schema version 2, as the
+// builds before migration 3 left it, with a pending and a finished intent
+// of one resource, and opens it with this build: the pending-only index
+// replaces intents_resource, the next write supersedes the pending intent
+// through it, and the finished one keeps its state.
+func TestMigratePendingIndex(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hub.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := mustMigrations(t)
+	stmts := []string{"CREATE TABLE schema_version (version INTEGER PRIMARY KEY)", ms[0].sql, ms[1].sql,
+		"INSERT INTO schema_version VALUES (1), (2)",
+		`INSERT INTO resources (node_id, resource_kind, resource_id, state, generation, updated_at) VALUES ('n1', 'stream', 's1', 'running', 2, 1000)`,
+		`INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation, desired_state, state, created_at, updated_at)
+			VALUES ('old', 'stream_desired_state', 'n1', 'stream', 's1', 1, 'stopped', 'succeeded', 900, 950),
+			       ('cur', 'stream_desired_state', 'n1', 'stream', 's1', 2, 'running', 'pending', 1000, 1000)`,
+		`INSERT INTO outbox (intent_id, node_id, created_at) VALUES ('cur', 'n1', 1000)`,
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a version 2 database: %v", err)
+	}
+	defer s.Close()
+	if n := count(t, s, "SELECT MAX(version) FROM schema_version"); n != len(ms) {
+		t.Fatalf("schema version %d, want %d", n, len(ms))
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'index' AND name = 'intents_resource'"); n != 0 {
+		t.Errorf("intents_resource still there")
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM intents WHERE node_id = 'n1' AND resource_kind = 'stream' AND resource_id = 's1' AND state = 'pending'"); n != 1 {
+		t.Errorf("pending intents of the resource after migration = %d, want 1", n)
+	}
+	res, err := s.WriteDesired(ctx, dw("new", "n1", "s1", t0))
+	if err != nil || res.Generation != 3 || res.Superseded != 1 {
+		t.Fatalf("write after migration = %+v, %v; want generation 3 superseding 1", res, err)
+	}
+	for id, want := range map[string]string{"old": wire.OpSucceeded, "cur": wire.OpSuperseded, "new": wire.OpPending} {
+		if in, err := s.GetIntent(ctx, id); err != nil || in.State != want {
+			t.Errorf("intent %s = %q, %v; want %s", id, in.State, err, want)
+		}
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM outbox WHERE intent_id = 'cur' AND processed_at IS NULL"); n != 0 {
+		t.Errorf("superseded intent still in the outbox")
+	}
+}
+
+// TestSupersedeUsesPendingIndex checks that a write looks up the pending
+// intents it supersedes in the pending-only index, not in an index of every
+// intent's state.
+func TestSupersedeUsesPendingIndex(t *testing.T) {
+	s, _ := openTest(t)
+	rows, err := s.rdb.Query(`EXPLAIN QUERY PLAN SELECT seq, id FROM intents WHERE node_id = 'n1' AND resource_kind = 'stream'
+		AND resource_id = 's1' AND state = 'pending'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if got := strings.Join(plan, "; "); !strings.Contains(got, "intents_pending") {
+		t.Errorf("plan %q does not use intents_pending", got)
+	}
+}
