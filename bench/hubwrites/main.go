@@ -335,7 +335,7 @@ func startChild(ctx context.Context, bin, storage string) (string, int, func() e
 // (including its GC target).
 func startInProcess(ctx context.Context, storage string) (string, func() error, error) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // as cmd/flowplane's main
+		debug.SetGCPercent(400) // as cmd/flowplane's main (which adds a 384 MiB soft limit)
 	}
 	h, err := hub.New(ctx, hub.Options{
 		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: storage, OperatorToken: token, NodeToken: "bench-node-token"},
