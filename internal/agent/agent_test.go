@@ -30,7 +30,12 @@ func deadURL(t *testing.T) string {
 func TestRegisterAndReport(t *testing.T) {
 	hub := newTestHub(t, testNodeToken)
 	tn := startNode(t, nodeOptions{stateDir: t.TempDir(), hubURLs: []string{hub.URL}, streams: []string{"a", "b"}})
-	hub.waitStream(t, "b", "running", func(s wire.ReportStream) bool { return s.State == "running" })
+	// Both streams running in the newest report (the two start
+	// independently: waiting for one alone left the other "starting" in
+	// the last report now and then).
+	for _, id := range []string{"a", "b"} {
+		hub.waitStream(t, id, "running", func(s wire.ReportStream) bool { return s.State == "running" })
+	}
 	tn.stop()
 	hub.checkNoTokenLeak(t, testNodeToken)
 
