@@ -99,23 +99,32 @@ func (p *tapProxy) checkNoTokenLeak(t *testing.T) {
 
 func startRealHub(t *testing.T) *realHub {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	storage := filepath.Join(t.TempDir(), "hub.db")
-	h, err := hub.New(ctx, hub.Options{
-		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: storage, OperatorToken: operatorToken, NodeToken: testNodeToken},
-		Logger:   slog.New(slog.DiscardHandler), Version: "test",
-	})
+	h, addr := serveHub(t, hub.Settings{Storage: storage})
+	rh := &realHub{h: h, url: "http://" + addr, storage: storage}
+	rh.proxy = newTapProxy(t, rh.url)
+	return rh
+}
+
+// serveHub serves internal/hub on a loopback port with the test's tokens
+// and the other settings of st, until the test ends; it returns the Hub
+// and its address.
+func serveHub(t *testing.T, st hub.Settings) (*hub.Hub, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st.Address, st.OperatorToken, st.NodeToken = "127.0.0.1:0", operatorToken, testNodeToken
+	h, err := hub.New(ctx, hub.Options{Settings: st, Logger: slog.New(slog.DiscardHandler), Version: "test"})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- h.Serve(ctx, ln) }()
-	rh := &realHub{h: h, url: "http://" + ln.Addr().String(), storage: storage}
-	rh.proxy = newTapProxy(t, rh.url)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -123,7 +132,7 @@ func startRealHub(t *testing.T) *realHub {
 		}
 		_ = h.Close()
 	})
-	return rh
+	return h, ln.Addr().String()
 }
 
 // operator sends an operator API request to the Hub and decodes a 2xx

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -24,29 +23,8 @@ func startTLSHub(t *testing.T) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	ca, pair := tlstest.Server(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := hub.New(ctx, hub.Options{
-		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: filepath.Join(dir, "hub.db"), OperatorToken: operatorToken, NodeToken: testNodeToken,
-			TLSCert: pair.CertFile, TLSKey: pair.KeyFile},
-		Logger: slog.New(slog.DiscardHandler), Version: "test",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub Serve: %v", err)
-		}
-		_ = h.Close()
-	})
-	return "https://" + ln.Addr().String(), ca.File
+	_, addr := serveHub(t, hub.Settings{Storage: filepath.Join(dir, "hub.db"), TLSCert: pair.CertFile, TLSKey: pair.KeyFile})
+	return "https://" + addr, ca.File
 }
 
 // TestTLSRoundTrip: an Agent given the Hub's CA registers over HTTPS, and a
