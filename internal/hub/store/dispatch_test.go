@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,36 +14,11 @@ import (
 // later migration applies and the rows keep their values.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hub.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"CREATE TABLE schema_version (version INTEGER PRIMARY KEY)", ms[0].sql,
-		"INSERT INTO schema_version VALUES (1)",
+	s := openFromVersion(t, 1,
 		`INSERT INTO nodes (node_id, registered_at, capabilities) VALUES ('n1', 1000, '["stream_control"]')`,
 		`INSERT INTO observed_streams (node_id, stream_id, state, generation, updated_at) VALUES ('n1', 's1', 'running', 3, 1000)`,
 		`INSERT INTO resources (node_id, resource_kind, resource_id, state, generation, updated_at) VALUES ('n1', 'stream', 's1', 'running', 3, 1000)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("Open of a version 1 database: %v", err)
-	}
-	defer s.Close()
-	if n := count(t, s, "SELECT MAX(version) FROM schema_version"); n != len(ms) {
-		t.Fatalf("schema version %d, want %d", n, len(ms))
-	}
+	)
 	n, err := s.GetNode(ctx, "n1")
 	if err != nil || n.LeaseTTL != 15*time.Second || n.Capabilities[0] != "stream_control" || n.Metrics != nil {
 		t.Fatalf("node after migration %+v, %v", n, err)

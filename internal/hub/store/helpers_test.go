@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -48,4 +50,40 @@ func mustMigrations(t *testing.T) []migration {
 		t.Fatal(err)
 	}
 	return ms
+}
+
+// openFromVersion builds a database at schema version v, as a build of
+// that version left it, with rows (INSERT statements) in it, then opens
+// it with this build, which must migrate it to the newest version. The
+// store is closed when the test ends.
+func openFromVersion(t *testing.T, v int, rows ...string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hub.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := mustMigrations(t)
+	stmts := []string{"CREATE TABLE schema_version (version INTEGER PRIMARY KEY)"}
+	for i, m := range ms[:v] {
+		stmts = append(stmts, m.sql, fmt.Sprintf("INSERT INTO schema_version VALUES (%d)", i+1))
+	}
+	for _, q := range append(stmts, rows...) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a version %d database: %v", v, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if n := count(t, s, "SELECT MAX(version) FROM schema_version"); n != len(ms) {
+		t.Fatalf("schema version %d, want %d", n, len(ms))
+	}
+	return s
 }

@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,39 +103,14 @@ func TestIdempotencyScopedByResource(t *testing.T) {
 // keys are scoped by resource from then on.
 func TestMigrateIdempotencyScope(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hub.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"CREATE TABLE schema_version (version INTEGER PRIMARY KEY)", ms[0].sql, ms[1].sql,
-		"INSERT INTO schema_version VALUES (1), (2)",
+	s := openFromVersion(t, 2,
 		`INSERT INTO idempotency (principal, key, fingerprint, done, status, header, body, created_at)
 			VALUES ('operator', 'k1', 'fp1', 1, 202, '{}', CAST('{"op":1}' AS BLOB), 1000)`,
 		`INSERT INTO idempotency (principal, key, fingerprint, done, status, header, body, created_at)
 			VALUES ('node', 'reg', 'fp', 1, 200, '{}', CAST('{"session_token":"secret-session"}' AS BLOB), 1000)`,
 		`INSERT INTO idempotency (principal, key, fingerprint, done, status, header, body, created_at)
 			VALUES ('node:n1', 'hb', 'fp', 1, 204, '{}', NULL, 1000)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("Open of a version 2 database: %v", err)
-	}
-	defer s.Close()
-	if n := count(t, s, "SELECT MAX(version) FROM schema_version"); n != len(ms) {
-		t.Fatalf("schema version %d, want %d", n, len(ms))
-	}
+	)
 	if n := count(t, s, "SELECT COUNT(*) FROM idempotency WHERE principal = 'operator' AND resource = '' AND key = 'k1' AND CAST(body AS TEXT) = '{\"op\":1}'"); n != 1 {
 		t.Fatalf("operator row kept: %d", n)
 	}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,36 +15,13 @@ import (
 // through it, and the finished one keeps its state.
 func TestMigratePendingIndex(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hub.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := mustMigrations(t)
-	stmts := []string{"CREATE TABLE schema_version (version INTEGER PRIMARY KEY)", ms[0].sql, ms[1].sql,
-		"INSERT INTO schema_version VALUES (1), (2)",
+	s := openFromVersion(t, 2,
 		`INSERT INTO resources (node_id, resource_kind, resource_id, state, generation, updated_at) VALUES ('n1', 'stream', 's1', 'running', 2, 1000)`,
 		`INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation, desired_state, state, created_at, updated_at)
 			VALUES ('old', 'stream_desired_state', 'n1', 'stream', 's1', 1, 'stopped', 'succeeded', 900, 950),
 			       ('cur', 'stream_desired_state', 'n1', 'stream', 's1', 2, 'running', 'pending', 1000, 1000)`,
 		`INSERT INTO outbox (intent_id, node_id, created_at) VALUES ('cur', 'n1', 1000)`,
-	}
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("Open of a version 2 database: %v", err)
-	}
-	defer s.Close()
-	if n := count(t, s, "SELECT MAX(version) FROM schema_version"); n != len(ms) {
-		t.Fatalf("schema version %d, want %d", n, len(ms))
-	}
+	)
 	if n := count(t, s, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'index' AND name = 'intents_resource'"); n != 0 {
 		t.Errorf("intents_resource still there")
 	}
