@@ -1,0 +1,51 @@
+package component
+
+import "context"
+
+// The interfaces below let a job's kernel do more with a component than a
+// stream does. A component implements those it can; the kernel checks for
+// them with a type assertion and says in a build error when a job needs one
+// the component lacks.
+
+// Splittable is an input a job can run at parallelism n: each of the n
+// instances reads its own share of the data (subtask i of n), and the n
+// shares together are exactly the data one instance would read.
+type Splittable interface {
+	Input
+	// Split is called once, before Connect.
+	Split(subtask, subtasks int) error
+}
+
+// Replayable is an input whose reading position can be saved at a
+// checkpoint and resumed from after a restore, so that a job replays
+// exactly the data after the checkpoint.
+type Replayable interface {
+	Input
+	// Position returns the position after the last batch Read returned, as
+	// a JSON value. It is called from the goroutine that calls Read,
+	// between Reads.
+	Position() ([]byte, error)
+	// Seek makes the next Read continue from pos, a value Position
+	// returned. It is called once, after Connect and before the first Read.
+	Seek(ctx context.Context, pos []byte) error
+}
+
+// Transactional is an output that takes part in a job's checkpoints by
+// two-phase commit, so that what it writes is visible exactly once.
+// Everything is called from one goroutine.
+type Transactional interface {
+	Output
+	// Begin is called once after Connect with the identity of this
+	// instance (the sink operator id and subtask), which scopes its
+	// pending data, and with the transactions of the restored checkpoint
+	// (none on a fresh start): Begin commits them (Commit is idempotent) and
+	// discards every other pending transaction of this identity.
+	Begin(ctx context.Context, operator string, subtask int, restored [][]byte) error
+	// Prepare seals what Write accepted since the last Prepare into a
+	// pending transaction, durable but not visible, and returns its handle
+	// as a JSON value. It is called at checkpoint barrier checkpoint.
+	Prepare(ctx context.Context, checkpoint int64) (txn []byte, err error)
+	// Commit makes a prepared transaction visible. Committing a
+	// transaction again is a no-op.
+	Commit(ctx context.Context, txn []byte) error
+}
