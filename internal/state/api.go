@@ -180,7 +180,9 @@ func (a *Artifacts) Delete(ctx context.Context, jobID, kind string, id int64) er
 
 // CleanIncomplete removes the files of artifacts of the job that have no
 // manifest and are older than the newest complete one.
-func (a *Artifacts) CleanIncomplete(ctx context.Context, jobID string) error { panic("not implemented") }
+func (a *Artifacts) CleanIncomplete(ctx context.Context, jobID string) error {
+	panic("not implemented")
+}
 
 // Close releases the store.
 func (a *Artifacts) Close() error { panic("not implemented") }
