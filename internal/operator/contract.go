@@ -100,3 +100,18 @@ type Context struct {
 // window, udf) from its plan entry. It compiles expressions and, for udf,
 // the WebAssembly module; it does no other I/O.
 func New(op *job.Operator) (Operator, error) { panic("operator.New: not implemented") }
+
+// Key is a compiled key expression (the key of aggregate and window, and of
+// the partitioned edge into them), evaluated as map expressions are, with
+// the record as this. It is not safe for concurrent use: each task
+// compiles its own.
+type Key struct{}
+
+// NewKey compiles a key expression such as this.user.
+func NewKey(expression string) (*Key, error) { panic("operator.NewKey: not implemented") }
+
+// Eval returns the key of r: its value and its canonical bytes
+// (job.CanonicalKey) appended to dst.
+func (k *Key) Eval(r *Record, dst []byte) (canonical []byte, value any, err error) {
+	panic("operator.Key.Eval: not implemented")
+}
