@@ -43,7 +43,7 @@ func defaultNewKey(expr string) (keyer, error) {
 
 // paths names the configuration entries of the plan's operators.
 type paths struct {
-	prefix                  string
+	prefix                    string
 	operators, sources, sinks map[string]int
 }
 
