@@ -41,8 +41,9 @@ type Artifacts struct {
 }
 
 // OpenArtifacts opens the store at uri (file:// or s3://). A file:// store
-// creates its directory and writes no metadata sidecar files unless the URI
-// says otherwise (create_dir, metadata). The path of an s3:// URI is a key
+// creates its directory, writes no metadata sidecar files and writes
+// temporary files next to their objects, unless the URI says otherwise
+// (create_dir, metadata, no_tmp_dir). The path of an s3:// URI is a key
 // prefix in the bucket; its query takes gocloud.dev's s3blob parameters
 // (region, endpoint, use_path_style, ...).
 func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
@@ -60,6 +61,11 @@ func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
 		}
 		if !q.Has("metadata") {
 			q.Set("metadata", "skip")
+		}
+		// Temporary files in os.TempDir cannot be renamed into a store on
+		// another file system; next to their object they always can.
+		if !q.Has("no_tmp_dir") {
+			q.Set("no_tmp_dir", "true")
 		}
 		u.RawQuery = q.Encode()
 		b, err = blob.OpenBucket(ctx, u.String())
