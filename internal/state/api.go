@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,56 +109,4 @@ type IncompatibleError struct {
 
 func (e *IncompatibleError) Error() string {
 	return "artifact " + e.Field + " is " + e.Have + ", the job has " + e.Want
-}
-
-// Compatible returns an *IncompatibleError when m cannot be restored into
-// the plan: its job id, format version or max parallelism differ, or it
-// holds state of an operator the plan does not have.
-func (m *Manifest) Compatible(p *job.Plan) error { panic("not implemented") }
-
-// Artifacts is a job's artifact store under one object_store_uri.
-type Artifacts struct{}
-
-// OpenArtifacts opens the store at uri (file:// or s3://).
-func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) { panic("not implemented") }
-
-// Upload copies every file under dir to key prefix prefix.
-func (a *Artifacts) Upload(ctx context.Context, prefix, dir string) (bytes int64, err error) {
-	panic("not implemented")
-}
-
-// Download copies every object under prefix into dir.
-func (a *Artifacts) Download(ctx context.Context, prefix, dir string) error { panic("not implemented") }
-
-// Prefix is where the task artifacts of an artifact go: a key prefix that
-// sorts by kind and id under the job.
-func Prefix(jobID, kind string, id int64) string { panic("not implemented") }
-
-// Commit writes m's manifest; once it returns nil the artifact is complete.
-func (a *Artifacts) Commit(ctx context.Context, m *Manifest) error { panic("not implemented") }
-
-// List returns the complete artifacts of kind for the job, oldest first.
-func (a *Artifacts) List(ctx context.Context, jobID, kind string) ([]*Manifest, error) {
-	panic("not implemented")
-}
-
-// Delete removes an artifact: its manifest first, then its files.
-func (a *Artifacts) Delete(ctx context.Context, jobID, kind string, id int64) error {
-	panic("not implemented")
-}
-
-// CleanIncomplete removes the files of artifacts of the job that have no
-// manifest and are older than the newest complete one.
-func (a *Artifacts) CleanIncomplete(ctx context.Context, jobID string) error {
-	panic("not implemented")
-}
-
-// Close releases the store.
-func (a *Artifacts) Close() error { panic("not implemented") }
-
-// Expired chooses the checkpoints retention removes: all but the newest
-// keep, except those pinned (an open sink transaction was prepared at
-// them). It is pure.
-func Expired(checkpoints []*Manifest, keep int, pinned map[int64]bool) []*Manifest {
-	panic("not implemented")
 }

@@ -310,3 +310,36 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("unlimited budget: %v", err)
 	}
 }
+
+// TestRestoreConcurrentFromOneCheckpoint restores two stores from one
+// checkpoint at once, as two new subtasks of a rescaled job do: opening it
+// read-only must not lock it.
+func TestRestoreConcurrentFromOneCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, filepath.Join(dir, "s"))
+	tb := s.Table("op", "t")
+	for kg := range 128 {
+		mustPut(t, tb, kg, "k", "v")
+	}
+	cp := filepath.Join(dir, "cp")
+	if err := s.Checkpoint(cp); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	targets := []*Store{openStore(t, filepath.Join(dir, "a")), openStore(t, filepath.Join(dir, "b"))}
+	errs := make(chan error, len(targets))
+	for i, r := range targets {
+		go func() { errs <- Restore(r, []string{cp}, job.RangeOf(i, 2, 128)) }()
+	}
+	for range targets {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range targets {
+		if got := len(scanAll(t, r.Table("op", "t"), job.Range{Start: 0, End: 127})); got != 64 {
+			t.Errorf("store %d holds %d entries, want 64", i, got)
+		}
+		r.Close()
+	}
+}
