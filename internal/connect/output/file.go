@@ -30,20 +30,22 @@ func init() {
 			"files and discards the others. `max_bytes`, `max_backups` and `sync` do not apply in a job " +
 			"(part files are not rotated and always fsynced at the checkpoint).",
 		Schema: component.ObjectSchema(map[string]any{
-			"path":           component.Prop("string", "File to append to; missing parent directories are created.", nil),
+			"path":           component.Prop("string", "File to append to in a stream; in a job, the part files are named after it. Missing parent "+
+				"directories are created.", nil),
 			"append_newline": appendNewlineProp(),
 			"max_bytes": func() map[string]any {
 				p := component.Prop("integer", "Rotate before a message would make the file larger than this; "+
-					"0 disables rotation. A message larger than this gets a file of its own.", 0)
+					"0 disables rotation. A message larger than this gets a file of its own. Streams only.", 0)
 				p["minimum"] = 0
 				return p
 			}(),
 			"max_backups": func() map[string]any {
-				p := component.Prop("integer", "Rotated files kept (`<path>.1` is the newest).", 5)
+				p := component.Prop("integer", "Rotated files kept (`<path>.1` is the newest). Streams only.", 5)
 				p["minimum"] = 1
 				return p
 			}(),
-			"sync": component.Prop("boolean", "fsync the file after every batch (and before rotating it).", false),
+			"sync": component.Prop("boolean", "fsync the file after every batch (and before rotating it). Streams only: in a job, part "+
+				"files are fsynced at each checkpoint.", false),
 		}, "path"),
 		Example: `type: file
 path: /tmp/flowplane-example/out.jsonl
