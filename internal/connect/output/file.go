@@ -30,7 +30,7 @@ func init() {
 			"files and discards the others. `max_bytes`, `max_backups` and `sync` do not apply in a job " +
 			"(part files are not rotated and always fsynced at the checkpoint).",
 		Schema: component.ObjectSchema(map[string]any{
-			"path":           component.Prop("string", "File to append to in a stream; in a job, the part files are named after it. Missing parent "+
+			"path": component.Prop("string", "File to append to in a stream; in a job, the part files are named after it. Missing parent "+
 				"directories are created.", nil),
 			"append_newline": appendNewlineProp(),
 			"max_bytes": func() map[string]any {
