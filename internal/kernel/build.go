@@ -130,6 +130,18 @@ func (j *Job) construct() (*instances, error) {
 				problem(j.prefix, "chain %s names no operator %q of the plan", ch.ID, id)
 				continue
 			}
+			for _, ei := range op.Outputs {
+				e := &p.Edges[ei]
+				if e.Mode != job.Partitioned || e.Chained {
+					continue
+				}
+				k, err := j.opts.newKey(e.Key)
+				if err != nil {
+					problem(j.paths.operator(e.To)+".config.key", "%v", err)
+					continue
+				}
+				tin.keys[ei] = k
+			}
 			switch op.Kind {
 			case "source":
 				path := j.paths.source(id)
@@ -172,18 +184,6 @@ func (j *Job) construct() (*instances, error) {
 					continue
 				}
 				tin.ops[ci] = o
-			}
-			for _, ei := range op.Outputs {
-				e := &p.Edges[ei]
-				if e.Mode != job.Partitioned || e.Chained {
-					continue
-				}
-				k, err := j.opts.newKey(e.Key)
-				if err != nil {
-					problem(j.paths.operator(e.To)+".config.key", "%v", err)
-					continue
-				}
-				tin.keys[ei] = k
 			}
 		}
 		inst.tasks[ti] = tin

@@ -289,11 +289,12 @@ func (t *task) restoreState(ctx context.Context) error {
 	base := filepath.Join(t.dir, "restore")
 	defer os.RemoveAll(base)
 	dirs := make([]string, len(t.restore))
+	_ = os.RemoveAll(base)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
 	for i, a := range t.restore {
 		dirs[i] = filepath.Join(base, strconv.Itoa(i))
-		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			return err
-		}
 		if err := t.r.arts.Download(ctx, a.Path, dirs[i]); err != nil {
 			return fmt.Errorf("download state of task %s: %w", a.Task, err)
 		}
