@@ -125,9 +125,15 @@ func (s *seq) Read(ctx context.Context) (message.Batch, message.AckFunc, error) 
 	if s.n > 0 && s.next >= s.n {
 		return message.Batch{}, nil, message.ErrEndOfInput
 	}
-	if p := s.hooks.pauseAt.Load(); p > 0 && s.next >= p {
-		<-ctx.Done()
-		return message.Batch{}, nil, ctx.Err()
+	for {
+		if p := s.hooks.pauseAt.Load(); p == 0 || s.next < p {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return message.Batch{}, nil, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 	var b message.Batch
 	for k := int64(0); k < s.batch && (s.n == 0 || s.next < s.n); k++ {
@@ -159,12 +165,12 @@ type plain struct{ component.Input }
 // sinkStore is what outputs wrote, kept across attempts like files on disk.
 type sinkStore struct {
 	mu        sync.Mutex
-	written   []any                     // every Write of the plain output
-	prepared  map[string][]any          // txn handle -> values, transactional
-	committed []any                     // values of committed txns, in commit order
-	done      map[string]bool           // committed txn handles
-	open      map[string][]any          // identity -> values written since the last Prepare
-	block     chan struct{}             // when set, Write waits for it to close
+	written   []any            // every Write of the plain output
+	prepared  map[string][]any // txn handle -> values, transactional
+	committed []any            // values of committed txns, in commit order
+	done      map[string]bool  // committed txn handles
+	open      map[string][]any // identity -> values written since the last Prepare
+	block     chan struct{}    // when set, Write waits for it to close
 	writes    atomic.Int64
 }
 
