@@ -56,6 +56,7 @@ type Options struct {
 	newKey      func(expression string) (keyer, error)
 	sleep       func(ctx context.Context, d time.Duration) error
 	tick        time.Duration // flush and watermark timer; 0 means 50 ms
+	ckptTimeout time.Duration // 0: 10 intervals, at least 1 min, at most 10 min
 }
 
 // Job is one job's runtime. Its methods are safe for concurrent use.

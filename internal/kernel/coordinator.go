@@ -53,6 +53,9 @@ func newCoordinator(r *run) *coordinator {
 }
 
 func (c *coordinator) timeout() time.Duration {
+	if c.j.opts.ckptTimeout > 0 {
+		return c.j.opts.ckptTimeout
+	}
 	d := 10 * time.Duration(c.r.p.Checkpoint.IntervalMs) * time.Millisecond
 	return min(max(d, time.Minute), 10*time.Minute)
 }
@@ -259,10 +262,10 @@ func (c *coordinator) complete(ctx context.Context) {
 		default:
 		}
 	}
+	c.retain(ctx, m)
 	for _, w := range cur.waiters {
 		w.reply <- triggerResult{m: m}
 	}
-	c.retain(ctx, m)
 	if cur.final {
 		c.finish(ctx)
 		return
