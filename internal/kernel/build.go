@@ -1,9 +1,11 @@
 package kernel
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
@@ -192,4 +194,21 @@ func (j *Job) construct() (*instances, error) {
 		return nil, &BuildError{Problems: probs}
 	}
 	return inst, nil
+}
+
+// close closes the components of an attempt that never started; its
+// operators were never opened, so they are not closed.
+func (in *instances) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, t := range in.tasks {
+		if t.input != nil {
+			_ = t.input.Close(ctx)
+		}
+		for _, o := range t.output {
+			if o != nil {
+				_ = o.Close(ctx)
+			}
+		}
+	}
 }

@@ -240,10 +240,14 @@ func (j *Job) attempt(ctx context.Context, inst *instances, mode string) (outcom
 		nextID:        1,
 	}
 	restore, err := j.prepareRecovery(ctx, r, mode)
-	if err != nil {
-		return outFailed, false, err
+	if err == nil {
+		err = j.wire(r, inst, restore)
 	}
-	if err := j.wire(r, inst, restore); err != nil {
+	if err != nil {
+		inst.close()
+		if ctx.Err() != nil {
+			return outStopped, false, nil
+		}
 		return outFailed, false, err
 	}
 	j.mu.Lock()
@@ -262,12 +266,9 @@ func (j *Job) attempt(ctx context.Context, inst *instances, mode string) (outcom
 		tasks.Add(1)
 		go func() {
 			defer tasks.Done()
-			err := t.run(rctx)
-			if err != nil && rctx.Err() == nil {
-				r.fail(fmt.Errorf("task %s: %w", t.spec.ID, err))
-			}
-			if err != nil && rctx.Err() == nil || r.failErr != nil && err != nil {
+			if err := t.run(rctx); err != nil && rctx.Err() == nil {
 				t.setStatus("failed")
+				r.fail(fmt.Errorf("task %s: %w", t.spec.ID, err))
 			}
 		}()
 	}

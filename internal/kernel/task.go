@@ -112,6 +112,7 @@ type node struct {
 	lateOut []operator.Record
 	in, emt counter
 	lateDr  counter
+	opened  bool
 }
 
 func (n *node) Emit(r operator.Record)     { n.out = append(n.out, r) }
@@ -279,6 +280,7 @@ func (t *task) open(ctx context.Context) error {
 		if err := n.op.Open(ctx, oc); err != nil {
 			return fmt.Errorf("operator %s: open: %w", n.pop.ID, err)
 		}
+		n.opened = true
 	}
 	return nil
 }
@@ -703,7 +705,7 @@ func (t *task) closeOps(ctx context.Context) error {
 	t.closed = true
 	var errs []error
 	for _, n := range t.nodes {
-		if n.op == nil {
+		if !n.opened {
 			continue
 		}
 		if err := n.op.Close(ctx); err != nil {
