@@ -150,7 +150,7 @@ type Task struct {
 // problems found, each with its configuration path under prefix (for
 // example "jobs[0]").
 func Build(prefix string, j config.Job) (*Plan, []config.Problem) {
-	panic("job.Build: not implemented")
+	return build(prefix, j)
 }
 
 // Operator returns the operator with the given id, or nil.
