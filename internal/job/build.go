@@ -287,16 +287,20 @@ func (b *builder) order() ([]int, bool) {
 }
 
 // time gives every operator the time policy of the sources upstream of it.
+// A conflict is reported where the sources meet, not again downstream.
 func (b *builder) time(order []int) {
 	upstream := make([][]int, len(b.ops)) // source operators upstream, sorted
+	conflict := make([]bool, len(b.ops))
 	for _, i := range order {
 		if b.ops[i].Kind == "source" {
 			upstream[i] = []int{i}
 		}
+		inherited := false
 		for e := range b.edges {
 			if b.to[e] != i {
 				continue
 			}
+			inherited = inherited || conflict[b.from[e]]
 			for _, s := range upstream[b.from[e]] {
 				if !slices.Contains(upstream[i], s) {
 					upstream[i] = append(upstream[i], s)
@@ -313,6 +317,10 @@ func (b *builder) time(order []int) {
 				continue
 			}
 			if !samePolicy(b.ops[i].Time, b.ops[s].Time) {
+				conflict[i] = true
+				if inherited {
+					break
+				}
 				b.ps.add(b.opPath(i), "operator %q has sources %q and %q upstream whose time declarations (sources[].time) differ; declare the same on both", b.ops[i].ID, b.ops[upstream[i][0]].ID, b.ops[s].ID)
 				break
 			}

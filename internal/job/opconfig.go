@@ -83,25 +83,25 @@ func (f fields) str(name string, required bool) string {
 	return s
 }
 
-// int returns the integer field name, or 0 with a problem when it is
-// present but not an integer.
-func (f fields) int(name string) int64 {
-	v, ok := f.m[name]
-	if !ok {
-		return 0
+// int returns the integer field name; ok is false, and a problem added,
+// when it is present but not an integer.
+func (f fields) int(name string) (n int64, ok bool) {
+	v, present := f.m[name]
+	if !present {
+		return 0, true
 	}
-	switch n := v.(type) {
+	switch x := v.(type) {
 	case int:
-		return int64(n)
+		return int64(x), true
 	case int64:
-		return n
+		return x, true
 	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n)
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
 		}
 	}
 	f.ps.add(f.path+"."+name, "must be an integer, got %s", typeName(v))
-	return 0
+	return 0, false
 }
 
 func typeName(v any) string {
@@ -201,9 +201,18 @@ func windowSpec(v any, q string, ps *problems) WindowSpec {
 	if !ok {
 		return WindowSpec{}
 	}
-	w := WindowSpec{Type: f.str("type", true), SizeMs: f.int("size_ms"), SlideMs: f.int("slide_ms"), GapMs: f.int("gap_ms")}
+	w := WindowSpec{Type: f.str("type", true)}
+	bad := map[string]bool{}
+	for _, fld := range []struct {
+		name string
+		dst  *int64
+	}{{"size_ms", &w.SizeMs}, {"slide_ms", &w.SlideMs}, {"gap_ms", &w.GapMs}} {
+		n, ok := f.int(fld.name)
+		*fld.dst, bad[fld.name] = n, !ok
+	}
 	positive := func(name string, n int64) {
 		switch {
+		case bad[name]:
 		case !f.has(name):
 			ps.add(q+"."+name, "required field is missing: a %s window needs %s > 0", w.Type, name)
 		case n <= 0:
