@@ -60,6 +60,7 @@ func build(prefix string, j config.Job) (*Plan, []config.Problem) {
 
 // operators decodes every operator's config and parallelism.
 func (b *builder) operators(jobPar, maxPar int) {
+	jobTooHigh := false
 	for i, op := range b.j.Operators {
 		q := fmt.Sprintf("%s.operators[%d]", b.prefix, i)
 		if _, dup := b.index[op.ID]; dup {
@@ -79,8 +80,9 @@ func (b *builder) operators(jobPar, maxPar int) {
 			o.Parallelism = jobPar
 		case op.Parallelism == 0:
 			o.Parallelism = jobPar
-			if jobPar > maxPar {
-				b.ps.add(q+".parallelism", "the job's parallelism %d exceeds max_parallelism %d", jobPar, maxPar)
+			if jobPar > maxPar && !jobTooHigh {
+				jobTooHigh = true
+				b.ps.add(b.prefix+".parallelism", "%d exceeds max_parallelism %d", jobPar, maxPar)
 			}
 		case op.Parallelism > maxPar:
 			b.ps.add(q+".parallelism", "%d exceeds max_parallelism %d", op.Parallelism, maxPar)
@@ -328,11 +330,17 @@ func (b *builder) time(order []int) {
 	}
 }
 
+// samePolicy compares two sources' time declarations; no declaration is
+// processing time with the default watermark and late-event policy.
 func samePolicy(a, b *TimePolicy) bool {
-	if a == nil || b == nil {
-		return a == b
+	return *effective(a) == *effective(b)
+}
+
+func effective(p *TimePolicy) *TimePolicy {
+	if p == nil {
+		return &TimePolicy{Mode: "processing_time", Strategy: "bounded_out_of_orderness", LatePolicy: "drop"}
 	}
-	return *a == *b
+	return p
 }
 
 // plan assembles the plan once the graph is known to be good.

@@ -103,8 +103,7 @@ func TestBuildProblems(t *testing.T) {
 		{"keyed operator at parallelism 2 without partitioned edge", oneOp(`{id: x, kind: aggregate, parallelism: 2, config: {key: this.k}}`), []want{{"jobs[3].edges[0]", `"x" is a keyed aggregate operator at parallelism 2: every edge into it must be partitioned: true`}}},
 		{"parallelism beyond max_parallelism", oneOp(`{id: x, kind: map, parallelism: 129, config: {expression: this}}`), []want{{"jobs[3].operators[1].parallelism", "129 exceeds max_parallelism 128"}}},
 		{"job parallelism beyond max_parallelism", strings.Replace(oneOp(`{id: x, kind: map, parallelism: 1, config: {expression: this}}`), "parallelism: 1\nmax_parallelism: 128", "parallelism: 2\nmax_parallelism: 1", 1), []want{
-			{"jobs[3].operators[0].parallelism", "the job's parallelism 2 exceeds max_parallelism 1"},
-			{"jobs[3].operators[2].parallelism", "the job's parallelism 2 exceeds max_parallelism 1"},
+			{"jobs[3].parallelism", "2 exceeds max_parallelism 1"},
 		}},
 		{"max_parallelism out of range", strings.Replace(oneOp(`{id: x, kind: map, config: {expression: this}}`), "max_parallelism: 128", "max_parallelism: 40000", 1), []want{{"jobs[3].max_parallelism", "must be between 1 and 32768, got 40000"}}},
 		{"edge into a source", strings.Replace(oneOp(`{id: x, kind: map, config: {expression: this}}`), "{from: x, to: out}", "{from: x, to: out}, {from: x, to: src}", 1), []want{

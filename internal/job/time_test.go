@@ -129,6 +129,13 @@ func TestBuildTimeInheritance(t *testing.T) {
 		t.Error("w -> out is not chained: the late edge must not count against chaining")
 	}
 
+	// A source without time and one declaring processing time with the
+	// defaults agree.
+	defaults := `{mode: processing_time, watermark: {strategy: bounded_out_of_orderness}, late_event_policy: drop}`
+	if _, ps := job.Build("jobs[0]", decodeJob(t, twoSources("", defaults))); len(ps) > 0 {
+		t.Errorf("no time and default processing time: %v", ps)
+	}
+
 	// Processing time everywhere: no time policy downstream either.
 	p, ps = job.Build("jobs[0]", decodeJob(t, twoSources("", "")))
 	if len(ps) > 0 {
