@@ -24,8 +24,9 @@ type builder struct {
 	cfgAt []int          // index in j.Operators of ops[i]
 	index map[string]int // id -> index into ops
 	edges []Edge
-	from  []int // ops index of edges[i].From
-	to    []int // ops index of edges[i].To
+	from  []int   // ops index of edges[i].From
+	to    []int   // ops index of edges[i].To
+	next  [][]int // ops index -> downstream ops over configured edges; built by reach
 }
 
 func (b *builder) opPath(i int) string { return fmt.Sprintf("%s.operators[%d]", b.prefix, b.cfgAt[i]) }
@@ -197,16 +198,24 @@ func (b *builder) addEdge(e Edge, from, to int) {
 // reach returns the operators reachable from start over the configured
 // (not late) edges, start included. It terminates on cyclic graphs.
 func (b *builder) reach(start int) []bool {
+	if b.next == nil {
+		b.next = make([][]int, len(b.ops))
+		for e := range b.edges {
+			if b.edges[e].Mode != Late {
+				b.next[b.from[e]] = append(b.next[b.from[e]], b.to[e])
+			}
+		}
+	}
 	seen := make([]bool, len(b.ops))
 	stack := []int{start}
 	seen[start] = true
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for e := range b.edges {
-			if b.edges[e].Mode != Late && b.from[e] == n && !seen[b.to[e]] {
-				seen[b.to[e]] = true
-				stack = append(stack, b.to[e])
+		for _, m := range b.next[n] {
+			if !seen[m] {
+				seen[m] = true
+				stack = append(stack, m)
 			}
 		}
 	}
