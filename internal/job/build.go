@@ -36,7 +36,7 @@ func build(prefix string, j config.Job) (*Plan, []config.Problem) {
 	maxPar := j.MaxParallelism
 	if maxPar < 1 || maxPar > MaxMaxParallelism {
 		b.ps.add(prefix+".max_parallelism", "must be between 1 and %d, got %d", MaxMaxParallelism, maxPar)
-		maxPar = 1
+		maxPar = MaxMaxParallelism // go on checking without a parallelism problem per operator
 	}
 	jobPar := j.Parallelism
 	if jobPar < 1 {
@@ -159,6 +159,9 @@ func (b *builder) graphEdges() {
 		if id == "" {
 			id = e.From + "->" + e.To
 		}
+		if slices.ContainsFunc(b.edges, func(e Edge) bool { return e.ID == id }) {
+			b.ps.add(q+".id", "duplicate edge id %q", id)
+		}
 		edge := Edge{ID: id, From: e.From, To: e.To}
 		switch {
 		case e.Partitioned:
@@ -257,7 +260,10 @@ func (b *builder) lateEdges() {
 				continue
 			}
 			id := b.ops[w].ID + "->late->" + route
-			if slices.ContainsFunc(b.edges, func(e Edge) bool { return e.ID == id && e.Mode == Late }) {
+			if k := slices.IndexFunc(b.edges, func(e Edge) bool { return e.ID == id }); k >= 0 {
+				if b.edges[k].Mode != Late {
+					b.ps.add(q, "the late edge %q would have the id of a configured edge; rename that edge", id)
+				}
 				continue
 			}
 			b.addEdge(Edge{ID: id, From: b.ops[w].ID, To: route, Mode: Late}, w, ri)

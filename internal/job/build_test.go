@@ -116,6 +116,7 @@ func TestBuildProblems(t *testing.T) {
 		}},
 		{"edge to nowhere", strings.Replace(oneOp(`{id: x, kind: map, config: {expression: this}}`), "{from: x, to: out}", "{from: x, to: nowhere}", 1), []want{{"jobs[3].edges[1].to", `no operator "nowhere" in this job`}}},
 		{"duplicate operator", strings.Replace(oneOp(`{id: x, kind: map, config: {expression: this}}`), "{id: out, kind: sink}", "{id: out, kind: sink}\n  - {id: x, kind: filter}", 1), []want{{"jobs[3].operators[3].id", `duplicate operator id "x"`}}},
+		{"duplicate edge", strings.Replace(oneOp(`{id: x, kind: map, config: {expression: this}}`), "{from: x, to: out}", "{from: x, to: out}, {from: x, to: out}", 1), []want{{"jobs[3].edges[2].id", `duplicate edge id "x->out"`}}},
 		{"unknown kind", oneOp(`{id: x, kind: mapp}`), []want{{"jobs[3].operators[1].kind", `unknown operator kind "mapp"`}}},
 		{"unbound source", strings.Replace(oneOp(`{id: x, kind: map, config: {expression: this}}`), "sources: [{operator_id: src, input_type: memory}]", "sources: []", 1), []want{{"jobs[3].operators[0]", `source operator "src" has no entry in sources`}}},
 	}
