@@ -20,19 +20,20 @@ type builder struct {
 	j      config.Job
 	ps     problems
 
-	ops   []Operator     // in configuration order, duplicates left out
-	cfgAt []int          // index in j.Operators of ops[i]
-	index map[string]int // id -> index into ops
-	edges []Edge
-	from  []int   // ops index of edges[i].From
-	to    []int   // ops index of edges[i].To
-	next  [][]int // ops index -> downstream ops over configured edges; built by reach
+	ops     []Operator     // in configuration order, duplicates left out
+	cfgAt   []int          // index in j.Operators of ops[i]
+	index   map[string]int // id -> index into ops
+	edges   []Edge
+	from    []int          // ops index of edges[i].From
+	to      []int          // ops index of edges[i].To
+	next    [][]int        // ops index -> downstream ops over configured edges; built by reach
+	edgeIDs map[string]int // edge id -> index of its first edge
 }
 
 func (b *builder) opPath(i int) string { return fmt.Sprintf("%s.operators[%d]", b.prefix, b.cfgAt[i]) }
 
 func build(prefix string, j config.Job) (*Plan, []config.Problem) {
-	b := &builder{prefix: prefix, j: j, index: map[string]int{}}
+	b := &builder{prefix: prefix, j: j, index: map[string]int{}, edgeIDs: map[string]int{}}
 	maxPar := j.MaxParallelism
 	if maxPar < 1 || maxPar > MaxMaxParallelism {
 		b.ps.add(prefix+".max_parallelism", "must be between 1 and %d, got %d", MaxMaxParallelism, maxPar)
@@ -159,7 +160,7 @@ func (b *builder) graphEdges() {
 		if id == "" {
 			id = e.From + "->" + e.To
 		}
-		if slices.ContainsFunc(b.edges, func(e Edge) bool { return e.ID == id }) {
+		if _, dup := b.edgeIDs[id]; dup {
 			b.ps.add(q+".id", "duplicate edge id %q", id)
 		}
 		edge := Edge{ID: id, From: e.From, To: e.To}
@@ -193,6 +194,9 @@ func keyOf(o *Operator) string {
 }
 
 func (b *builder) addEdge(e Edge, from, to int) {
+	if _, dup := b.edgeIDs[e.ID]; !dup {
+		b.edgeIDs[e.ID] = len(b.edges)
+	}
 	b.edges = append(b.edges, e)
 	b.from = append(b.from, from)
 	b.to = append(b.to, to)
@@ -260,7 +264,7 @@ func (b *builder) lateEdges() {
 				continue
 			}
 			id := b.ops[w].ID + "->late->" + route
-			if k := slices.IndexFunc(b.edges, func(e Edge) bool { return e.ID == id }); k >= 0 {
+			if k, ok := b.edgeIDs[id]; ok {
 				if b.edges[k].Mode != Late {
 					b.ps.add(q, "the late edge %q would have the id of a configured edge; rename that edge", id)
 				}
