@@ -114,7 +114,7 @@ const (
 	Forward     = "forward"     // same subtask; chained when both ends have equal parallelism
 	Rebalance   = "rebalance"   // round robin (unpartitioned edge between unequal parallelisms)
 	Partitioned = "partitioned" // by key group
-	Late        = "late"        // a late-event side output to the operator named by late_event_route
+	Late        = "late"        // a late-event side output to the operator named by late_event_route; never chained, though its ends may share a chain
 )
 
 // Edge is a connection between two operators.
