@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"strconv"
@@ -21,7 +22,7 @@ func init() {
 		Summary: "Emits a templated payload at a fixed interval, optionally a fixed number of times. " +
 			"In `context`, `{{count}}` becomes the 1-based sequence number of the message, `{{random}}` a " +
 			"random integer in [0, 1000000), `{{random:N}}` one in [0, N) and `{{timestamp_ms}}` " +
-			"`timestamp_start_ms + (count-1) * timestamp_step_ms`. With `seed` the random values are a " +
+			"`timestamp_start_ms + floor((count-1) * timestamp_step_ms)`. With `seed` the random values are a " +
 			"function of the seed and the sequence number, so every run emits the same payloads. " +
 			"In a job it can run at any parallelism (subtask i of n emits the sequence numbers s with " +
 			"(s-1) mod n = i, `count` staying the total) and resumes from its checkpointed position; " +
@@ -30,7 +31,7 @@ func init() {
 			"context": component.Prop("string", "Payload of every message, usually JSON. `{{count}}` is replaced by the "+
 				"1-based sequence number of the message, `{{random}}` by a random integer in [0, 1000000), "+
 				"`{{random:N}}` (N a positive integer) by one in [0, N) and `{{timestamp_ms}}` by "+
-				"`timestamp_start_ms + (count-1) * timestamp_step_ms`; any other text is kept as is.", nil),
+				"`timestamp_start_ms + floor((count-1) * timestamp_step_ms)`; any other text is kept as is.", nil),
 			"interval": component.DurationProp("Pause between batches; \"0s\" emits as fast as possible.", "1s"),
 			"count": func() map[string]any {
 				p := component.Prop("integer", "Total number of messages, after which the input ends; 0 means unlimited.", 0)
@@ -43,7 +44,8 @@ func init() {
 				"produce identical payloads; when absent they are random.", nil),
 			"timestamp_start_ms": component.Prop("integer", "`{{timestamp_ms}}` of the first message, in "+
 				"milliseconds since the Unix epoch (the default 0 is 1970-01-01T00:00:00Z).", 0),
-			"timestamp_step_ms": component.Prop("integer", "Milliseconds `{{timestamp_ms}}` advances per message.", 1),
+			"timestamp_step_ms": component.Prop("number", "Milliseconds `{{timestamp_ms}}` advances per message; "+
+				"a fraction puts several messages in one millisecond (`{{timestamp_ms}}` is `timestamp_start_ms + floor((count-1) * timestamp_step_ms)`).", 1),
 		}, "context"),
 		Example: `type: generate
 context: '{"id": {{count}}, "v": {{random}}, "k": {{random:10}}, "ts": {{timestamp_ms}}}'
@@ -64,13 +66,13 @@ var (
 
 // GenerateConfig is the configuration of the generate input.
 type GenerateConfig struct {
-	Context          string `json:"context"`
-	Interval         string `json:"interval"`
-	Count            int64  `json:"count"`
-	BatchSize        int    `json:"batch_size"`
-	Seed             *int64 `json:"seed"`
-	TimestampStartMs int64  `json:"timestamp_start_ms"`
-	TimestampStepMs  int64  `json:"timestamp_step_ms"`
+	Context          string  `json:"context"`
+	Interval         string  `json:"interval"`
+	Count            int64   `json:"count"`
+	BatchSize        int     `json:"batch_size"`
+	Seed             *int64  `json:"seed"`
+	TimestampStartMs int64   `json:"timestamp_start_ms"`
+	TimestampStepMs  float64 `json:"timestamp_step_ms"`
 }
 
 // Generate emits the same templated payload over and over. It is on the
@@ -296,8 +298,9 @@ type template struct {
 
 	seeded bool // random placeholders are a function of seed and seq
 	seed   uint64
-	// {{timestamp_ms}} of sequence number s is tsStart + (s-1)*tsStep.
-	tsStart, tsStep int64
+	// {{timestamp_ms}} of sequence number s is tsStart + floor((s-1)*tsStep).
+	tsStart int64
+	tsStep  float64
 }
 
 // parseTemplate parses a generate context; only a malformed {{random:N}}
@@ -381,7 +384,7 @@ func (t *template) expand(buf []byte, seq int64, rng *rand.Rand) []byte {
 			}
 			buf = strconv.AppendUint(buf, v, 10)
 		case timestampPlaceholder:
-			buf = strconv.AppendInt(buf, t.tsStart+(seq-1)*t.tsStep, 10)
+			buf = strconv.AppendInt(buf, t.tsStart+int64(math.Floor(float64(seq-1)*t.tsStep)), 10)
 		}
 	}
 	return buf

@@ -275,6 +275,21 @@ func TestTemplatePlaceholders(t *testing.T) {
 	}
 }
 
+// TestTimestampFractionalStep: a step below 1 ms puts several messages in
+// one millisecond, floor((count-1) * step) after the start.
+func TestTimestampFractionalStep(t *testing.T) {
+	tm, err := parseTemplate(`{{timestamp_ms}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.tsStart, tm.tsStep = 5000, 0.25
+	for _, tc := range []struct{ seq, want int64 }{{1, 5000}, {4, 5000}, {5, 5001}, {9, 5002}, {401, 5100}} {
+		if got := string(tm.expand(nil, tc.seq, nil)); got != strconv.FormatInt(tc.want, 10) {
+			t.Errorf("seq %d: {{timestamp_ms}} = %s, want %d", tc.seq, got, tc.want)
+		}
+	}
+}
+
 // genAll reads a generate input to its end and returns the payloads.
 func genAll(t *testing.T, conf map[string]any, subtask, subtasks int) []string {
 	t.Helper()
