@@ -462,3 +462,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+type atomicErr struct{ atomic.Value }
+type atomicInt struct{ atomic.Int64 }

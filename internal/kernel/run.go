@@ -371,12 +371,11 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 		e := &p.Edges[ei]
 		from, to := p.Operator(e.From), p.Operator(e.To)
 		ups, downs := byChain[from.Chain], byChain[to.Chain]
-		if e.Chained {
-			for i, t := range ups {
+		if e.Chained || from.Chain == to.Chain {
+			// A late edge between two operators of one chain is a direct
+			// call too: a channel would feed the task its own barriers.
+			for _, t := range ups {
 				n, nx := nodeOf(t, e.From), nodeOf(t, e.To)
-				if nx == nil && i < len(downs) {
-					nx = nodeOf(downs[i], e.To)
-				}
 				if e.Mode == job.Late {
 					n.late = append(n.late, nx)
 				} else {
