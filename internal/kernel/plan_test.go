@@ -49,7 +49,9 @@ func TestRunsPlanFromJobBuild(t *testing.T) {
 	var bad = &atomicErr{}
 	var closed = &atomicInt{}
 	opts := testOptions(map[string]func() operator.Operator{
-		"win":   func() operator.Operator { return &lateOp{last: operator.NoTime, closed: &closed.Int64, bad: &bad.Value} },
+		"win": func() operator.Operator {
+			return &lateOp{last: operator.NoTime, closed: &closed.Int64, bad: &bad.Value}
+		},
 		"route": func() operator.Operator { return &pass{} },
 	})
 	key := opts.newKey
