@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
@@ -21,8 +25,12 @@ type countJob struct {
 }
 
 func (c *countJob) plan(hooks *seqHooks, par int) *job.Plan {
+	return c.planWith(hooks, 2, par)
+}
+
+func (c *countJob) planWith(hooks *seqHooks, srcPar, par int) *job.Plan {
 	p := makePlan("counts", 16, []opSpec{
-		{id: "src", kind: "source", par: 2, typ: "seq", conf: map[string]any{"n": c.n, "keys": c.keys, "hooks": hooks}},
+		{id: "src", kind: "source", par: srcPar, typ: "seq", conf: map[string]any{"n": c.n, "keys": c.keys, "hooks": hooks}},
 		{id: "count", kind: "aggregate", par: par, stateful: true},
 		{id: "out", kind: "sink", par: par, typ: "txcollect", conf: map[string]any{"store": c.store}},
 	}, []edgeSpec{{from: "src", to: "count", mode: job.Partitioned, key: "k"}, {from: "count", to: "out"}})
@@ -191,5 +199,55 @@ func TestIncompatibleArtifactRefused(t *testing.T) {
 				t.Errorf("observation %+v", o)
 			}
 		})
+	}
+}
+
+func TestSourceRescaleRefused(t *testing.T) {
+	c := newCountJob(t)
+	c.firstRun(t)
+	hooks := &seqHooks{}
+	j, err := Build("jobs[0]", c.planWith(hooks, 3, 2), testOptions(countOps()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, _ := runJob(t, j)
+	err = wait()
+	if err == nil || !strings.Contains(err.Error(), "source src ran at parallelism 2 and now has 3") {
+		t.Fatalf("Run = %v, want the source parallelism refused", err)
+	}
+	if hooks.connects.Load() != 0 {
+		t.Error("inputs connected before the artifact was refused")
+	}
+}
+
+// TestSameChainLateEdge routes late records to an operator chained behind
+// the window: a direct call, not a channel into its own task.
+func TestSameChainLateEdge(t *testing.T) {
+	store := newSinkStore()
+	p := makePlan("chainlate", 16, []opSpec{
+		{id: "src", kind: "source", par: 2, typ: "seq", conf: map[string]any{"n": 1000, "hooks": &seqHooks{}}},
+		{id: "win", kind: "window", par: 2},
+		{id: "route", kind: "map", par: 2},
+		{id: "out", kind: "sink", par: 2, typ: "txcollect", conf: map[string]any{"store": store}},
+	}, []edgeSpec{{from: "src", to: "win"}, {from: "win", to: "route"}, {from: "win", to: "route", mode: job.Late}, {from: "route", to: "out"}})
+	p = withState(p, t.TempDir(), t.TempDir(), 5)
+	if len(p.Chains) != 1 {
+		t.Fatalf("chains %+v, want one", p.Chains)
+	}
+	var closed atomic.Int64
+	var bad atomic.Value
+	j, err := Build("jobs[0]", p, testOptions(map[string]func() operator.Operator{
+		"win":   func() operator.Operator { return &lateOp{last: operator.NoTime, closed: &closed, bad: &bad} },
+		"route": func() operator.Operator { return &pass{} },
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, _ := runJob(t, j)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(upTo(1000), ints(store.values(true), "i")); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }

@@ -64,12 +64,18 @@ func makePlan(jobID string, maxPar int, ops []opSpec, edges []edgeSpec) *job.Pla
 	for i := range p.Edges {
 		e := &p.Edges[i]
 		from, to := &p.Operators[idx[e.From]], &p.Operators[idx[e.To]]
-		e.Chained = e.Mode == job.Forward && from.Parallelism == to.Parallelism && len(from.Outputs) == 1 && len(to.Inputs) == 1
+		e.Chained = e.Mode == job.Forward && from.Parallelism == to.Parallelism && degree(p, from.Outputs) == 1 && degree(p, to.Inputs) == 1
 	}
 	for i := range p.Operators {
 		op := &p.Operators[i]
-		if len(op.Inputs) == 1 && p.Edges[op.Inputs[0]].Chained {
-			from := &p.Operators[idx[p.Edges[op.Inputs[0]].From]]
+		chained := -1
+		for _, e := range op.Inputs {
+			if p.Edges[e].Chained {
+				chained = e
+			}
+		}
+		if chained >= 0 {
+			from := &p.Operators[idx[p.Edges[chained].From]]
 			op.Chain = from.Chain
 			for c := range p.Chains {
 				if p.Chains[c].ID == op.Chain {
@@ -465,3 +471,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 type atomicErr struct{ atomic.Value }
 type atomicInt struct{ atomic.Int64 }
+
+// degree counts the edges that are not late.
+func degree(p *job.Plan, edges []int) int {
+	n := 0
+	for _, e := range edges {
+		if p.Edges[e].Mode != job.Late {
+			n++
+		}
+	}
+	return n
+}

@@ -303,3 +303,42 @@ func TestNoCheckpointing(t *testing.T) {
 		t.Errorf("%d records committed, want 300", got)
 	}
 }
+
+// TestMaxPendingTransactions abandons a checkpoint so the sink holds two
+// prepared transactions at the next one, over a bound of one.
+func TestMaxPendingTransactions(t *testing.T) {
+	c := newCountJob(t)
+	release := make(chan struct{})
+	var first atomic.Bool
+	ops := countOps()
+	ops["count"] = func() operator.Operator {
+		if first.CompareAndSwap(false, true) {
+			return &slowSnapshot{release: release}
+		}
+		return &slowSnapshot{}
+	}
+	opts := testOptions(ops)
+	opts.ckptTimeout = 200 * time.Millisecond
+	opts.Recovery = RecoverFail
+	hooks := &seqHooks{}
+	hooks.pauseAt.Store(500)
+	p := c.plan(hooks, 2)
+	p.State.MaxPendingTransactions = 1
+	j, err := Build("jobs[0]", p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, _ := runJob(t, j)
+	eventually(t, "500 records at the sink", func() bool { return sinkRecords(j) == 500 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := j.Checkpoint(ctx); err == nil {
+		t.Fatal("checkpoint 1 did not time out")
+	}
+	close(release)
+	go j.Checkpoint(ctx) //nolint:errcheck // the job fails under it
+	err = wait()
+	if err == nil || !strings.Contains(err.Error(), "max_pending_transactions (1)") {
+		t.Fatalf("Run = %v, want the pending transactions bound", err)
+	}
+}
