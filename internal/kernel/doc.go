@@ -49,7 +49,9 @@
 // (svc_job_records_dropped_total, reason timestamp), or with the clock
 // otherwise. Its watermark is max seen - out_of_orderness_ms - 1
 // (bounded_out_of_orderness), max seen - 1 (monotonous) or now - 1
-// (processing time, advanced on the timer too). After idle_timeout_ms
+// (processing time); it is sent on the task's timer rather than after
+// every batch, since each watermark flushes every partial batch of the
+// task's channels. After idle_timeout_ms
 // without records it sends an idle marker. A task's watermark is the
 // minimum over its inputs that neither ended nor are idle; it never goes
 // back. When it advances, OnWatermark is called on every operator of the

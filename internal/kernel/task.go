@@ -532,11 +532,9 @@ func (t *task) sourceBatch(ctx context.Context, rr readResult) error {
 	}
 	if t.idle {
 		t.idle = false
-		if err := t.broadcast(ctx, element{kind: elemWatermark, wm: t.wm}); err != nil {
-			return err
-		}
+		return t.broadcast(ctx, element{kind: elemWatermark, wm: t.wm})
 	}
-	return t.advance(ctx, t.clock.watermark(now))
+	return nil
 }
 
 // sourceEnded sends the final watermark and tells the coordinator; the
@@ -578,10 +576,9 @@ func (t *task) onTick(ctx context.Context) error {
 		t.idle = true
 		return t.broadcast(ctx, element{kind: elemIdle})
 	}
-	if !t.clock.event {
-		return t.advance(ctx, t.clock.watermark(now))
-	}
-	return nil
+	// Watermarks go out on the timer, not after every batch: each one
+	// flushes the partial batches of every channel.
+	return t.advance(ctx, t.clock.watermark(now))
 }
 
 // checkpoint snapshots the task at barrier b, forwards the barrier and
