@@ -1,0 +1,96 @@
+package operator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/operator"
+)
+
+// collect is a Collector that keeps what it is given.
+type collect struct {
+	out, late []operator.Record
+}
+
+func (c *collect) Emit(r operator.Record)     { c.out = append(c.out, r) }
+func (c *collect) EmitLate(r operator.Record) { c.late = append(c.late, r) }
+
+// clock is an injected processing-time clock.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time            { return c.now }
+func (c *clock) advance(d time.Duration) { c.now = c.now.Add(d) }
+
+// harness runs one operator instance the way a task does.
+type harness struct {
+	t       testing.TB
+	op      operator.Operator
+	oc      *operator.Context
+	out     collect
+	dropped int
+}
+
+// start builds op with New and opens it with a memory-only context
+// (plan changes the plan it sees; nil keeps a default one).
+func start(t testing.TB, op *job.Operator, plan *job.Plan, clk *clock) *harness {
+	t.Helper()
+	o, err := operator.New(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan == nil {
+		plan = &job.Plan{MaxParallelism: 128}
+	}
+	if clk == nil {
+		clk = &clock{now: time.UnixMilli(1_000_000)}
+	}
+	h := &harness{t: t, op: o}
+	h.oc = &operator.Context{
+		Plan:        plan,
+		Operator:    op,
+		KeyGroups:   job.Range{Start: 0, End: plan.MaxParallelism - 1},
+		Now:         clk.Now,
+		LateDropped: func(n int) { h.dropped += n },
+	}
+	if err := o.Open(context.Background(), h.oc); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) process(in ...operator.Record) error {
+	return h.op.Process(context.Background(), in, &h.out)
+}
+
+func (h *harness) mustProcess(in ...operator.Record) {
+	h.t.Helper()
+	if err := h.process(in...); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) watermark(wm int64) {
+	h.t.Helper()
+	if err := h.op.OnWatermark(context.Background(), wm, &h.out); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// take returns and forgets what was emitted so far.
+func (h *harness) take() []operator.Record {
+	out := h.out.out
+	h.out.out = nil
+	return out
+}
+
+func rec(t int64, v any) operator.Record { return operator.Record{Value: v, Time: t} }
+
+func obj(kv ...any) map[string]any {
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
