@@ -198,4 +198,3 @@ func (o *aggregateOp) Close(context.Context) error {
 	o.keys = nil
 	return nil
 }
-

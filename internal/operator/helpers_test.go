@@ -20,7 +20,7 @@ func (c *collect) EmitLate(r operator.Record) { c.late = append(c.late, r) }
 // clock is an injected processing-time clock.
 type clock struct{ now time.Time }
 
-func (c *clock) Now() time.Time            { return c.now }
+func (c *clock) Now() time.Time          { return c.now }
 func (c *clock) advance(d time.Duration) { c.now = c.now.Add(d) }
 
 // harness runs one operator instance the way a task does.
