@@ -2,7 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/job"
@@ -23,9 +22,16 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time          { return c.now }
 func (c *clock) advance(d time.Duration) { c.now = c.now.Add(d) }
 
+// tb is what the harness needs of a *testing.T or a *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // harness runs one operator instance the way a task does.
 type harness struct {
-	t       testing.TB
+	t       tb
 	op      operator.Operator
 	oc      *operator.Context
 	out     collect
@@ -34,7 +40,7 @@ type harness struct {
 
 // start builds op with New and opens it with a memory-only context
 // (plan changes the plan it sees; nil keeps a default one).
-func start(t testing.TB, op *job.Operator, plan *job.Plan, clk *clock) *harness {
+func start(t tb, op *job.Operator, plan *job.Plan, clk *clock) *harness {
 	t.Helper()
 	o, err := operator.New(op)
 	if err != nil {
