@@ -1,62 +1,13 @@
 package state
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/job"
 )
-
-// Store is one task's keyed state. It is owned by the task's goroutine and
-// is not safe for concurrent use. Writes go to a pending batch that Flush
-// commits; reads see pending writes.
-type Store struct{}
-
-// Open opens (creating) the store in dir. An existing store is opened as is.
-func Open(dir string) (*Store, error) { panic("not implemented") }
-
-// Table returns the table name of the operator: keys of different tables
-// never collide.
-func (s *Store) Table(operatorID, name string) *Table { panic("not implemented") }
-
-// Flush commits the pending batch.
-func (s *Store) Flush() error { panic("not implemented") }
-
-// Checkpoint flushes, then writes a consistent copy of the store to dir
-// (which must not exist), hard-linking where it can.
-func (s *Store) Checkpoint(dir string) error { panic("not implemented") }
-
-// DiskBytes is the store's size on disk.
-func (s *Store) DiskBytes() int64 { panic("not implemented") }
-
-// Close flushes nothing: unflushed writes are lost, as after a crash.
-func (s *Store) Close() error { panic("not implemented") }
-
-// Table is one operator's named table in a Store.
-type Table struct{}
-
-// Put sets key's value in key group kg.
-func (t *Table) Put(kg int, key, value []byte) error { panic("not implemented") }
-
-// Delete removes key from key group kg.
-func (t *Table) Delete(kg int, key []byte) error { panic("not implemented") }
-
-// Get returns key's value in key group kg; ok is false when absent.
-// The value is a copy the caller may keep.
-func (t *Table) Get(kg int, key []byte) (value []byte, ok bool, err error) { panic("not implemented") }
-
-// Scan calls fn for every entry whose key group is in r, in key-group then
-// key order. The slices are only valid during the call.
-func (t *Table) Scan(r job.Range, fn func(kg int, key, value []byte) error) error {
-	panic("not implemented")
-}
-
-// Restore copies into s every entry of the checkpointed stores in dirs
-// whose key group is in r (rescaling reads several old stores, each
-// partly). The dirs are opened read-only and left as they are.
-func Restore(s *Store, dirs []string, r job.Range) error { panic("not implemented") }
 
 // ErrBudget is returned once the live state would exceed its max_bytes.
 var ErrBudget = errors.New("live state exceeds the state.max_bytes budget")
@@ -73,7 +24,25 @@ func NewBudget(max int64) *Budget { return &Budget{max: max} }
 // Grow accounts n more bytes; it fails with an error wrapping ErrBudget
 // (naming the figures) when that would exceed the budget, and then
 // accounts nothing.
-func (b *Budget) Grow(n int64) error { panic("not implemented") }
+func (b *Budget) Grow(n int64) error {
+	if b.max > 0 && b.used+n > b.max {
+		return &BudgetError{Max: b.max, Used: b.used, Requested: n}
+	}
+	b.used += n
+	return nil
+}
+
+// BudgetError is Grow's error: it wraps ErrBudget.
+type BudgetError struct {
+	Max, Used, Requested int64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("state.max_bytes budget of %d bytes exceeded: live state would be %d bytes (%d used, %d more requested)",
+		e.Max, e.Used+e.Requested, e.Used, e.Requested)
+}
+
+func (e *BudgetError) Unwrap() error { return ErrBudget }
 
 // Shrink accounts n bytes fewer.
 func (b *Budget) Shrink(n int64) { b.used -= n }
@@ -140,56 +109,4 @@ type IncompatibleError struct {
 
 func (e *IncompatibleError) Error() string {
 	return "artifact " + e.Field + " is " + e.Have + ", the job has " + e.Want
-}
-
-// Compatible returns an *IncompatibleError when m cannot be restored into
-// the plan: its job id, format version or max parallelism differ, or it
-// holds state of an operator the plan does not have.
-func (m *Manifest) Compatible(p *job.Plan) error { panic("not implemented") }
-
-// Artifacts is a job's artifact store under one object_store_uri.
-type Artifacts struct{}
-
-// OpenArtifacts opens the store at uri (file:// or s3://).
-func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) { panic("not implemented") }
-
-// Upload copies every file under dir to key prefix prefix.
-func (a *Artifacts) Upload(ctx context.Context, prefix, dir string) (bytes int64, err error) {
-	panic("not implemented")
-}
-
-// Download copies every object under prefix into dir.
-func (a *Artifacts) Download(ctx context.Context, prefix, dir string) error { panic("not implemented") }
-
-// Prefix is where the task artifacts of an artifact go: a key prefix that
-// sorts by kind and id under the job.
-func Prefix(jobID, kind string, id int64) string { panic("not implemented") }
-
-// Commit writes m's manifest; once it returns nil the artifact is complete.
-func (a *Artifacts) Commit(ctx context.Context, m *Manifest) error { panic("not implemented") }
-
-// List returns the complete artifacts of kind for the job, oldest first.
-func (a *Artifacts) List(ctx context.Context, jobID, kind string) ([]*Manifest, error) {
-	panic("not implemented")
-}
-
-// Delete removes an artifact: its manifest first, then its files.
-func (a *Artifacts) Delete(ctx context.Context, jobID, kind string, id int64) error {
-	panic("not implemented")
-}
-
-// CleanIncomplete removes the files of artifacts of the job that have no
-// manifest and are older than the newest complete one.
-func (a *Artifacts) CleanIncomplete(ctx context.Context, jobID string) error {
-	panic("not implemented")
-}
-
-// Close releases the store.
-func (a *Artifacts) Close() error { panic("not implemented") }
-
-// Expired chooses the checkpoints retention removes: all but the newest
-// keep, except those pinned (an open sink transaction was prepared at
-// them). It is pure.
-func Expired(checkpoints []*Manifest, keep int, pinned map[int64]bool) []*Manifest {
-	panic("not implemented")
 }

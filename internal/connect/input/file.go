@@ -22,8 +22,10 @@ func init() {
 	component.Default.RegisterInput(component.Spec{
 		Name: "file",
 		Summary: "Reads a file line by line (`lines`, `json` documents or `csv` rows), once or following " +
-			"appended lines like `tail -f`. Delivery is at-least-once within a run: a failed batch is read " +
-			"again, but no offset is persisted, so a restart reads the file from its beginning.",
+			"appended lines like `tail -f`. In a stream, delivery is at-least-once within a run: a failed batch " +
+			"is read again, but no offset is persisted, so a restart reads the file from its beginning. In a " +
+			"job, the byte offset of the next line (and the CSV header) is checkpointed and a restored job " +
+			"continues from it; the input runs at parallelism 1 (it cannot be split).",
 		Schema: component.ObjectSchema(map[string]any{
 			"path": component.Prop("string", "Path of the file to read.", nil),
 			"format": func() map[string]any {
@@ -47,7 +49,7 @@ batch_size: 100
 	}, NewFile)
 }
 
-var _ component.Input = (*File)(nil)
+var _ component.Replayable = (*File)(nil)
 
 // FileConfig is the configuration of the file input.
 type FileConfig struct {
@@ -301,6 +303,52 @@ func (f *File) sleep(ctx context.Context) error {
 		f.timer.Stop()
 		return errInputClosed
 	}
+}
+
+// filePosition is the checkpointed position of a file input.
+type filePosition struct {
+	// Offset is the byte offset of the next unread line.
+	Offset int64 `json:"offset"`
+	// Header is the CSV header once read (csv format only).
+	Header []string `json:"header,omitempty"`
+}
+
+// Position returns the offset of the next unread line and, for csv, the
+// header read so far. A line whose newline has not arrived yet (follow) is
+// not counted as read.
+func (f *File) Position() ([]byte, error) {
+	return json.Marshal(filePosition{Offset: f.offset, Header: f.header})
+}
+
+// Seek moves the opened file to a Position. An offset beyond the end of
+// the file means the file was truncated or replaced since the checkpoint,
+// which is an error: reading on from elsewhere would not replay the same
+// data.
+func (f *File) Seek(_ context.Context, pos []byte) error {
+	if f.f == nil {
+		return errors.New("file input: Seek before Connect")
+	}
+	var p filePosition
+	if err := json.Unmarshal(pos, &p); err != nil {
+		return fmt.Errorf("file input: position %s: %w", pos, err)
+	}
+	st, err := f.f.Stat()
+	if err != nil {
+		return fmt.Errorf("file input: %w", err)
+	}
+	if p.Offset < 0 || p.Offset > st.Size() {
+		return fmt.Errorf("file input: checkpointed offset %d is outside %s (%d bytes); was the file truncated or replaced?",
+			p.Offset, f.path, st.Size())
+	}
+	if _, err := f.f.Seek(p.Offset, io.SeekStart); err != nil {
+		return fmt.Errorf("file input: %w", err)
+	}
+	f.r.Reset(f.f)
+	f.partial, f.offset, f.header = nil, p.Offset, nil
+	if f.format == formatCSV {
+		f.header = p.Header
+	}
+	return nil
 }
 
 // Close closes the file and wakes a Read waiting for appended lines.

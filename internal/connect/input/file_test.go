@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/component/componenttest"
@@ -237,5 +238,83 @@ func TestFileConfigErrors(t *testing.T) {
 				t.Error("built without error")
 			}
 		})
+	}
+}
+
+func TestFileSeek(t *testing.T) {
+	tests := []struct {
+		format, content string
+	}{
+		{"lines", "a\nb\r\n\nc\nlast"},
+		{"json", "{\"a\":1}\nnot json\n\n[1,2]\n\"s\"\n"},
+		{"csv", "name,age\nada,36\nbad\nbob,7\ntom,5\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			p := writeFile(t, tt.content)
+			conf := map[string]any{"path": p, "format": tt.format, "batch_size": float64(1)}
+			ctx := testCtx(t)
+			open := func() component.Input {
+				in := build(t, "file", conf)
+				if err := in.Connect(ctx); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = in.Close(ctx) })
+				return in
+			}
+			all, _ := drain(t, ctx, open(), 100)
+			if len(all) < 2 {
+				t.Fatalf("only %d messages", len(all))
+			}
+			in := open()
+			var positions [][]byte
+			for k := 0; ; k++ {
+				pos, err := in.(component.Replayable).Position()
+				if err != nil {
+					t.Fatal(err)
+				}
+				positions = append(positions, pos)
+				_, _, err = in.Read(ctx)
+				if errors.Is(err, message.ErrEndOfInput) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k > len(all) {
+					t.Fatal("more batches than messages")
+				}
+			}
+			if len(positions) != len(all)+1 {
+				t.Fatalf("%d positions for %d messages", len(positions), len(all))
+			}
+			for k, pos := range positions {
+				again := open()
+				if err := again.(component.Replayable).Seek(ctx, pos); err != nil {
+					t.Fatal(err)
+				}
+				tail, _ := drain(t, ctx, again, 100)
+				if diff := cmp.Diff(all[k:], tail, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("Seek(%s) (-want +got):\n%s", pos, diff)
+				}
+			}
+		})
+	}
+}
+
+func TestFileSeekErrors(t *testing.T) {
+	ctx := testCtx(t)
+	in := build(t, "file", map[string]any{"path": writeFile(t, "abc\n")})
+	if err := in.(component.Replayable).Seek(ctx, []byte(`{"offset":0}`)); err == nil {
+		t.Error("Seek before Connect succeeded")
+	}
+	if err := in.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close(ctx)
+	for _, pos := range []string{`x`, `{"offset":-1}`, `{"offset":5}`} {
+		if err := in.(component.Replayable).Seek(ctx, []byte(pos)); err == nil {
+			t.Errorf("Seek(%s) succeeded", pos)
+		}
 	}
 }

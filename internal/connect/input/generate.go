@@ -3,8 +3,11 @@ package input
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -17,12 +20,18 @@ func init() {
 	component.Default.RegisterInput(component.Spec{
 		Name: "generate",
 		Summary: "Emits a templated payload at a fixed interval, optionally a fixed number of times. " +
-			"In `context`, `{{count}}` becomes the 1-based sequence number of the message and " +
-			"`{{random}}` a random integer in [0, 1000000).",
+			"In `context`, `{{count}}` becomes the 1-based sequence number of the message, `{{random}}` a " +
+			"random integer in [0, 1000000), `{{random:N}}` one in [0, N) and `{{timestamp_ms}}` " +
+			"`timestamp_start_ms + floor((count-1) * timestamp_step_ms)`. With `seed` the random values are a " +
+			"function of the seed and the sequence number, so every run emits the same payloads. " +
+			"In a job it can run at any parallelism (subtask i of n emits the sequence numbers s with " +
+			"(s-1) mod n = i, `count` staying the total) and resumes from its checkpointed position; " +
+			"with `seed` (or no random placeholder) a replay emits exactly the same messages.",
 		Schema: component.ObjectSchema(map[string]any{
 			"context": component.Prop("string", "Payload of every message, usually JSON. `{{count}}` is replaced by the "+
-				"1-based sequence number of the message and `{{random}}` by a random integer in [0, 1000000); "+
-				"any other text is kept as is.", nil),
+				"1-based sequence number of the message, `{{random}}` by a random integer in [0, 1000000), "+
+				"`{{random:N}}` (N a positive integer) by one in [0, N) and `{{timestamp_ms}}` by "+
+				"`timestamp_start_ms + floor((count-1) * timestamp_step_ms)`; any other text is kept as is.", nil),
 			"interval": component.DurationProp("Pause between batches; \"0s\" emits as fast as possible.", "1s"),
 			"count": func() map[string]any {
 				p := component.Prop("integer", "Total number of messages, after which the input ends; 0 means unlimited.", 0)
@@ -30,34 +39,56 @@ func init() {
 				return p
 			}(),
 			"batch_size": batchSizeProp(),
+			"seed": component.Prop("integer", "When set, `{{random}}` and `{{random:N}}` are a pure function of the "+
+				"seed, the sequence number and the placeholder's place in `context`, so replays and split runs "+
+				"produce identical payloads; when absent they are random.", nil),
+			"timestamp_start_ms": component.Prop("integer", "`{{timestamp_ms}}` of the first message, in "+
+				"milliseconds since the Unix epoch (the default 0 is 1970-01-01T00:00:00Z).", 0),
+			"timestamp_step_ms": component.Prop("number", "Milliseconds `{{timestamp_ms}}` advances per message; "+
+				"a fraction puts several messages in one millisecond (`{{timestamp_ms}}` is `timestamp_start_ms + floor((count-1) * timestamp_step_ms)`).", 1),
 		}, "context"),
 		Example: `type: generate
-context: '{"id": {{count}}, "v": {{random}}}'
+context: '{"id": {{count}}, "v": {{random}}, "k": {{random:10}}, "ts": {{timestamp_ms}}}'
 interval: 10ms
 count: 5
 batch_size: 1
+seed: 42
+timestamp_start_ms: 1700000000000
+timestamp_step_ms: 100
 `,
 	}, NewGenerate)
 }
 
-var _ component.Input = (*Generate)(nil)
+var (
+	_ component.Splittable = (*Generate)(nil)
+	_ component.Replayable = (*Generate)(nil)
+)
 
 // GenerateConfig is the configuration of the generate input.
 type GenerateConfig struct {
-	Context   string `json:"context"`
-	Interval  string `json:"interval"`
-	Count     int64  `json:"count"`
-	BatchSize int    `json:"batch_size"`
+	Context          string  `json:"context"`
+	Interval         string  `json:"interval"`
+	Count            int64   `json:"count"`
+	BatchSize        int     `json:"batch_size"`
+	Seed             *int64  `json:"seed"`
+	TimestampStartMs int64   `json:"timestamp_start_ms"`
+	TimestampStepMs  float64 `json:"timestamp_step_ms"`
 }
 
 // Generate emits the same templated payload over and over. It is on the
 // throughput hot path: a batch costs one allocation for its messages and,
 // when the template has placeholders, one for all of their payloads.
+//
+// Split makes it emit every subtasks-th sequence number; emitted counts the
+// messages of this instance, so its k-th message has the sequence number
+// first + k*stride.
 type Generate struct {
 	tmpl      template
 	interval  time.Duration
-	count     int64 // 0 = unlimited
+	count     int64 // 0 = unlimited; the total over all subtasks
 	batchSize int
+	first     int64 // sequence number of this instance's first message
+	stride    int64 // distance between its sequence numbers
 
 	// Owned by the goroutine that calls Read.
 	emitted int64
@@ -68,13 +99,17 @@ type Generate struct {
 
 // NewGenerate builds a generate input from its configuration.
 func NewGenerate(conf map[string]any, _ component.Resources) (component.Input, error) {
-	c := GenerateConfig{Interval: "1s", BatchSize: 1}
+	c := GenerateConfig{Interval: "1s", BatchSize: 1, TimestampStepMs: 1}
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
 	var errs []error
 	if c.Context == "" {
 		errs = append(errs, errors.New("context: required"))
+	}
+	tmpl, err := parseTemplate(c.Context)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("context: %w", err))
 	}
 	iv, err := parseDuration("interval", c.Interval)
 	if err != nil {
@@ -89,13 +124,64 @@ func NewGenerate(conf map[string]any, _ component.Resources) (component.Input, e
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	tmpl.tsStart, tmpl.tsStep = c.TimestampStartMs, c.TimestampStepMs
+	if c.Seed != nil {
+		tmpl.seeded, tmpl.seed = true, uint64(*c.Seed)
+	}
 	return &Generate{
-		tmpl:      parseTemplate(c.Context),
+		tmpl:      tmpl,
 		interval:  iv,
 		count:     c.Count,
 		batchSize: c.BatchSize,
+		first:     1,
+		stride:    1,
 		rng:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}, nil
+}
+
+// Split makes this instance emit the sequence numbers s with
+// (s-1) mod subtasks == subtask.
+func (g *Generate) Split(subtask, subtasks int) error {
+	if subtasks < 1 || subtask < 0 || subtask >= subtasks {
+		return fmt.Errorf("generate: subtask %d of %d is out of range", subtask, subtasks)
+	}
+	g.first, g.stride = int64(subtask)+1, int64(subtasks)
+	return nil
+}
+
+// generatePosition is the checkpointed position of a generate input.
+type generatePosition struct {
+	// Emitted is how many messages this instance emitted.
+	Emitted int64 `json:"emitted"`
+	// Next is the sequence number of its next message, for people reading
+	// a checkpoint.
+	Next int64 `json:"next"`
+}
+
+// Position returns how many messages this instance emitted.
+func (g *Generate) Position() ([]byte, error) {
+	return json.Marshal(generatePosition{Emitted: g.emitted, Next: g.first + g.emitted*g.stride})
+}
+
+// Seek continues after the messages a Position counted.
+func (g *Generate) Seek(_ context.Context, pos []byte) error {
+	var p generatePosition
+	if err := json.Unmarshal(pos, &p); err != nil {
+		return fmt.Errorf("generate: position %s: %w", pos, err)
+	}
+	if p.Emitted < 0 {
+		return fmt.Errorf("generate: position %s: emitted must not be negative", pos)
+	}
+	g.emitted = p.Emitted
+	return nil
+}
+
+// total is how many messages this instance emits in all; 0 = unlimited.
+func (g *Generate) total() int64 {
+	if g.count < g.first {
+		return 0
+	}
+	return (g.count-g.first)/g.stride + 1
 }
 
 // Connect does nothing: there is nothing to reach.
@@ -106,7 +192,7 @@ func (g *Generate) Connect(context.Context) error { return nil }
 func (g *Generate) Read(ctx context.Context) (message.Batch, message.AckFunc, error) {
 	n := int64(g.batchSize)
 	if g.count > 0 {
-		if left := g.count - g.emitted; left <= 0 {
+		if left := g.total() - g.emitted; left <= 0 {
 			return message.Batch{}, nil, message.ErrEndOfInput
 		} else if left < n {
 			n = left
@@ -122,9 +208,11 @@ func (g *Generate) Read(ctx context.Context) (message.Batch, message.AckFunc, er
 		}
 	} else {
 		buf := make([]byte, 0, int(n)*g.tmpl.maxLen)
+		seq := g.first + g.emitted*g.stride
 		for i := range msgs {
 			start := len(buf)
-			buf = g.tmpl.expand(buf, g.emitted+int64(i)+1, g.rng)
+			buf = g.tmpl.expand(buf, seq, g.rng)
+			seq += g.stride
 			msgs[i] = message.New(buf[start:len(buf):len(buf)])
 		}
 	}
@@ -172,14 +260,16 @@ func (g *Generate) Close(context.Context) error {
 // Placeholders of the generate template. They deliberately do not start with
 // "${", which the configuration loader reserves for secret references.
 const (
-	phCount  = "{{count}}"
-	phRandom = "{{random}}"
+	phCount     = "{{count}}"
+	phRandom    = "{{random}}"
+	phRandomN   = "{{random:" // followed by N and "}}"
+	phTimestamp = "{{timestamp_ms}}"
 )
 
 const (
 	randomBound    = 1_000_000
 	maxCountDigits = 19 // a positive int64
-	maxRandDigits  = 6  // < randomBound
+	maxInt64Digits = 20 // any int64, sign included
 )
 
 type placeholder uint8
@@ -188,12 +278,15 @@ const (
 	noPlaceholder placeholder = iota
 	countPlaceholder
 	randomPlaceholder
+	timestampPlaceholder
 )
 
-// part is literal text followed by at most one placeholder.
+// part is literal text followed by at most one placeholder. bound is the
+// exclusive upper bound of a random placeholder.
 type part struct {
-	lit []byte
-	ph  placeholder
+	lit   []byte
+	ph    placeholder
+	bound uint64
 }
 
 // template is a parsed generate context. static is the whole payload when
@@ -202,9 +295,17 @@ type template struct {
 	static []byte
 	parts  []part
 	maxLen int // upper bound of one expansion
+
+	seeded bool // random placeholders are a function of seed and seq
+	seed   uint64
+	// {{timestamp_ms}} of sequence number s is tsStart + floor((s-1)*tsStep).
+	tsStart int64
+	tsStep  float64
 }
 
-func parseTemplate(s string) template {
+// parseTemplate parses a generate context; only a malformed {{random:N}}
+// is an error, any other text is kept as is.
+func parseTemplate(s string) (template, error) {
 	var t template
 	var lit []byte
 	src := []byte(s)
@@ -222,33 +323,87 @@ func parseTemplate(s string) template {
 			t.maxLen += len(lit) + maxCountDigits
 			lit, src = nil, rest[len(phCount):]
 		case bytes.HasPrefix(rest, []byte(phRandom)):
-			t.parts = append(t.parts, part{lit: lit, ph: randomPlaceholder})
-			t.maxLen += len(lit) + maxRandDigits
+			t.parts = append(t.parts, part{lit: lit, ph: randomPlaceholder, bound: randomBound})
+			t.maxLen += len(lit) + digits(randomBound-1)
 			lit, src = nil, rest[len(phRandom):]
+		case bytes.HasPrefix(rest, []byte(phRandomN)):
+			end := bytes.Index(rest, []byte("}}"))
+			if end < 0 {
+				return template{}, fmt.Errorf("%q is not closed by \"}}\"", rest)
+			}
+			arg := string(rest[len(phRandomN):end])
+			n, err := strconv.ParseUint(arg, 10, 63)
+			if err != nil || n == 0 {
+				return template{}, fmt.Errorf("%s: N must be a positive integer", rest[:end+2])
+			}
+			t.parts = append(t.parts, part{lit: lit, ph: randomPlaceholder, bound: n})
+			t.maxLen += len(lit) + digits(n-1)
+			lit, src = nil, rest[end+2:]
+		case bytes.HasPrefix(rest, []byte(phTimestamp)):
+			t.parts = append(t.parts, part{lit: lit, ph: timestampPlaceholder})
+			t.maxLen += len(lit) + maxInt64Digits
+			lit, src = nil, rest[len(phTimestamp):]
 		default: // not a placeholder: keep one "{" and look again after it
 			lit, src = append(lit, '{'), rest[1:]
 		}
 	}
 	if len(t.parts) == 0 {
-		return template{static: []byte(s)}
+		return template{static: []byte(s)}, nil
 	}
 	if len(lit) > 0 {
 		t.parts = append(t.parts, part{lit: lit})
 		t.maxLen += len(lit)
 	}
-	return t
+	return t, nil
 }
 
-// expand appends one payload to buf.
+// digits is the number of decimal digits of n.
+func digits(n uint64) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
+}
+
+// expand appends one payload to buf. Without a seed, random placeholders
+// draw from rng.
 func (t *template) expand(buf []byte, seq int64, rng *rand.Rand) []byte {
-	for _, p := range t.parts {
+	for i, p := range t.parts {
 		buf = append(buf, p.lit...)
 		switch p.ph {
 		case countPlaceholder:
 			buf = strconv.AppendInt(buf, seq, 10)
 		case randomPlaceholder:
-			buf = strconv.AppendInt(buf, int64(rng.IntN(randomBound)), 10)
+			var v uint64
+			if t.seeded {
+				v = seededRandom(t.seed, uint64(seq), uint64(i), p.bound)
+			} else {
+				v = rng.Uint64N(p.bound)
+			}
+			buf = strconv.AppendUint(buf, v, 10)
+		case timestampPlaceholder:
+			buf = strconv.AppendInt(buf, t.tsStart+int64(math.Floor(float64(seq-1)*t.tsStep)), 10)
 		}
 	}
 	return buf
+}
+
+// seededRandom is a value in [0, bound) that depends only on its arguments:
+// splitmix64 finalizers of the seed, the sequence number and the index of
+// the placeholder, scaled by a multiply-high.
+func seededRandom(seed, seq, index, bound uint64) uint64 {
+	x := splitmix64(seed ^ splitmix64(seq*0x9e3779b97f4a7c15+index))
+	hi, _ := bits.Mul64(x, bound)
+	return hi
+}
+
+// splitmix64 is the finalizer of the SplitMix64 generator (Steele, Lea and
+// Flood), a good 64-bit mixing function.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }

@@ -28,7 +28,8 @@ func init() {
 		Name: "http",
 		Summary: "An HTTP server: each POST body becomes a batch. The request is answered 200 only once the " +
 			"stream has accepted the batch (written to its WAL or delivered), and 503 when it failed or the " +
-			"stream stopped, so clients retry.",
+			"stream stopped, so clients retry. It cannot be split or replayed: a job cannot re-read after a " +
+			"restore what it had accepted before.",
 		Schema: component.ObjectSchema(withHTTPLimitProps(map[string]any{
 			"address": component.Prop("string", "Listening address, host:port.", "127.0.0.1:8000"),
 			"path": func() map[string]any {

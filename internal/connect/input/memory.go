@@ -2,7 +2,9 @@ package input
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
@@ -10,8 +12,10 @@ import (
 
 func init() {
 	component.Default.RegisterInput(component.Spec{
-		Name:    "memory",
-		Summary: "Emits a fixed list of messages from the configuration, then ends.",
+		Name: "memory",
+		Summary: "Emits a fixed list of messages from the configuration, then ends. In a job it can run at " +
+			"any parallelism (message i goes to subtask i mod n) and resumes from its checkpointed position " +
+			"(the index of the next message).",
 		Schema: component.ObjectSchema(map[string]any{
 			"messages": func() map[string]any {
 				p := component.Prop("array", "Payloads to emit, one message per entry, in order.", nil)
@@ -29,7 +33,10 @@ batch_size: 2
 	}, NewMemory)
 }
 
-var _ component.Input = (*Memory)(nil)
+var (
+	_ component.Splittable = (*Memory)(nil)
+	_ component.Replayable = (*Memory)(nil)
+)
 
 // MemoryConfig is the configuration of the memory input.
 type MemoryConfig struct {
@@ -39,12 +46,18 @@ type MemoryConfig struct {
 
 // Memory emits the configured messages once. A batch whose acknowledgement
 // fails is emitted again before the rest.
+//
+// Split keeps every subtasks-th message: payloads[k] is message
+// first + k*stride of the configuration.
 type Memory struct {
 	payloads  [][]byte
 	batchSize int
 	redo      redelivery
+	first     int
+	stride    int
+	total     int // number of configured messages
 
-	pos int // owned by the goroutine that calls Read
+	pos int // index into payloads; owned by the goroutine that calls Read
 }
 
 // NewMemory builds a memory input from its configuration.
@@ -59,7 +72,10 @@ func NewMemory(conf map[string]any, res component.Resources) (component.Input, e
 	if err := checkBatchSize(c.BatchSize); err != nil {
 		return nil, err
 	}
-	m := &Memory{batchSize: c.BatchSize, redo: redelivery{log: res.Logger, source: "memory"}}
+	m := &Memory{
+		batchSize: c.BatchSize, redo: redelivery{log: res.Logger, source: "memory"},
+		stride: 1, total: len(c.Messages),
+	}
 	for _, s := range c.Messages {
 		m.payloads = append(m.payloads, []byte(s))
 	}
@@ -90,12 +106,60 @@ func (m *Memory) Read(ctx context.Context) (message.Batch, message.AckFunc, erro
 	for _, p := range m.payloads[m.pos:end] {
 		msg := message.New(p)
 		msg.Meta.Source = "memory"
-		msg.Meta.Offset = int64(m.pos + len(msgs))
+		msg.Meta.Offset = int64(m.first + (m.pos+len(msgs))*m.stride)
 		msgs = append(msgs, msg)
 	}
 	m.pos = end
 	b := message.Batch{Messages: msgs}
 	return b, m.redo.ackFor(b), nil
+}
+
+// Split keeps the messages i with i mod subtasks == subtask.
+func (m *Memory) Split(subtask, subtasks int) error {
+	if subtasks < 1 || subtask < 0 || subtask >= subtasks {
+		return fmt.Errorf("memory: subtask %d of %d is out of range", subtask, subtasks)
+	}
+	var own [][]byte
+	for i := subtask; i < len(m.payloads); i += subtasks {
+		own = append(own, m.payloads[i])
+	}
+	m.payloads, m.first, m.stride = own, subtask, subtasks
+	return nil
+}
+
+// memoryPosition is the checkpointed position of a memory input.
+type memoryPosition struct {
+	// Index is the index in the configured list of the next message this
+	// instance emits, or the list's length when it emitted all of its own.
+	Index int `json:"index"`
+}
+
+// Position returns the index of the next message.
+func (m *Memory) Position() ([]byte, error) {
+	idx := m.total
+	if m.pos < len(m.payloads) {
+		idx = m.first + m.pos*m.stride
+	}
+	return json.Marshal(memoryPosition{Index: idx})
+}
+
+// Seek continues with the first message of this instance at or after the
+// position's index.
+func (m *Memory) Seek(_ context.Context, pos []byte) error {
+	var p memoryPosition
+	if err := json.Unmarshal(pos, &p); err != nil {
+		return fmt.Errorf("memory: position %s: %w", pos, err)
+	}
+	if p.Index < 0 || p.Index > m.total {
+		return fmt.Errorf("memory: position %s: index out of range [0, %d]", pos, m.total)
+	}
+	// The first own index k with first + k*stride >= p.Index.
+	k := 0
+	if p.Index > m.first {
+		k = (p.Index - m.first + m.stride - 1) / m.stride
+	}
+	m.pos = min(k, len(m.payloads))
+	return nil
 }
 
 // Close does nothing.

@@ -2,9 +2,11 @@ package input
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/component/componenttest"
@@ -101,5 +103,67 @@ func TestMemoryConfigErrors(t *testing.T) {
 				t.Error("built without error")
 			}
 		})
+	}
+}
+
+func TestMemorySplitAndSeek(t *testing.T) {
+	msgs := []any{"m0", "m1", "m2", "m3", "m4", "m5", "m6"}
+	for _, n := range []int{1, 2, 3, 8} {
+		var union []string
+		for i := range n {
+			in := build(t, "memory", map[string]any{"messages": msgs, "batch_size": float64(2)})
+			if err := in.(component.Splittable).Split(i, n); err != nil {
+				t.Fatal(err)
+			}
+			all, _ := drain(t, testCtx(t), in, 10)
+			for j, p := range all {
+				if want := msgs[i+j*n]; p != want {
+					t.Fatalf("n=%d subtask %d message %d = %q, want %q", n, i, j, p, want)
+				}
+			}
+			union = append(union, all...)
+
+			// Seek to every position this instance reports.
+			ctx := testCtx(t)
+			in = build(t, "memory", map[string]any{"messages": msgs, "batch_size": float64(1)})
+			if err := in.(component.Splittable).Split(i, n); err != nil {
+				t.Fatal(err)
+			}
+			for k := 0; k <= len(all); k++ {
+				pos, err := in.(component.Replayable).Position()
+				if err != nil {
+					t.Fatal(err)
+				}
+				again := build(t, "memory", map[string]any{"messages": msgs, "batch_size": float64(2)})
+				if err := again.(component.Splittable).Split(i, n); err != nil {
+					t.Fatal(err)
+				}
+				if err := again.(component.Replayable).Seek(ctx, pos); err != nil {
+					t.Fatal(err)
+				}
+				tail, _ := drain(t, ctx, again, 10)
+				if diff := cmp.Diff(all[k:], tail, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("n=%d subtask %d: Seek(%s) (-want +got):\n%s", n, i, pos, diff)
+				}
+				if k < len(all) {
+					if _, _, err := in.Read(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		slices.Sort(union)
+		if diff := cmp.Diff([]string{"m0", "m1", "m2", "m3", "m4", "m5", "m6"}, union); diff != "" {
+			t.Errorf("n=%d: union of the splits (-want +got):\n%s", n, diff)
+		}
+	}
+}
+
+func TestMemorySeekErrors(t *testing.T) {
+	in := build(t, "memory", map[string]any{"messages": []any{"a"}}).(component.Replayable)
+	for _, pos := range []string{`[]`, `{"index":-1}`, `{"index":2}`} {
+		if err := in.Seek(testCtx(t), []byte(pos)); err == nil {
+			t.Errorf("Seek(%s) succeeded", pos)
+		}
 	}
 }

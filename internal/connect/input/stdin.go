@@ -16,8 +16,9 @@ import (
 
 func init() {
 	component.Default.RegisterInput(component.Spec{
-		Name:    "stdin",
-		Summary: "Reads lines from standard input, one message per line, and ends at end of file.",
+		Name: "stdin",
+		Summary: "Reads lines from standard input, one message per line, and ends at end of file. It cannot be " +
+			"split or replayed: a job reads it at parallelism 1 and cannot re-read it after a restore.",
 		Schema: component.ObjectSchema(map[string]any{
 			"batch_size": batchSizeProp(),
 		}),

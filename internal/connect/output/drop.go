@@ -9,8 +9,9 @@ import (
 
 func init() {
 	component.Default.RegisterOutput(component.Spec{
-		Name:    "drop",
-		Summary: "Discards every batch (benchmarks, or streams kept only for their side effects).",
+		Name: "drop",
+		Summary: "Discards every batch (benchmarks, or streams and jobs kept only for their side effects); " +
+			"with nothing written, delivery guarantees do not apply.",
 		Schema:  component.ObjectSchema(map[string]any{}),
 		Example: "type: drop\n",
 	}, NewDrop)

@@ -17,24 +17,35 @@ import (
 func init() {
 	component.Default.RegisterOutput(component.Spec{
 		Name: "file",
-		Summary: "Appends each message payload to a file, optionally rotating it by size: the full file " +
-			"becomes `<path>.1`, an existing `<path>.1` becomes `<path>.2` and so on, and the oldest beyond " +
-			"`max_backups` is deleted.",
+		Summary: "In a stream, appends each message payload to `path` (at-least-once: a batch retried " +
+			"after a failure or a restart may be written twice), optionally rotating it by size: the full " +
+			"file becomes `<path>.1`, an existing `<path>.1` becomes `<path>.2` and so on, and the oldest " +
+			"beyond `max_backups` is deleted. In a job it is exactly-once by two-phase commit and writes " +
+			"part files instead of `path`: what a sink subtask writes between two checkpoints goes to a " +
+			"pending file in `<dir>/.<base>.pending/`, made durable when a checkpoint is taken and renamed " +
+			"to `<dir>/<stem>-<operator>-<subtask>-<checkpoint><ext>` (the checkpoint number padded " +
+			"to 20 digits) when the checkpoint completes, for `path` `<dir>/<stem><ext>`; e.g. " +
+			"`out/counts.jsonl` gives `out/counts-sink-0-00000000000000000003.jsonl`, so a sorted " +
+			"listing is in commit order per subtask. A restored job commits the checkpoint's pending " +
+			"files and discards the others. `max_bytes`, `max_backups` and `sync` do not apply in a job " +
+			"(part files are not rotated and always fsynced at the checkpoint).",
 		Schema: component.ObjectSchema(map[string]any{
-			"path":           component.Prop("string", "File to append to; missing parent directories are created.", nil),
+			"path": component.Prop("string", "File to append to in a stream; in a job, the part files are named after it. Missing parent "+
+				"directories are created.", nil),
 			"append_newline": appendNewlineProp(),
 			"max_bytes": func() map[string]any {
 				p := component.Prop("integer", "Rotate before a message would make the file larger than this; "+
-					"0 disables rotation. A message larger than this gets a file of its own.", 0)
+					"0 disables rotation. A message larger than this gets a file of its own. Streams only.", 0)
 				p["minimum"] = 0
 				return p
 			}(),
 			"max_backups": func() map[string]any {
-				p := component.Prop("integer", "Rotated files kept (`<path>.1` is the newest).", 5)
+				p := component.Prop("integer", "Rotated files kept (`<path>.1` is the newest). Streams only.", 5)
 				p["minimum"] = 1
 				return p
 			}(),
-			"sync": component.Prop("boolean", "fsync the file after every batch (and before rotating it).", false),
+			"sync": component.Prop("boolean", "fsync the file after every batch (and before rotating it). Streams only: in a job, part "+
+				"files are fsynced at each checkpoint.", false),
 		}, "path"),
 		Example: `type: file
 path: /tmp/flowplane-example/out.jsonl
@@ -46,7 +57,7 @@ sync: false
 	}, NewFile)
 }
 
-var _ component.Output = (*File)(nil)
+var _ component.Transactional = (*File)(nil)
 
 // FileConfig is the configuration of the file output.
 type FileConfig struct {
@@ -58,14 +69,18 @@ type FileConfig struct {
 }
 
 // File appends payloads to a file. After a failed Write the file is closed
-// and opened again by the next Write, which the runtime retries.
+// and opened again by the next Write, which the runtime retries. In a job,
+// Begin makes it transactional (see file_txn.go).
 type File struct {
 	conf FileConfig
 
-	// Owned by the goroutine that calls Connect, Write and Close.
-	f    *os.File
-	w    *bufio.Writer
-	size int64
+	// Owned by the goroutine that calls Connect, Write, Close and the
+	// Transactional methods.
+	f       *os.File
+	w       *bufio.Writer
+	size    int64
+	created bool      // Connect created the file at path
+	txn     *txnState // set by Begin
 }
 
 // NewFile builds a file output from its configuration. It does not touch
@@ -96,6 +111,8 @@ func (o *File) Connect(context.Context) error {
 	if err := os.MkdirAll(filepath.Dir(o.conf.Path), 0o755); err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
+	_, err := os.Lstat(o.conf.Path)
+	o.created = errors.Is(err, fs.ErrNotExist)
 	return o.open()
 }
 
@@ -124,6 +141,9 @@ func (o *File) Write(ctx context.Context, b message.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if o.txn != nil {
+		return o.writeTxn(b)
+	}
 	if o.f == nil {
 		if err := o.open(); err != nil {
 			return err
@@ -137,6 +157,16 @@ func (o *File) Write(ctx context.Context, b message.Batch) error {
 }
 
 func (o *File) write(b message.Batch) error {
+	if err := o.writeMessages(b); err != nil {
+		return err
+	}
+	return o.flush()
+}
+
+// writeMessages writes the payloads to the buffered writer, rotating in a
+// stream when max_bytes would be exceeded.
+func (o *File) writeMessages(b message.Batch) error {
+	rotate := o.txn == nil && o.conf.MaxBytes > 0
 	nl := int64(0)
 	if o.conf.AppendNewline {
 		nl = 1
@@ -147,7 +177,7 @@ func (o *File) write(b message.Batch) error {
 			return err
 		}
 		n := int64(len(p)) + nl
-		if o.conf.MaxBytes > 0 && o.size > 0 && o.size+n > o.conf.MaxBytes {
+		if rotate && o.size > 0 && o.size+n > o.conf.MaxBytes {
 			if err := o.rotate(); err != nil {
 				return err
 			}
@@ -162,7 +192,7 @@ func (o *File) write(b message.Batch) error {
 		}
 		o.size += n
 	}
-	return o.flush()
+	return nil
 }
 
 func (o *File) flush() error {
@@ -214,8 +244,13 @@ func (o *File) abandon() {
 	}
 }
 
-// Close flushes, fsyncs with sync, and closes the file.
+// Close flushes, fsyncs with sync, and closes the file. In a job it closes
+// the in-progress file, whose data no checkpoint covers: the next Begin of
+// this operator and subtask discards it.
 func (o *File) Close(context.Context) error {
+	if o.txn != nil {
+		return o.closeTxn()
+	}
 	if o.f == nil {
 		return nil
 	}

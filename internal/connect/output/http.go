@@ -22,7 +22,8 @@ func init() {
 		Name: "http",
 		Summary: "Sends messages to an HTTP endpoint, one request per message or one JSON array per batch. " +
 			"Connection errors, 5xx and 429 are retried `retry_count` times with a short capped backoff; " +
-			"any other final non-2xx answer fails the batch.",
+			"any other final non-2xx answer fails the batch. At-least-once, in a stream and in a job: after " +
+			"a retry or a restore a message may be sent again, so the receiver should be idempotent.",
 		Schema: component.ObjectSchema(map[string]any{
 			"url": component.Prop("string", "Absolute http:// or https:// URL to send to.", nil),
 			"method": func() map[string]any {

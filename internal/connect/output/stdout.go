@@ -13,8 +13,9 @@ import (
 
 func init() {
 	component.Default.RegisterOutput(component.Spec{
-		Name:    "stdout",
-		Summary: "Writes each message payload to standard output, flushed after every batch.",
+		Name: "stdout",
+		Summary: "Writes each message payload to standard output, flushed after every batch. At-least-once in a " +
+			"job: after a restore, what was written since the last completed checkpoint is written again.",
 		Schema: component.ObjectSchema(map[string]any{
 			"append_newline": appendNewlineProp(),
 		}),
