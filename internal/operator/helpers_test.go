@@ -42,25 +42,31 @@ type harness struct {
 // (plan changes the plan it sees; nil keeps a default one).
 func start(t tb, op *job.Operator, plan *job.Plan, clk *clock) *harness {
 	t.Helper()
+	if clk == nil {
+		clk = &clock{now: time.UnixMilli(1_000_000)}
+	}
+	return startWith(t, op, &operator.Context{Plan: plan, Now: clk.Now})
+}
+
+// startWith builds op with New and opens it with oc, whose Plan (default
+// max_parallelism 128), Operator, KeyGroups (default all) and LateDropped
+// it fills in when unset.
+func startWith(t tb, op *job.Operator, oc *operator.Context) *harness {
+	t.Helper()
 	o, err := operator.New(op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan == nil {
-		plan = &job.Plan{MaxParallelism: 128}
+	if oc.Plan == nil {
+		oc.Plan = &job.Plan{MaxParallelism: 128}
 	}
-	if clk == nil {
-		clk = &clock{now: time.UnixMilli(1_000_000)}
+	if oc.KeyGroups == (job.Range{}) {
+		oc.KeyGroups = job.Range{Start: 0, End: oc.Plan.MaxParallelism - 1}
 	}
-	h := &harness{t: t, op: o}
-	h.oc = &operator.Context{
-		Plan:        plan,
-		Operator:    op,
-		KeyGroups:   job.Range{Start: 0, End: plan.MaxParallelism - 1},
-		Now:         clk.Now,
-		LateDropped: func(n int) { h.dropped += n },
-	}
-	if err := o.Open(context.Background(), h.oc); err != nil {
+	oc.Operator = op
+	h := &harness{t: t, op: o, oc: oc}
+	oc.LateDropped = func(n int) { h.dropped += n }
+	if err := o.Open(context.Background(), oc); err != nil {
 		t.Fatal(err)
 	}
 	return h
