@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/goccy/go-json"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
@@ -300,4 +300,3 @@ func TestTTLSweep(t *testing.T) {
 		t.Errorf("table after the sweep (-want +got):\n%s", diff)
 	}
 }
-
