@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wal"
 )
@@ -85,8 +86,9 @@ func buildStream(reg *component.Registry, prefix string, s config.Stream, res co
 }
 
 // Check is the deep build: it constructs every component of every stream
-// and job source and sink, then releases them, and returns every problem
-// with its path. It starts nothing and binds nothing.
+// and job source and sink, then releases them, builds every job's plan,
+// and returns every problem with its path. It starts nothing and binds
+// nothing.
 func Check(cfg *config.Config, reg *component.Registry) []config.Problem {
 	var ps []config.Problem
 	for i, s := range cfg.Streams {
@@ -97,6 +99,8 @@ func Check(cfg *config.Config, reg *component.Registry) []config.Problem {
 		}
 	}
 	for i, j := range cfg.Jobs {
+		_, jp := job.Build(fmt.Sprintf("jobs[%d]", i), j)
+		ps = append(ps, jp...)
 		for k, src := range j.Sources {
 			if in, err := reg.NewInput(src.InputType, src.Config, component.Resources{}); err != nil {
 				if !isUnknown(err) { // unknown types are reported by validation

@@ -114,7 +114,7 @@ const (
 	Forward     = "forward"     // same subtask; chained when both ends have equal parallelism
 	Rebalance   = "rebalance"   // round robin (unpartitioned edge between unequal parallelisms)
 	Partitioned = "partitioned" // by key group
-	Late        = "late"        // a late-event side output to the operator named by late_event_route
+	Late        = "late"        // a late-event side output to the operator named by late_event_route; never chained, though its ends may share a chain
 )
 
 // Edge is a connection between two operators.
@@ -150,7 +150,7 @@ type Task struct {
 // problems found, each with its configuration path under prefix (for
 // example "jobs[0]").
 func Build(prefix string, j config.Job) (*Plan, []config.Problem) {
-	panic("job.Build: not implemented")
+	return build(prefix, j)
 }
 
 // Operator returns the operator with the given id, or nil.

@@ -33,6 +33,7 @@ func Generate(root reflect.Type, reg *component.Registry) map[string]any {
 			g.defs[specDef(k, s.Name)] = specSchema(s)
 		}
 	}
+	addOperatorConfigs(g.defs)
 	doc["$defs"] = g.defs
 	return doc
 }

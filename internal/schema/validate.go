@@ -237,6 +237,8 @@ func (v *Validator) leaves(e *jsonschema.ValidationError, prefix []string, out *
 		}
 	case *kind.Enum:
 		*out = append(*out, Problem{Path: Path(at), Message: v.enumMessage(e.SchemaURL, k)})
+	case *kind.FalseSchema:
+		*out = append(*out, Problem{Path: Path(at), Message: "field not allowed here"})
 	default:
 		*out = append(*out, Problem{Path: Path(at), Message: e.ErrorKind.LocalizedString(printer)})
 	}
