@@ -47,12 +47,10 @@ type acc struct {
 // accBytes estimates an accumulator's live bytes for the budget.
 const accBytes = 48
 
-// compileAggregations compiles aggs of the operator; errors carry the
+// compileAggregations compiles aggs of the operator (there may be none:
+// the result is then the key and window bounds); errors carry the
 // configuration path.
 func compileAggregations(aggs []job.Aggregation) ([]aggregation, error) {
-	if len(aggs) == 0 {
-		return nil, fmt.Errorf("config.aggregations: at least one is required")
-	}
 	out := make([]aggregation, len(aggs))
 	seen := make(map[string]bool, len(aggs))
 	for i, a := range aggs {

@@ -140,7 +140,6 @@ func TestNewErrors(t *testing.T) {
 		{"no config", job.Operator{ID: "a", Kind: "aggregate"}, "operator a: aggregate without its config"},
 		{"source is not built here", job.Operator{ID: "s", Kind: "source"}, `operator s: kind "source" is not a transforming operator`},
 		{"key syntax", job.Operator{ID: "a", Kind: "aggregate", Aggregate: &job.AggregateConfig{Key: `this.`, Aggregations: aggs}}, "operator a: config.key: "},
-		{"no aggregations", job.Operator{ID: "a", Kind: "aggregate", Aggregate: &job.AggregateConfig{Key: `this.k`}}, "operator a: config.aggregations: at least one is required"},
 		{"unknown function", job.Operator{ID: "a", Kind: "aggregate", Aggregate: &job.AggregateConfig{Key: `this.k`,
 			Aggregations: []job.Aggregation{{Name: "x", Function: "median", Expression: "this.v"}}}}, `operator a: config.aggregations[0].function: "median" is not one of`},
 		{"sum needs an expression", job.Operator{ID: "a", Kind: "aggregate", Aggregate: &job.AggregateConfig{Key: `this.k`,

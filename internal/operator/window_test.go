@@ -155,6 +155,19 @@ func TestSessionUpdateRefires(t *testing.T) {
 	})
 }
 
+// TestNoAggregations: the results hold the key and window bounds only.
+func TestNoAggregations(t *testing.T) {
+	op := windowOp(tumble10, "drop", 0)
+	op.Window.Aggregations = nil
+	h := start(t, op, nil, nil)
+	h.mustProcess(a(1, 1), a(2, 1))
+	h.watermark(math.MaxInt64)
+	want := []operator.Record{rec(9, obj("key", "a", "window_start", 0.0, "window_end", 10.0))}
+	if diff := cmp.Diff(want, h.take()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestWindowRecordWithoutTime(t *testing.T) {
 	h := start(t, windowOp(tumble10, "drop", 0), nil, nil)
 	checkErr(t, h.process(rec(operator.NoTime, kv("a", 1.0))), "operator w: a record without a time")
