@@ -67,6 +67,25 @@ func TestUDF(t *testing.T) {
 		}
 	})
 
+	t.Run("sandbox: no files, bounded memory", func(t *testing.T) {
+		h := start(t, udfOp(upper, "upper"), nil, nil)
+		defer h.op.Close(context.Background())
+		h.mustProcess(rec(1, obj("read", "/etc/hostname")), rec(2, obj("alloc_mib", 16.0)))
+		out := h.take()
+		if len(out) != 2 {
+			t.Fatalf("%d results, want 2", len(out))
+		}
+		if msg, _ := out[0].Data().(map[string]any)["read_error"].(string); msg == "" {
+			t.Errorf("the module read a host file: %v", out[0].Data())
+		}
+		if got := out[1].Data().(map[string]any)["allocated"]; got != float64(16<<20) {
+			t.Errorf("allocated %v, want 16 MiB", got)
+		}
+		if err := h.process(rec(3, obj("alloc_mib", 256.0))); err == nil {
+			t.Error("256 MiB allocated past the 128 MiB limit")
+		}
+	})
+
 	t.Run("a call that never returns is stopped by the context", func(t *testing.T) {
 		h := start(t, udfOp(loop, "spin"), nil, nil)
 		defer h.op.Close(context.Background())

@@ -6,11 +6,14 @@
 //
 // Its function upper reads a JSON object, upper-cases its field "name",
 // adds "len" (the input's length in bytes) and returns the object, or
-// null (drop the record) when the object's "drop" is true.
+// null (drop the record) when the object's "drop" is true. For the
+// sandbox tests it also reads the file named by "read" (answering with
+// "read_error") and allocates "alloc_mib" MiB.
 package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"unsafe"
 )
@@ -33,6 +36,16 @@ func upper(ptr, size int32) int64 {
 	} else if v["drop"] == true {
 		out = []byte("null")
 	} else {
+		if name, ok := v["read"].(string); ok {
+			if _, err := os.ReadFile(name); err != nil {
+				v["read_error"] = err.Error()
+			}
+		}
+		if n, ok := v["alloc_mib"].(float64); ok {
+			big := make([]byte, int(n)<<20)
+			big[len(big)-1] = 1
+			v["allocated"] = len(big)
+		}
 		if s, ok := v["name"].(string); ok {
 			v["name"] = strings.ToUpper(s)
 		}
