@@ -300,3 +300,31 @@ func TestTTLSweep(t *testing.T) {
 		t.Errorf("table after the sweep (-want +got):\n%s", diff)
 	}
 }
+
+// TestRestoreRefuses: entries that do not decode, or that hold other
+// aggregations than the operator has, fail Open with the operator named.
+func TestRestoreRefuses(t *testing.T) {
+	open := func(s *state.Store, op *job.Operator) error {
+		o, err := operator.New(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.Open(context.Background(), &operator.Context{Plan: &job.Plan{MaxParallelism: maxPar},
+			Operator: op, KeyGroups: job.Range{Start: 0, End: maxPar - 1}, Store: s})
+	}
+
+	s := openStore(t)
+	key := []byte("a")
+	if err := s.Table("w", "windows").Put(job.KeyGroup(key, maxPar), key, []byte{1, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(t, open(s, windowOp(tumble10, "drop", 0)), `operator w: restore key "a": corrupt state entry`)
+
+	s = openStore(t)
+	h := startWith(t, windowOp(tumble10, "drop", 0), &operator.Context{Store: s})
+	h.mustProcess(a(1, 1))
+	h.snapshot(1)
+	fewer := windowOp(tumble10, "drop", 0)
+	fewer.Window.Aggregations = countSum[:1]
+	checkErr(t, open(s, fewer), "operator w: restore: state holds 2 aggregations, the operator has 1")
+}
