@@ -9,6 +9,14 @@
 // package expression as the mapping and filter processors compile theirs,
 // with the record's value as `this`.
 //
+// # Aggregations
+//
+// count, sum, min, max, avg, first and last; numbers are float64 and a
+// value that is not a number fails sum, min, max and avg. first and last
+// are the values of the records with the earliest and latest time (ties:
+// the first and last to arrive), so a window's result does not depend on
+// the order its records arrived in.
+//
 // # Keyed state
 //
 // aggregate and window keep their live state in Go maps and write the keys
