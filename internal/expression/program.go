@@ -183,3 +183,10 @@ func (p *Program) Eval(e *Evaluator, this any, meta map[string]string, owned boo
 	e.env[ownedVar] = owned
 	return e.vm.Run(p.plain, e.env)
 }
+
+// Check compile-checks src as Compile does, without keeping the program:
+// validation and evaluation share one language and one environment.
+func Check(src string) error {
+	_, err := expr.Compile(src, options(nil)...)
+	return err
+}
