@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/types"
-
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/expression"
 )
 
 // AggregateFunctions are the functions an aggregation may use.
@@ -323,17 +321,5 @@ func checkExpr(path, src string, ps *problems) {
 // operators evaluate it in: this is the record, meta its metadata, and the
 // functions of the mapping processor (merge, uuid) are available.
 func CheckExpression(src string) error {
-	_, err := expr.Compile(src, exprOptions()...)
-	return err
-}
-
-func exprOptions() []expr.Option {
-	return []expr.Option{
-		expr.Env(types.Map{
-			"this": types.Any,
-			"meta": types.TypeOf(map[string]string(nil)),
-		}),
-		expr.Function("merge", func(...any) (any, error) { return nil, nil }, new(func(...map[string]any) map[string]any)),
-		expr.Function("uuid", func(...any) (any, error) { return nil, nil }, new(func() string)),
-	}
+	return expression.Check(src)
 }

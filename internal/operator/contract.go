@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -99,19 +100,31 @@ type Context struct {
 // New builds the operator of a transforming kind (map, filter, aggregate,
 // window, udf) from its plan entry. It compiles expressions and, for udf,
 // the WebAssembly module; it does no other I/O.
-func New(op *job.Operator) (Operator, error) { panic("operator.New: not implemented") }
+func New(op *job.Operator) (Operator, error) { return newOperator(op) }
 
 // Key is a compiled key expression (the key of aggregate and window, and of
 // the partitioned edge into them), evaluated as map expressions are, with
 // the record as this. It is not safe for concurrent use: each task
 // compiles its own.
-type Key struct{}
+type Key struct {
+	expr *compiled
+}
 
 // NewKey compiles a key expression such as this.user.
-func NewKey(expression string) (*Key, error) { panic("operator.NewKey: not implemented") }
+func NewKey(expression string) (*Key, error) {
+	c, err := compileExpr("key", expression)
+	if err != nil {
+		return nil, err
+	}
+	return &Key{expr: c}, nil
+}
 
 // Eval returns the key of r: its value and its canonical bytes
 // (job.CanonicalKey) appended to dst.
 func (k *Key) Eval(r *Record, dst []byte) (canonical []byte, value any, err error) {
-	panic("operator.Key.Eval: not implemented")
+	v, err := k.expr.eval(r, false)
+	if err != nil {
+		return dst, nil, fmt.Errorf("key: %w", err)
+	}
+	return job.AppendCanonicalKey(dst, v), v, nil
 }

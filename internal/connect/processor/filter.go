@@ -57,7 +57,7 @@ func NewFilter(conf map[string]any, _ component.Resources) (component.Processor,
 	if err != nil {
 		return nil, err
 	}
-	if k := p.resultKind(); k != reflect.Bool && k != reflect.Interface {
+	if k := p.ResultKind(); k != reflect.Bool && k != reflect.Interface {
 		return nil, fmt.Errorf("condition: %w: it returns %s", ErrNotBool, k)
 	}
 	return &Filter{prog: p}, nil
