@@ -105,8 +105,10 @@
 // parallelism). Durability ephemeral restores nothing.
 //
 // A task error stops every task; the job is Recovering and restarts from
-// its recovery mode's artifact (none restarts from the latest checkpoint)
-// after 1 s, doubling to 30 s, back to 1 s once an attempt completed a
+// the newest complete artifact, checkpoint or savepoint (the recovery mode
+// only chooses where Run starts: after that, the output committed so far
+// is consistent with the newest artifact alone, and an older one would
+// replay committed data), after 1 s, doubling to 30 s, back to 1 s once an attempt completed a
 // checkpoint. Errors wrapping state.ErrBudget, build problems and
 // incompatible artifacts are not retried: the job is Failed.
 //

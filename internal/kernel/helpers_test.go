@@ -324,18 +324,22 @@ func (baseOp) Snapshot(context.Context, int64) error { return nil }
 func (baseOp) Commit(context.Context, int64) error   { return nil }
 func (baseOp) Close(context.Context) error           { return nil }
 
-// pass emits its input; failAt > 0 makes the failAt-th record overall fail
-// once (shared across attempts through failed).
+// pass emits its input; with failed set it fails once (across attempts)
+// at the first record after it saw a checkpoint commit.
 type pass struct {
 	baseOp
-	failAt int64
-	seen   *atomic.Int64
-	failed *atomic.Bool
+	committed bool
+	failed    *atomic.Bool
+}
+
+func (p *pass) Commit(context.Context, int64) error {
+	p.committed = true
+	return nil
 }
 
 func (p *pass) Process(_ context.Context, in []operator.Record, out operator.Collector) error {
 	for _, r := range in {
-		if p.seen != nil && p.seen.Add(1) == p.failAt && p.failed.CompareAndSwap(false, true) {
+		if p.failed != nil && p.committed && p.failed.CompareAndSwap(false, true) {
 			return errors.New("injected failure")
 		}
 		out.Emit(r)

@@ -46,6 +46,12 @@ func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.
 		if len(sps) > 0 {
 			m = sps[len(sps)-1]
 		}
+	case recoverNewest:
+		for _, a := range append(slices.Clip(cps), sps...) {
+			if m == nil || a.ID > m.ID {
+				m = a
+			}
+		}
 	}
 	if m == nil {
 		return nil, nil

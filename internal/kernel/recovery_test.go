@@ -29,12 +29,14 @@ func (l *stateLog) get() []State {
 	return slices.Clone(l.s)
 }
 
-// failingJob is src -> map (fails once at its 1500th record) -partitioned->
-// count -> transactional sink, checkpointing every 10 ms.
+// failingJob is src -> map -partitioned-> count -> transactional sink,
+// checkpointing every 10 ms. The source pauses at 1500 records until a
+// checkpoint completed; map then fails once.
 func failingJob(t *testing.T, recovery string) (*Job, *countJob, *stateLog) {
 	c := newCountJob(t)
 	c.n = 3000
 	hooks := &seqHooks{}
+	hooks.pauseAt.Store(1500)
 	p := makePlan("fails", 16, []opSpec{
 		{id: "src", kind: "source", par: 1, typ: "seq", conf: map[string]any{"n": c.n, "keys": c.keys, "hooks": hooks}},
 		{id: "map", kind: "map", par: 1},
@@ -43,10 +45,9 @@ func failingJob(t *testing.T, recovery string) (*Job, *countJob, *stateLog) {
 	}, []edgeSpec{{from: "src", to: "map"}, {from: "map", to: "count", mode: job.Partitioned, key: "k"}, {from: "count", to: "out"}})
 	withState(p, c.root, c.arts, 10)
 	p.Recovery = recovery
-	var seen atomic.Int64
 	var failed atomic.Bool
 	ops := countOps()
-	ops["map"] = func() operator.Operator { return &pass{failAt: 1500, seen: &seen, failed: &failed} }
+	ops["map"] = func() operator.Operator { return &pass{failed: &failed} }
 	opts := testOptions(ops)
 	log := &stateLog{}
 	opts.OnState = log.add
@@ -54,24 +55,38 @@ func failingJob(t *testing.T, recovery string) (*Job, *countJob, *stateLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for j.Observe().LastCheckpoint == 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		hooks.pauseAt.Store(0)
+	}()
 	return j, c, log
 }
 
+// TestTaskFailureRecovers fails an operator once. Whatever the recovery
+// mode (latest_savepoint here finds no savepoint), the restart resumes
+// from the newest checkpoint, so the output stays exactly once.
 func TestTaskFailureRecovers(t *testing.T) {
-	j, c, log := failingJob(t, RecoverLatestCheckpoint)
-	wait, _ := runJob(t, j)
-	if err := wait(); err != nil {
-		t.Fatal(err)
+	for _, mode := range []string{RecoverLatestCheckpoint, RecoverLatestSavepoint} {
+		t.Run(mode, func(t *testing.T) {
+			j, c, log := failingJob(t, mode)
+			wait, _ := runJob(t, j)
+			if err := wait(); err != nil {
+				t.Fatal(err)
+			}
+			states := log.get()
+			i := slices.Index(states, Recovering)
+			if i < 0 || !slices.Contains(states[i:], Running) || states[len(states)-1] != Completed {
+				t.Errorf("states %v, want Recovering, then Running, then Completed", states)
+			}
+			if o := j.Observe(); o.Restarts != 1 {
+				t.Errorf("restarts = %d, want 1", o.Restarts)
+			}
+			c.checkExactlyOnce(t)
+		})
 	}
-	states := log.get()
-	i := slices.Index(states, Recovering)
-	if i < 0 || !slices.Contains(states[i:], Running) || states[len(states)-1] != Completed {
-		t.Errorf("states %v, want Recovering, then Running, then Completed", states)
-	}
-	if o := j.Observe(); o.Restarts != 1 {
-		t.Errorf("restarts = %d, want 1", o.Restarts)
-	}
-	c.checkExactlyOnce(t)
 }
 
 func TestRecoveryFailEndsFailed(t *testing.T) {

@@ -24,6 +24,8 @@ const (
 	RecoverLatestSavepoint  = "latest_savepoint"
 	RecoverFail             = "fail"
 	RecoverNone             = "none"
+
+	recoverNewest = "newest" // restarts: the newest checkpoint or savepoint
 )
 
 const (
@@ -78,8 +80,10 @@ func (j *Job) Run(ctx context.Context) error {
 			}
 		}
 		restoreFrom := mode
-		if attempt > 0 && mode == RecoverNone {
-			restoreFrom = RecoverLatestCheckpoint // a restart never drops progress
+		if attempt > 0 {
+			// A restart resumes from the newest artifact of either kind: the
+			// output committed so far is consistent with it and no other.
+			restoreFrom = recoverNewest
 		}
 		out, progressed, err := j.attempt(ctx, inst, restoreFrom)
 		inst = nil
