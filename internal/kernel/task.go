@@ -154,8 +154,8 @@ func (t *task) drain(ctx context.Context, n *node) error {
 				return err
 			}
 		}
-		clear(out)
-		n.out = out[:0]
+		// A fresh slice: the consumers may keep the one they were given.
+		n.out = make([]operator.Record, 0, cap(out))
 	}
 	if late := n.lateOut; len(late) > 0 {
 		for _, nx := range n.late {
@@ -168,8 +168,7 @@ func (t *task) drain(ctx context.Context, n *node) error {
 				return err
 			}
 		}
-		clear(late)
-		n.lateOut = late[:0]
+		n.lateOut = nil
 	}
 	return nil
 }
