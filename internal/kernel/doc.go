@@ -36,7 +36,8 @@
 // and on the task's timer (50 ms). Routing: forward and late edges send to
 // subtask i mod parallelism; rebalance round-robins record by record;
 // partitioned computes the key group of the record's canonical key and
-// sends to job.SubtaskOf. Chained operators are direct calls: what an
+// sends to job.SubtaskOf (a key that cannot be computed fails the task,
+// as it would in the keyed operator). Chained operators are direct calls: what an
 // operator emits during a call is handed on when the call returns.
 // Operators must treat the values of records they are given as read-only:
 // an emitted record may reach several consumers.

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
@@ -65,7 +66,6 @@ type router struct {
 	key     keyer
 	maxPar  int
 	kbuf    []byte
-	dropped counter // records whose key failed
 }
 
 // connected reports whether sender subtask i of an edge at parallelism up
@@ -97,8 +97,9 @@ func (r *router) route(ctx context.Context, recs []operator.Record) error {
 		for i := range recs {
 			k, _, err := r.key.Eval(&recs[i], r.kbuf[:0])
 			if err != nil {
-				r.dropped.add(1)
-				continue
+				// As the keyed operator would: a key that cannot be
+				// computed fails the task rather than losing records.
+				return fmt.Errorf("edge %s: key %s: %w", r.edge.ID, r.edge.Key, err)
 			}
 			r.kbuf = k
 			t := job.SubtaskOf(job.KeyGroup(k, r.maxPar), n, r.maxPar)

@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		recordsIn:    cv("svc_job_records_in_total", "Records an operator was given.", "job", "operator"),
 		recordsOut:   cv("svc_job_records_out_total", "Records an operator emitted.", "job", "operator"),
 		lateDropped:  cv("svc_job_late_records_dropped_total", "Late records dropped (late_event_policy drop).", "job", "operator"),
-		dropped:      cv("svc_job_records_dropped_total", "Records dropped by the kernel, by reason (timestamp: event time missing or unparsable; key: key expression failed).", "job", "operator", "reason"),
+		dropped:      cv("svc_job_records_dropped_total", "Records dropped by the kernel, by reason (timestamp: event time missing or unparsable).", "job", "operator", "reason"),
 		ckptFailures: cv("svc_job_checkpoint_failures_total", "Checkpoints and savepoints abandoned (failed or timed out).", "job"),
 		restarts:     cv("svc_job_restarts_total", "Restarts of the job after a task failure.", "job"),
 		wmLag:        gv("svc_job_watermark_lag_ms", "Processing time minus the lowest task watermark."),

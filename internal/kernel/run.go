@@ -407,7 +407,6 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			}
 			if e.Mode == job.Partitioned {
 				rt.key = inst.tasks[taskIndex(p, t.spec.ID)].keys[ei]
-				rt.dropped = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.dropped }, p.JobID, e.To, "key")
 			}
 			n := nodeOf(t, e.From)
 			if e.Mode == job.Late {
