@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -153,7 +154,7 @@ func (j *Job) construct() (*instances, error) {
 				}
 				in, err := j.opts.Registry.NewInput(op.Source.InputType, op.Source.Config, res)
 				if err != nil {
-					problem(path+".config", "%v", err)
+					problem(componentPath(path, "input_type", err), "%v", err)
 					continue
 				}
 				if op.Parallelism > 1 {
@@ -175,7 +176,7 @@ func (j *Job) construct() (*instances, error) {
 				}
 				out, err := j.opts.Registry.NewOutput(op.Sink.OutputType, op.Sink.Config, res)
 				if err != nil {
-					problem(j.paths.sink(id)+".config", "%v", err)
+					problem(componentPath(j.paths.sink(id), "output_type", err), "%v", err)
 					continue
 				}
 				tin.output[ci] = out
@@ -211,4 +212,14 @@ func (in *instances) close() {
 			}
 		}
 	}
+}
+
+// componentPath is where a component constructor's error belongs: the
+// type field for an unknown component, else its config.
+func componentPath(path, typeField string, err error) string {
+	var ue *component.UnknownError
+	if errors.As(err, &ue) {
+		return path + "." + typeField
+	}
+	return path + ".config"
 }

@@ -142,7 +142,7 @@ func TestBuildProblems(t *testing.T) {
 	for _, pr := range config.Problems(err) {
 		got = append(got, pr.Path)
 	}
-	want := []string{"jobs[3].sources[1]", "jobs[3].operators[1].config.key", "jobs[3].operators[2].config", "jobs[3].sinks[0].config"}
+	want := []string{"jobs[3].sources[1]", "jobs[3].operators[1].config.key", "jobs[3].operators[2].config", "jobs[3].sinks[0].output_type"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problem paths (-want +got):\n%s\n%v", diff, err)
 	}
