@@ -118,6 +118,7 @@ type seq struct {
 	hooks          *seqHooks
 	sub, subs      int64
 	next           int64
+	stall          bool // subtask 1 never yields a record
 }
 
 func (s *seq) Split(subtask, subtasks int) error {
@@ -128,6 +129,10 @@ func (s *seq) Split(subtask, subtasks int) error {
 func (s *seq) Connect(context.Context) error { s.hooks.connects.Add(1); return nil }
 func (s *seq) Close(context.Context) error   { return nil }
 func (s *seq) Read(ctx context.Context) (message.Batch, message.AckFunc, error) {
+	if s.stall && s.sub == 1 {
+		<-ctx.Done()
+		return message.Batch{}, nil, ctx.Err()
+	}
 	if s.n > 0 && s.next >= s.n {
 		return message.Batch{}, nil, message.ErrEndOfInput
 	}
@@ -298,6 +303,7 @@ func testRegistry() *component.Registry {
 		if b, ok := conf["batch"].(int); ok {
 			s.batch = int64(b)
 		}
+		s.stall, _ = conf["stall"].(bool)
 		return s, nil
 	})
 	reg.RegisterInput(component.Spec{Name: "plain"}, func(conf map[string]any, _ component.Resources) (component.Input, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,5 +255,53 @@ func TestSourceClock(t *testing.T) {
 	})
 	if _, ok := eventTime(map[string]any{"ts": math.NaN()}, "ts"); ok {
 		t.Error("NaN accepted as a timestamp")
+	}
+}
+
+// wmOp keeps the highest watermark it was given.
+type wmOp struct {
+	baseOp
+	wm *atomic.Int64
+}
+
+func (w *wmOp) Process(context.Context, []operator.Record, operator.Collector) error { return nil }
+func (w *wmOp) OnWatermark(_ context.Context, wm int64, _ operator.Collector) error {
+	w.wm.Store(wm)
+	return nil
+}
+
+// TestIdleSourceDoesNotHoldWatermark stalls one of two source subtasks:
+// with idle_timeout_ms the downstream watermark advances on the other
+// alone; without it, it cannot.
+func TestIdleSourceDoesNotHoldWatermark(t *testing.T) {
+	for _, idle := range []int64{50, 0} {
+		tp := &job.TimePolicy{Mode: "event_time", TimestampField: "ts", Strategy: "bounded_out_of_orderness", IdleTimeoutMs: idle}
+		p := makePlan("idle", 16, []opSpec{
+			{id: "src", kind: "source", par: 2, typ: "seq", time: tp, conf: map[string]any{"n": 0, "stall": true, "hooks": &seqHooks{}}},
+			{id: "win", kind: "window", par: 1, time: tp},
+		}, []edgeSpec{{from: "src", to: "win", mode: job.Rebalance}})
+		var wm atomic.Int64
+		wm.Store(operator.NoTime)
+		j, err := Build("jobs[0]", p, testOptions(map[string]func() operator.Operator{"win": func() operator.Operator { return &wmOp{wm: &wm} }}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, cancel := runJob(t, j)
+		var in int64
+		eventually(t, "records at the window", func() bool {
+			in = 0
+			for _, ts := range j.Observe().Tasks {
+				if ts.ID == "win#0" {
+					in = ts.RecordsIn
+				}
+			}
+			return in > 10_000
+		})
+		if idle > 0 {
+			eventually(t, "the watermark to advance past the stalled subtask", func() bool { return wm.Load() > 1000 })
+		} else if got := wm.Load(); got != operator.NoTime {
+			t.Errorf("watermark %d without idle_timeout_ms, want none while a subtask has sent nothing", got)
+		}
+		cancel()
 	}
 }
