@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
 	"github.com/flowplane/flowplane/internal/state"
@@ -355,5 +357,40 @@ func TestMaxPendingTransactions(t *testing.T) {
 	err = wait()
 	if err == nil || !strings.Contains(err.Error(), "max_pending_transactions (1)") {
 		t.Fatalf("Run = %v, want the pending transactions bound", err)
+	}
+}
+
+// TestRetentionKeepsPinnedCheckpoints: a checkpoint a listed sink
+// transaction was prepared at outlives retention.
+func TestRetentionKeepsPinnedCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	arts, err := state.OpenArtifacts(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arts.Close()
+	p := makePlan("pins", 16, nil, nil)
+	p.Checkpoint = &config.Checkpoint{Retention: 1}
+	var last *state.Manifest
+	for id := int64(1); id <= 4; id++ {
+		last = &state.Manifest{Kind: state.KindCheckpoint, ID: id, JobID: "pins"}
+		if err := arts.Commit(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last.Sinks = []state.SinkTxn{{Operator: "out", Checkpoint: 2}, {Operator: "out", Checkpoint: 4}}
+	j := &Job{plan: p, log: slog.New(slog.DiscardHandler)}
+	c := newCoordinator(&run{j: j, p: p, arts: arts})
+	c.retain(ctx, last)
+	ms, err := arts.List(ctx, "pins", state.KindCheckpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	if want := []int64{2, 4}; !slices.Equal(ids, want) {
+		t.Errorf("checkpoints %v after retention 1 with 2 pinned, want %v", ids, want)
 	}
 }
