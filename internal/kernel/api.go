@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/state"
 )
@@ -43,21 +45,95 @@ type Options struct {
 	// OnState, when set, is called with every state the job enters; it must
 	// not block.
 	OnState func(State)
+	// Spec is the job's configuration the plan was built from. It is only
+	// used to name build problems by their index in sources[], sinks[] and
+	// operators[]; without it they are named by plan order.
+	Spec *config.Job
+
+	// Test hooks: nil means operator.New, operator.NewKey and a sleep on a
+	// timer.
+	newOperator newOperatorFunc
+	newKey      func(expression string) (keyer, error)
+	sleep       func(ctx context.Context, d time.Duration) error
+	tick        time.Duration // flush and watermark timer; 0 means 50 ms
+	ckptTimeout time.Duration // 0: 10 intervals, at least 1 min, at most 10 min
 }
 
 // Job is one job's runtime. Its methods are safe for concurrent use.
-type Job struct{}
+type Job struct {
+	prefix string
+	plan   *job.Plan
+	opts   Options
+	paths  paths
+	log    *slog.Logger
+
+	triggers chan *trigger // on-demand checkpoints, served by the running attempt's coordinator
+	stopOnce sync.Once
+	stopc    chan struct{} // closed by Stop
+	done     chan struct{} // closed when Run returns
+
+	artsOnce sync.Once
+	arts     *state.Artifacts
+	artsErr  error
+
+	mu        sync.Mutex // guards the fields below
+	first     *instances // built by Build, used by the first attempt
+	ran       bool
+	st        State
+	err       error
+	restarts  int
+	restored  string
+	tasks     []*task // the current attempt's
+	lastCkpt  int64
+	ckptDurMs int64
+	ckptFails int64
+	stBytes   int64
+}
 
 // Build constructs every component and operator of the plan without
 // starting anything: the deep check --validate runs. Problems carry
-// configuration paths under prefix (for example "jobs[0]").
-func Build(prefix string, p *job.Plan, opts Options) (*Job, error) { panic("not implemented") }
-
-// Run runs the job until its sources end (Completed), ctx ends or Stop is
-// called (Stopped), or it fails beyond recovery (Failed, with the error).
-// A task failure restarts the job from its recovery artifact with capped
-// backoff while in state Recovering.
-func (j *Job) Run(ctx context.Context) error { panic("not implemented") }
+// configuration paths under prefix (for example "jobs[0]"); the error is a
+// *BuildError.
+func Build(prefix string, p *job.Plan, opts Options) (*Job, error) {
+	if opts.Registry == nil {
+		opts.Registry = component.Default
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.newOperator == nil {
+		opts.newOperator = defaultNewOperator
+	}
+	if opts.newKey == nil {
+		opts.newKey = defaultNewKey
+	}
+	if opts.sleep == nil {
+		opts.sleep = sleepCtx
+	}
+	if opts.tick == 0 {
+		opts.tick = 50 * time.Millisecond
+	}
+	j := &Job{
+		prefix:   prefix,
+		plan:     p,
+		opts:     opts,
+		paths:    newPaths(prefix, p, opts.Spec),
+		log:      opts.Logger.With("job", p.JobID),
+		triggers: make(chan *trigger),
+		stopc:    make(chan struct{}),
+		done:     make(chan struct{}),
+		st:       Starting,
+	}
+	inst, err := j.construct()
+	if err != nil {
+		return nil, err
+	}
+	j.first = inst
+	return j, nil
+}
 
 // StopOptions say how to stop.
 type StopOptions struct {
@@ -66,59 +142,101 @@ type StopOptions struct {
 }
 
 // Stop stops the job and waits for Run to return or ctx to end. With
-// Savepoint it returns the savepoint's manifest.
+// Savepoint it returns the savepoint's manifest; when the savepoint fails
+// the job keeps running and the error is returned.
 func (j *Job) Stop(ctx context.Context, o StopOptions) (*state.Manifest, error) {
-	panic("not implemented")
+	var m *state.Manifest
+	if o.Savepoint {
+		var err error
+		if m, err = j.Savepoint(ctx); err != nil {
+			return nil, err
+		}
+	}
+	j.mu.Lock()
+	ran := j.ran
+	j.mu.Unlock()
+	j.stopOnce.Do(func() { close(j.stopc) })
+	if !ran {
+		return m, nil
+	}
+	select {
+	case <-j.done:
+		return m, nil
+	case <-ctx.Done():
+		return m, ctx.Err()
+	}
 }
 
 // Checkpoint triggers a checkpoint now and waits until it completes or
 // fails; it returns its manifest.
-func (j *Job) Checkpoint(ctx context.Context) (*state.Manifest, error) { panic("not implemented") }
+func (j *Job) Checkpoint(ctx context.Context) (*state.Manifest, error) {
+	return j.trigger(ctx, false)
+}
 
 // Savepoint triggers a savepoint now and waits for it.
-func (j *Job) Savepoint(ctx context.Context) (*state.Manifest, error) { panic("not implemented") }
+func (j *Job) Savepoint(ctx context.Context) (*state.Manifest, error) {
+	return j.trigger(ctx, true)
+}
+
+// ErrNotRunning is returned by Checkpoint and Savepoint when the job has
+// ended or its sources are done.
+var ErrNotRunning = errors.New("the job is not running")
+
+func (j *Job) trigger(ctx context.Context, savepoint bool) (*state.Manifest, error) {
+	if j.plan.Checkpoint == nil {
+		return nil, ErrNoCheckpointing
+	}
+	t := &trigger{savepoint: savepoint, reply: make(chan triggerResult, 1)}
+	select {
+	case j.triggers <- t:
+	case <-j.done:
+		return nil, ErrNotRunning
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-t.reply:
+		return r.m, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // Artifacts lists the job's complete checkpoints or savepoints (kind),
 // oldest first.
 func (j *Job) Artifacts(ctx context.Context, kind string) ([]*state.Manifest, error) {
-	panic("not implemented")
+	a, err := j.artifacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return a.List(ctx, j.plan.JobID, kind)
+}
+
+// artifacts opens the job's artifact store once.
+func (j *Job) artifacts(ctx context.Context) (*state.Artifacts, error) {
+	if j.plan.Checkpoint == nil {
+		return nil, ErrNoCheckpointing
+	}
+	j.artsOnce.Do(func() {
+		j.arts, j.artsErr = state.OpenArtifacts(ctx, j.plan.Checkpoint.ObjectStoreURI)
+	})
+	return j.arts, j.artsErr
 }
 
 // ErrNoCheckpointing is returned by Checkpoint and Savepoint for a job
 // without a checkpoint object_store_uri.
 var ErrNoCheckpointing = errors.New("the job has no checkpoint configuration")
 
-// Observation is a point-in-time view of a running job.
-type Observation struct {
-	JobID   string       `json:"job_id"`
-	Version int          `json:"version"`
-	State   State        `json:"state"`
-	Error   string       `json:"error,omitempty"`
-	Tasks   []TaskStatus `json:"tasks"`
-	// WatermarkLagMs is processing time minus the lowest task watermark.
-	WatermarkLagMs       int64  `json:"watermark_lag_ms"`
-	LastCheckpoint       int64  `json:"last_checkpoint,omitempty"`
-	CheckpointDurationMs int64  `json:"checkpoint_duration_ms"`
-	CheckpointFailures   int64  `json:"checkpoint_failures"`
-	StateBytes           int64  `json:"state_bytes"`
-	Restarts             int    `json:"restarts"`
-	RestoredFrom         string `json:"restored_from,omitempty"` // "checkpoint 12", "savepoint 3"
-}
-
-// TaskStatus is one task's observed state.
-type TaskStatus struct {
-	ID         string `json:"id"`
-	State      string `json:"state"`
-	Watermark  int64  `json:"watermark"`
-	RecordsIn  int64  `json:"records_in"`
-	RecordsOut int64  `json:"records_out"`
-}
-
-// Observe returns the job's current observation.
-func (j *Job) Observe() Observation { panic("not implemented") }
-
 // Plan returns the plan the job runs.
-func (j *Job) Plan() *job.Plan { panic("not implemented") }
+func (j *Job) Plan() *job.Plan { return j.plan }
 
-// Metrics are the svc_job_* collectors shared by every job of a node.
-type Metrics struct{}
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

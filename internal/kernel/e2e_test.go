@@ -1,0 +1,129 @@
+package kernel_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	_ "github.com/flowplane/flowplane/internal/connect/all"
+	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/kernel"
+)
+
+// TestGenerateAggregateFileExactlyOnce runs the built-in parts end to end:
+// generate (split, replayed) -> a keyed aggregate -> the file output's
+// two-phase commit. The first run is cancelled after some checkpoints; the
+// second resumes and completes. Every key's running count appears exactly
+// once per value in the committed part files.
+func TestGenerateAggregateFileExactlyOnce(t *testing.T) {
+	const n, keys = 3000, 7
+	outDir := t.TempDir()
+	spec := config.Job{
+		ID: "e2e", Version: 1, Parallelism: 2, MaxParallelism: 64,
+		Operators: []config.Operator{
+			{ID: "src", Kind: "source"},
+			{ID: "agg", Kind: "aggregate", Config: map[string]any{
+				"key": "int(this.id) % 7", "aggregations": []any{map[string]any{"name": "n", "function": "count"}},
+			}},
+			{ID: "out", Kind: "sink"},
+		},
+		Edges: []config.Edge{{From: "src", To: "agg", Partitioned: true}, {From: "agg", To: "out"}},
+		Sources: []config.Source{{OperatorID: "src", InputType: "generate", Config: map[string]any{
+			"context": `{"id": {{count}}}`, "interval": "1ms", "count": n, "batch_size": 5,
+		}}},
+		Sinks: []config.Sink{{OperatorID: "out", OutputType: "file", Config: map[string]any{
+			"path": filepath.Join(outDir, "counts.jsonl"), "append_newline": true,
+		}}},
+		State:      &config.JobState{Backend: "embedded_kv", Durability: "durable", Root: t.TempDir(), FormatVersion: 1, MaxPendingTransactions: 64},
+		Checkpoint: &config.Checkpoint{IntervalMs: 20, Retention: 2, ObjectStoreURI: "file://" + t.TempDir()},
+		Recovery:   "latest_checkpoint",
+	}
+	p, probs := job.Build("jobs[0]", spec)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	build := func() *kernel.Job {
+		j, err := kernel.Build("jobs[0]", p, kernel.Options{Registry: component.Default, Spec: &spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first := build()
+	ctx1, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- first.Run(ctx1) }()
+	for first.Observe().LastCheckpoint < 3 {
+		if ctx.Err() != nil {
+			t.Fatal("no checkpoints")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := first.Observe().State; s != kernel.Stopped {
+		t.Fatalf("first run ended %s", s)
+	}
+
+	second := build()
+	if err := second.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o := second.Observe(); o.State != kernel.Completed || !strings.HasPrefix(o.RestoredFrom, "checkpoint ") {
+		t.Fatalf("second run: %+v", o)
+	}
+
+	seen := map[string]map[int]int{}
+	total := 0
+	files, _ := filepath.Glob(filepath.Join(outDir, "counts-out-*.jsonl"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			var r map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			k, _ := json.Marshal(r["key"])
+			if seen[string(k)] == nil {
+				seen[string(k)] = map[int]int{}
+			}
+			seen[string(k)][int(r["n"].(float64))]++
+			total++
+		}
+		fh.Close()
+	}
+	if total != n {
+		t.Errorf("%d records committed in %d part files, want %d", total, len(files), n)
+	}
+	if len(seen) != keys {
+		t.Errorf("%d keys, want %d", len(seen), keys)
+	}
+	for k, counts := range seen {
+		for c, times := range counts {
+			if times != 1 {
+				t.Errorf("key %s count %d committed %d times", k, c, times)
+			}
+		}
+		for c := 1; c <= len(counts); c++ {
+			if counts[c] != 1 {
+				t.Errorf("key %s: count %d missing", k, c)
+			}
+		}
+	}
+}

@@ -1,0 +1,456 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/operator"
+	"github.com/flowplane/flowplane/internal/state"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Recovery modes beyond the configuration's: none starts empty.
+const (
+	RecoverLatestCheckpoint = "latest_checkpoint"
+	RecoverLatestSavepoint  = "latest_savepoint"
+	RecoverFail             = "fail"
+	RecoverNone             = "none"
+
+	recoverNewest = "newest" // restarts: the newest checkpoint or savepoint
+)
+
+const (
+	backoffMin = time.Second
+	backoffMax = 30 * time.Second
+)
+
+// Run runs the job until its sources end (Completed), ctx ends or Stop is
+// called (Stopped), or it fails beyond recovery (Failed, with the error).
+// A task failure restarts the job from its recovery artifact with capped
+// backoff while in state Recovering.
+func (j *Job) Run(ctx context.Context) error {
+	j.mu.Lock()
+	if j.ran {
+		j.mu.Unlock()
+		return errors.New("kernel: Run called twice")
+	}
+	j.ran = true
+	j.mu.Unlock()
+	defer close(j.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-j.stopc:
+			j.setState(Stopping, nil)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	mode := j.opts.Recovery
+	if mode == "" {
+		mode = j.plan.Recovery
+	}
+	if mode == "" {
+		mode = RecoverLatestCheckpoint
+	}
+	backoff := backoffMin
+	inst := j.first
+	j.first = nil
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			j.setState(Stopped, nil)
+			return nil
+		}
+		if inst == nil {
+			var err error
+			if inst, err = j.construct(); err != nil {
+				j.setState(Failed, err)
+				return err
+			}
+		}
+		restoreFrom := mode
+		if attempt > 0 {
+			// A restart resumes from the newest artifact of either kind: the
+			// output committed so far is consistent with it and no other.
+			restoreFrom = recoverNewest
+		}
+		out, progressed, err := j.attempt(ctx, inst, restoreFrom)
+		inst = nil
+		switch out {
+		case outCompleted:
+			j.setState(Completed, nil)
+			return nil
+		case outStopped:
+			j.setState(Stopped, nil)
+			return nil
+		}
+		if permanent(err) || mode == RecoverFail {
+			j.setState(Failed, err)
+			return err
+		}
+		j.log.Warn("job failed; restarting", "error", err, "backoff", backoff)
+		j.mu.Lock()
+		j.restarts++
+		j.mu.Unlock()
+		if m := j.opts.Metrics; m != nil {
+			m.restarts.WithLabelValues(j.plan.JobID).Inc()
+		}
+		j.setState(Recovering, err)
+		if progressed {
+			backoff = backoffMin
+		}
+		if j.opts.sleep(ctx, backoff) != nil {
+			j.setState(Stopped, nil)
+			return nil
+		}
+		backoff = min(backoff*2, backoffMax)
+	}
+}
+
+func (j *Job) setState(s State, err error) {
+	j.mu.Lock()
+	if j.st == s && err == nil {
+		j.mu.Unlock()
+		return
+	}
+	if j.st == Stopping && s == Running {
+		j.mu.Unlock()
+		return
+	}
+	j.st = s
+	if err != nil {
+		j.err = err
+	} else if s == Running || s == Completed || s == Stopped {
+		j.err = nil
+	}
+	j.mu.Unlock()
+	if j.opts.OnState != nil {
+		j.opts.OnState(s)
+	}
+}
+
+// permanentError is a failure a restart cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) bool {
+	var pe *permanentError
+	var be *BuildError
+	var ie *state.IncompatibleError
+	return errors.Is(err, state.ErrBudget) || errors.As(err, &pe) || errors.As(err, &be) || errors.As(err, &ie)
+}
+
+type outcome int
+
+const (
+	outFailed outcome = iota
+	outCompleted
+	outStopped
+)
+
+// run is one attempt at running the job: its tasks, channels and
+// coordinator. An attempt ends when every task ended, one failed, or the
+// job is stopped.
+type run struct {
+	j             *Job
+	p             *job.Plan
+	tasks         []*task
+	sources       []*task
+	checkpointing bool
+	arts          *state.Artifacts
+	nextID        int64
+
+	cancel   context.CancelCauseFunc
+	failOnce sync.Once
+	failErr  error
+
+	acks  chan taskAck
+	ended chan string
+
+	wg         sync.WaitGroup // every goroutine but the tasks
+	readyMu    sync.Mutex
+	notReady   int
+	progressed bool // a checkpoint completed; owned by the coordinator until the attempt ends
+}
+
+func (r *run) goroutine(f func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+func (r *run) fail(err error) {
+	r.failOnce.Do(func() {
+		r.failErr = err
+		r.cancel(err)
+	})
+}
+
+func (r *run) ready() {
+	r.readyMu.Lock()
+	r.notReady--
+	all := r.notReady == 0
+	r.readyMu.Unlock()
+	if all {
+		r.j.setState(Running, nil)
+	}
+}
+
+// artifactPath is where task spec's files of barrier b go.
+func (r *run) artifactPath(b barrier, spec job.Task) string {
+	return strings.TrimSuffix(state.Prefix(r.p.JobID, b.kind(), b.id), "/") + "/" + spec.Chain + "/" + strconv.Itoa(spec.Subtask)
+}
+
+// stateRoot is the directory the job's task stores live under.
+func (j *Job) stateRoot() string {
+	root := j.opts.StateRoot
+	ns := j.plan.JobID
+	if s := j.plan.State; s != nil {
+		if s.Root != "" {
+			root = s.Root
+		}
+		if s.Namespace != "" {
+			ns = s.Namespace
+		}
+	}
+	if root == "" {
+		return ""
+	}
+	return filepath.Join(root, ns)
+}
+
+func (j *Job) attempt(ctx context.Context, inst *instances, mode string) (outcome, bool, error) {
+	p := j.plan
+	r := &run{
+		j: j, p: p,
+		checkpointing: p.Checkpoint != nil,
+		acks:          make(chan taskAck, len(p.Tasks)),
+		ended:         make(chan string, len(p.Tasks)),
+		nextID:        1,
+	}
+	restore, err := j.prepareRecovery(ctx, r, mode)
+	if err == nil {
+		err = j.wire(r, inst, restore)
+	}
+	if err != nil {
+		inst.close()
+		if ctx.Err() != nil {
+			return outStopped, false, nil
+		}
+		return outFailed, false, err
+	}
+	j.mu.Lock()
+	j.tasks = r.tasks
+	if restore != nil {
+		j.restored = restore.Kind + " " + strconv.FormatInt(restore.ID, 10)
+	}
+	j.mu.Unlock()
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	r.cancel = cancel
+	defer cancel(nil)
+	r.notReady = len(r.tasks)
+	var tasks sync.WaitGroup
+	for _, t := range r.tasks {
+		tasks.Add(1)
+		go func() {
+			defer tasks.Done()
+			if err := t.run(rctx); err != nil && rctx.Err() == nil {
+				t.setStatus("failed")
+				r.fail(fmt.Errorf("task %s: %w", t.spec.ID, err))
+			}
+		}()
+	}
+	cctx, stopCoord := context.WithCancel(rctx)
+	coordDone := make(chan struct{})
+	go func() {
+		defer close(coordDone)
+		newCoordinator(r).run(cctx)
+	}()
+	tasks.Wait()
+	stopCoord()
+	<-coordDone
+	cancel(errAttemptOver)
+	r.wg.Wait()
+	for _, t := range r.tasks {
+		t.teardown()
+	}
+	switch {
+	case r.failErr != nil:
+		return outFailed, r.progressed, r.failErr
+	case ctx.Err() != nil:
+		return outStopped, r.progressed, nil
+	}
+	return outCompleted, r.progressed, nil
+}
+
+var errAttemptOver = errors.New("the attempt is over")
+
+// wire creates the tasks of an attempt, their nodes and the channels
+// between them.
+func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
+	p := r.p
+	root := j.stateRoot()
+	chains := map[string]*job.Chain{}
+	for i := range p.Chains {
+		chains[p.Chains[i].ID] = &p.Chains[i]
+	}
+	byChain := map[string][]*task{}
+	maxPending := 4096
+	if p.State != nil && p.State.MaxPendingTransactions > 0 {
+		maxPending = p.State.MaxPendingTransactions
+	}
+	m := j.opts.Metrics
+	for ti, spec := range p.Tasks {
+		ch := chains[spec.Chain]
+		t := &task{
+			r: r, spec: spec, wm: operator.NoTime,
+			control:    make(chan control, 64),
+			commitWake: make(chan struct{}, 1),
+			lastCommit: time.Now(),
+		}
+		t.obsWM.Store(operator.NoTime)
+		t.setStatus("created")
+		if root != "" {
+			t.dir = filepath.Join(root, spec.Chain, strconv.Itoa(spec.Subtask))
+		}
+		tin := inst.tasks[ti]
+		for ci, id := range ch.Operators {
+			pop := p.Operator(id)
+			n := &node{t: t, pop: pop, op: tin.ops[ci]}
+			n.in = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsIn }, p.JobID, id)
+			n.emt = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsOut }, p.JobID, id)
+			n.lateDr = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.lateDropped }, p.JobID, id)
+			switch pop.Kind {
+			case "source":
+				t.src = n
+				t.input = tin.input
+				t.clock = newClock(pop.Time, j.opts.Now().UnixMilli())
+				t.dropped = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.dropped }, p.JobID, id, "timestamp")
+			case "sink":
+				out := tin.output[ci]
+				s := &sinkOp{id: id, subtask: spec.Subtask, out: out, maxPending: maxPending, sleep: j.opts.sleep}
+				s.tx, _ = out.(component.Transactional)
+				n.op, n.sink, n.output = s, s, out
+				t.sinks = append(t.sinks, s)
+			}
+			if pop.Stateful {
+				t.stateful = append(t.stateful, id)
+			}
+			t.nodes = append(t.nodes, n)
+		}
+		if len(t.stateful) > 0 && p.State != nil && t.dir == "" {
+			return &permanentError{fmt.Errorf("%s: the job keeps state but no state root is set (state.root or SVC_STATE_ROOT)", j.prefix)}
+		}
+		r.tasks = append(r.tasks, t)
+		byChain[spec.Chain] = append(byChain[spec.Chain], t)
+		if t.src != nil {
+			r.sources = append(r.sources, t)
+		}
+	}
+	nodeOf := func(t *task, id string) *node {
+		for _, n := range t.nodes {
+			if n.pop.ID == id {
+				return n
+			}
+		}
+		return nil
+	}
+	for ei := range p.Edges {
+		e := &p.Edges[ei]
+		from, to := p.Operator(e.From), p.Operator(e.To)
+		ups, downs := byChain[from.Chain], byChain[to.Chain]
+		if e.Chained || from.Chain == to.Chain {
+			// A late edge between two operators of one chain is a direct
+			// call too: a channel would feed the task its own barriers.
+			for _, t := range ups {
+				n, nx := nodeOf(t, e.From), nodeOf(t, e.To)
+				if e.Mode == job.Late {
+					n.late = append(n.late, nx)
+				} else {
+					n.next = append(n.next, nx)
+				}
+			}
+			continue
+		}
+		pu, pd := len(ups), len(downs)
+		chans := make([][]chan element, pu)
+		for i := range chans {
+			chans[i] = make([]chan element, pd)
+			for k := 0; k < pd; k++ {
+				if connected(e.Mode, i, k, pu, pd) {
+					chans[i][k] = make(chan element, channelCapacity)
+				}
+			}
+		}
+		for i, t := range ups {
+			rt := &router{edge: e, outs: chans[i], bufs: make([][]operator.Record, pd), subtask: i, maxPar: p.MaxParallelism}
+			for k := range chans[i] {
+				if chans[i][k] != nil {
+					rt.targets = append(rt.targets, k)
+				}
+			}
+			if e.Mode == job.Partitioned {
+				rt.key = inst.tasks[taskIndex(p, t.spec.ID)].keys[ei]
+			}
+			n := nodeOf(t, e.From)
+			if e.Mode == job.Late {
+				n.lateRt = append(n.lateRt, rt)
+			} else {
+				n.routers = append(n.routers, rt)
+			}
+			t.routers = append(t.routers, rt)
+		}
+		for k, t := range downs {
+			for i := range ups {
+				if chans[i][k] != nil {
+					t.inputs = append(t.inputs, &input{ch: chans[i][k], node: nodeOf(t, e.To), release: make(chan struct{}, 1), wm: operator.NoTime})
+				}
+			}
+		}
+	}
+	if restore != nil {
+		return j.assignRestore(r, restore)
+	}
+	return nil
+}
+
+func taskIndex(p *job.Plan, id string) int {
+	for i := range p.Tasks {
+		if p.Tasks[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// lowestWatermark is the minimum watermark over tasks that still run.
+func lowestWatermark(tasks []*task) (int64, bool) {
+	wm, ok := int64(math.MaxInt64), false
+	for _, t := range tasks {
+		if s, _ := t.status.Load().(string); s != "running" {
+			continue
+		}
+		w := t.obsWM.Load()
+		if w == operator.NoTime {
+			continue
+		}
+		wm, ok = min(wm, w), true
+	}
+	return wm, ok
+}

@@ -1,0 +1,739 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/operator"
+	"github.com/flowplane/flowplane/internal/state"
+)
+
+type ctlKind uint8
+
+const (
+	ctlBarrier ctlKind = iota // source tasks: inject a barrier
+	ctlFinish                 // source tasks: every source ended and the final checkpoint is durable
+)
+
+type control struct {
+	kind ctlKind
+	b    barrier
+}
+
+// taskAck is a task's acknowledgement of a checkpoint barrier.
+type taskAck struct {
+	task       string
+	id         int64
+	err        error
+	artifact   *state.TaskArtifact
+	positions  []state.SourcePosition
+	txns       []state.SinkTxn // every prepared transaction not yet committed
+	stateBytes int64
+}
+
+// ackGroup holds the acknowledgements of the source batches read before
+// barrier id: they are called once checkpoint id is durable.
+type ackGroup struct {
+	id   int64
+	acks []message.AckFunc
+}
+
+// task is one subtask of one chain: a goroutine running its operators.
+// Everything but the atomics and the channels is owned by that goroutine.
+type task struct {
+	r    *run
+	spec job.Task
+	dir  string // the task's directory under the state root; "" without store
+
+	nodes   []*node // chain order
+	src     *node   // the source node when the chain starts with a source
+	input   component.Input
+	inputs  []*input
+	routers []*router // every router of every node
+	sinks   []*sinkOp
+
+	control    chan control
+	commitUpTo atomic.Int64  // highest durable checkpoint; set by the coordinator
+	commitWake chan struct{} // buffered(1): commitUpTo moved
+
+	stateful []string // ids of its stateful operators
+	store    *state.Store
+	budget   *state.Budget
+	restore  []state.TaskArtifact // old task artifacts overlapping its key groups
+	restored bool
+
+	wm        int64
+	idle      bool
+	committed int64
+	closed    bool
+
+	// source
+	clock       *clock
+	lastPos     []byte
+	seekPos     []byte
+	pendingAcks []message.AckFunc
+	ackGroups   []ackGroup
+	srcEnded    bool
+	lastCommit  time.Time // of transactional sinks in a job without checkpoints
+	dropped     counter
+	readerDone  chan struct{}
+	readerStop  context.CancelFunc
+	restoredTxn map[string][][]byte // by sink operator id
+
+	// observed
+	status     atomic.Value // string
+	obsWM      atomic.Int64
+	recordsIn  atomic.Int64
+	recordsOut atomic.Int64
+}
+
+// node is one operator of a task and the collector it emits into.
+type node struct {
+	t       *task
+	pop     *job.Operator
+	op      operator.Operator // nil for a source
+	sink    *sinkOp
+	output  component.Output
+	next    []*node   // chained operators fed by Emit
+	late    []*node   // chained operators fed by EmitLate
+	routers []*router // edges to other tasks fed by Emit
+	lateRt  []*router // edges to other tasks fed by EmitLate
+	out     []operator.Record
+	lateOut []operator.Record
+	in, emt counter
+	lateDr  counter
+	opened  bool
+}
+
+func (n *node) Emit(r operator.Record)     { n.out = append(n.out, r) }
+func (n *node) EmitLate(r operator.Record) { n.lateOut = append(n.lateOut, r) }
+
+func (t *task) setStatus(s string) { t.status.Store(s) }
+
+// push runs a batch through node n and everything chained after it.
+func (t *task) push(ctx context.Context, n *node, recs []operator.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n.in.add(len(recs))
+	if n.sink != nil {
+		t.recordsOut.Add(int64(len(recs)))
+	}
+	if n.op == nil {
+		n.out = append(n.out, recs...)
+	} else if err := n.op.Process(ctx, recs, n); err != nil {
+		return fmt.Errorf("operator %s: %w", n.pop.ID, err)
+	}
+	return t.drain(ctx, n)
+}
+
+// drain passes on what n emitted.
+func (t *task) drain(ctx context.Context, n *node) error {
+	if out := n.out; len(out) > 0 {
+		n.emt.add(len(out))
+		if len(n.routers) > 0 {
+			t.recordsOut.Add(int64(len(out)))
+		}
+		for _, nx := range n.next {
+			if err := t.push(ctx, nx, out); err != nil {
+				return err
+			}
+		}
+		for _, r := range n.routers {
+			if err := r.route(ctx, out); err != nil {
+				return err
+			}
+		}
+		// A fresh slice: the consumers may keep the one they were given.
+		n.out = make([]operator.Record, 0, cap(out))
+	}
+	if late := n.lateOut; len(late) > 0 {
+		for _, nx := range n.late {
+			if err := t.push(ctx, nx, late); err != nil {
+				return err
+			}
+		}
+		for _, r := range n.lateRt {
+			if err := r.route(ctx, late); err != nil {
+				return err
+			}
+		}
+		n.lateOut = nil
+	}
+	return nil
+}
+
+// advance moves the task's watermark to wm: every operator in chain order,
+// then downstream.
+func (t *task) advance(ctx context.Context, wm int64) error {
+	if wm <= t.wm {
+		return nil
+	}
+	t.wm = wm
+	t.obsWM.Store(wm)
+	for _, n := range t.nodes {
+		if n.op == nil {
+			continue
+		}
+		if err := n.op.OnWatermark(ctx, wm, n); err != nil {
+			return fmt.Errorf("operator %s: watermark: %w", n.pop.ID, err)
+		}
+		if err := t.drain(ctx, n); err != nil {
+			return err
+		}
+	}
+	return t.broadcast(ctx, element{kind: elemWatermark, wm: wm})
+}
+
+func (t *task) broadcast(ctx context.Context, e element) error {
+	for _, r := range t.routers {
+		if err := r.broadcast(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *task) flush(ctx context.Context) error {
+	for _, r := range t.routers {
+		if err := r.flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open prepares the store, restores state, connects the components and
+// opens the operators.
+func (t *task) open(ctx context.Context) error {
+	r := t.r
+	if len(t.stateful) > 0 && r.p.State != nil {
+		if err := os.RemoveAll(t.dir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(t.dir, 0o755); err != nil {
+			return err
+		}
+		s, err := state.Open(filepath.Join(t.dir, "store"))
+		if err != nil {
+			return fmt.Errorf("open state store: %w", err)
+		}
+		t.store = s
+		var max int64
+		if r.p.State.MaxBytes != nil {
+			max = *r.p.State.MaxBytes
+		}
+		t.budget = state.NewBudget(max)
+		if len(t.restore) > 0 {
+			if err := t.restoreState(ctx); err != nil {
+				return err
+			}
+		}
+	} else if t.budget == nil {
+		t.budget = state.NewBudget(0)
+	}
+	if t.src != nil {
+		if err := t.input.Connect(ctx); err != nil {
+			return fmt.Errorf("source %s: connect: %w", t.src.pop.ID, err)
+		}
+		if rep, ok := t.input.(component.Replayable); ok && len(t.seekPos) > 0 && string(t.seekPos) != "null" {
+			if err := rep.Seek(ctx, t.seekPos); err != nil {
+				return fmt.Errorf("source %s: seek: %w", t.src.pop.ID, err)
+			}
+			t.lastPos = t.seekPos
+		}
+	}
+	for _, n := range t.nodes {
+		if n.output == nil {
+			continue
+		}
+		if err := n.output.Connect(ctx); err != nil {
+			return fmt.Errorf("sink %s: connect: %w", n.pop.ID, err)
+		}
+		if n.sink.tx != nil {
+			if err := n.sink.tx.Begin(ctx, n.pop.ID, t.spec.Subtask, t.restoredTxn[n.pop.ID]); err != nil {
+				return fmt.Errorf("sink %s: begin: %w", n.pop.ID, err)
+			}
+		}
+	}
+	for _, n := range t.nodes {
+		if n.op == nil {
+			continue
+		}
+		oc := &operator.Context{
+			Plan: r.p, Operator: n.pop, Subtask: t.spec.Subtask, KeyGroups: t.spec.KeyGroups,
+			Store: t.store, Budget: t.budget, Restored: t.restored,
+			Now: r.j.opts.Now, Logger: r.j.log.With("operator", n.pop.ID, "subtask", t.spec.Subtask),
+			LateDropped: n.lateDr.add,
+		}
+		if err := n.op.Open(ctx, oc); err != nil {
+			return fmt.Errorf("operator %s: open: %w", n.pop.ID, err)
+		}
+		n.opened = true
+	}
+	return nil
+}
+
+// restoreState downloads the old task artifacts that hold part of this
+// task's key groups and copies that part into the fresh store.
+func (t *task) restoreState(ctx context.Context) error {
+	base := filepath.Join(t.dir, "restore")
+	defer os.RemoveAll(base)
+	dirs := make([]string, len(t.restore))
+	_ = os.RemoveAll(base)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return err
+	}
+	for i, a := range t.restore {
+		dirs[i] = filepath.Join(base, strconv.Itoa(i))
+		if err := t.r.arts.Download(ctx, a.Path, dirs[i]); err != nil {
+			return fmt.Errorf("download state of task %s: %w", a.Task, err)
+		}
+	}
+	if err := state.Restore(t.store, dirs, t.spec.KeyGroups); err != nil {
+		return fmt.Errorf("restore state: %w", err)
+	}
+	return nil
+}
+
+// run is the task's goroutine body: open, the mailbox loop, and on the
+// way out closing everything it opened.
+func (t *task) run(ctx context.Context) (err error) {
+	t.setStatus("starting")
+	if err := t.open(ctx); err != nil {
+		return err
+	}
+	t.r.ready()
+	t.setStatus("running")
+	if t.src != nil {
+		return t.runSource(ctx)
+	}
+	return t.runInputs(ctx)
+}
+
+func (t *task) runInputs(ctx context.Context) error {
+	merged := make(chan inElem)
+	for i, in := range t.inputs {
+		t.r.goroutine(func() { in.forward(ctx, i, merged) })
+	}
+	tick := time.NewTicker(t.r.j.opts.tick)
+	defer tick.Stop()
+	if len(t.inputs) == 0 {
+		return t.finish(ctx)
+	}
+	for {
+		select {
+		case ie := <-merged:
+			done, err := t.onElement(ctx, ie)
+			if err != nil {
+				return err
+			}
+			if done {
+				return t.finish(ctx)
+			}
+		case <-t.commitWake:
+			if err := t.commit(ctx); err != nil {
+				return err
+			}
+		case <-tick.C:
+			if err := t.onTick(ctx); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (t *task) onElement(ctx context.Context, ie inElem) (done bool, err error) {
+	in := t.inputs[ie.in]
+	switch e := ie.e; e.kind {
+	case elemData:
+		t.recordsIn.Add(int64(len(e.recs)))
+		if in.idle {
+			in.idle = false
+			if err := t.inputWatermark(ctx); err != nil {
+				return false, err
+			}
+		}
+		return false, t.push(ctx, in.node, e.recs)
+	case elemWatermark:
+		in.idle = false
+		if e.wm > in.wm {
+			in.wm = e.wm
+		}
+		return false, t.inputWatermark(ctx)
+	case elemIdle:
+		in.idle = true
+		return false, t.inputWatermark(ctx)
+	case elemBarrier:
+		in.barrier = e.b
+		in.held = true
+		return false, t.aligned(ctx)
+	case elemEnd:
+		in.ended = true
+		if err := t.inputWatermark(ctx); err != nil {
+			return false, err
+		}
+		if err := t.aligned(ctx); err != nil {
+			return false, err
+		}
+		for _, in := range t.inputs {
+			if !in.ended {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// inputWatermark recomputes the task's watermark: the minimum over inputs
+// that neither ended nor are idle. When every input left is idle the task
+// tells downstream it is idle too.
+func (t *task) inputWatermark(ctx context.Context) error {
+	wm, live, open := int64(math.MaxInt64), false, false
+	for _, in := range t.inputs {
+		if in.ended {
+			continue
+		}
+		open = true
+		if in.idle {
+			continue
+		}
+		live = true
+		wm = min(wm, in.wm)
+	}
+	if open && !live {
+		if !t.idle {
+			t.idle = true
+			return t.broadcast(ctx, element{kind: elemIdle})
+		}
+		return nil
+	}
+	if t.idle && live {
+		t.idle = false
+		if wm <= t.wm { // tell downstream it is active again
+			return t.broadcast(ctx, element{kind: elemWatermark, wm: t.wm})
+		}
+	}
+	return t.advance(ctx, wm)
+}
+
+// aligned takes the checkpoint once every input that has not ended holds
+// the barrier, then releases them.
+func (t *task) aligned(ctx context.Context) error {
+	var b barrier
+	found := false
+	for _, in := range t.inputs {
+		if in.ended {
+			continue
+		}
+		if !in.held {
+			return nil
+		}
+		b, found = in.barrier, true
+	}
+	if !found {
+		return nil
+	}
+	if err := t.checkpoint(ctx, b); err != nil {
+		return err
+	}
+	for _, in := range t.inputs {
+		if in.held {
+			in.held = false
+			in.release <- struct{}{}
+		}
+	}
+	return nil
+}
+
+func (t *task) runSource(ctx context.Context) error {
+	reads := make(chan readResult, 1)
+	rctx, stop := context.WithCancel(ctx)
+	t.readerStop = stop
+	t.readerDone = make(chan struct{})
+	go func() {
+		defer close(t.readerDone)
+		readLoop(rctx, t.input, reads)
+	}()
+	tick := time.NewTicker(t.r.j.opts.tick)
+	defer tick.Stop()
+	for {
+		select {
+		case rr := <-reads:
+			if rr.err != nil {
+				if errors.Is(rr.err, message.ErrEndOfInput) {
+					reads = nil
+					if err := t.sourceEnded(ctx); err != nil {
+						return err
+					}
+					continue
+				}
+				return fmt.Errorf("source %s: read: %w", t.src.pop.ID, rr.err)
+			}
+			if err := t.sourceBatch(ctx, rr); err != nil {
+				return err
+			}
+		case c := <-t.control:
+			switch c.kind {
+			case ctlBarrier:
+				if err := t.checkpoint(ctx, c.b); err != nil {
+					return err
+				}
+			case ctlFinish:
+				return t.finish(ctx)
+			}
+		case <-t.commitWake:
+			if err := t.commit(ctx); err != nil {
+				return err
+			}
+		case <-tick.C:
+			if err := t.onTick(ctx); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (t *task) nowMs() int64 { return t.r.j.opts.Now().UnixMilli() }
+
+func (t *task) sourceBatch(ctx context.Context, rr readResult) error {
+	now := t.nowMs()
+	recs, dropped := t.clock.records(rr.b, now)
+	t.dropped.add(dropped)
+	t.recordsIn.Add(int64(len(rr.b.Messages)))
+	if rr.pos != nil {
+		t.lastPos = rr.pos
+	}
+	if err := t.push(ctx, t.src, recs); err != nil {
+		return err
+	}
+	if rr.ack != nil {
+		if t.r.checkpointing {
+			t.pendingAcks = append(t.pendingAcks, rr.ack)
+		} else if err := rr.ack(ctx, nil); err != nil {
+			t.r.j.log.Warn("source ack failed", "operator", t.src.pop.ID, "error", err)
+		}
+	}
+	if t.idle {
+		t.idle = false
+		return t.broadcast(ctx, element{kind: elemWatermark, wm: t.wm})
+	}
+	return nil
+}
+
+// sourceEnded sends the final watermark and tells the coordinator; the
+// task then waits for the final checkpoint and finish.
+func (t *task) sourceEnded(ctx context.Context) error {
+	t.srcEnded = true
+	if err := t.advance(ctx, math.MaxInt64); err != nil {
+		return err
+	}
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	t.setStatus("ended")
+	select {
+	case t.r.ended <- t.spec.ID:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (t *task) onTick(ctx context.Context) error {
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	if !t.r.checkpointing && len(t.sinks) > 0 && time.Since(t.lastCommit) >= time.Second {
+		t.lastCommit = time.Now()
+		for _, s := range t.sinks {
+			if err := s.commitNow(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if t.src == nil || t.srcEnded {
+		return nil
+	}
+	now := t.nowMs()
+	if t.clock.becameIdle(now) {
+		t.idle = true
+		return t.broadcast(ctx, element{kind: elemIdle})
+	}
+	// Watermarks go out on the timer, not after every batch: each one
+	// flushes the partial batches of every channel.
+	return t.advance(ctx, t.clock.watermark(now))
+}
+
+// checkpoint snapshots the task at barrier b, forwards the barrier and
+// uploads the snapshot in the background.
+func (t *task) checkpoint(ctx context.Context, b barrier) error {
+	for _, n := range t.nodes {
+		if n.op == nil {
+			continue
+		}
+		if err := n.op.Snapshot(ctx, b.id); err != nil {
+			return fmt.Errorf("operator %s: snapshot %d: %w", n.pop.ID, b.id, err)
+		}
+	}
+	ack := taskAck{task: t.spec.ID, id: b.id}
+	for _, s := range t.sinks {
+		ack.txns = append(ack.txns, s.pending...)
+	}
+	if t.src != nil {
+		if _, ok := t.input.(component.Replayable); ok {
+			ack.positions = []state.SourcePosition{{Operator: t.src.pop.ID, Subtask: t.spec.Subtask, Position: t.lastPos}}
+		}
+		if len(t.pendingAcks) > 0 {
+			t.ackGroups = append(t.ackGroups, ackGroup{id: b.id, acks: t.pendingAcks})
+			t.pendingAcks = nil
+		}
+	}
+	var dir string
+	if t.store != nil {
+		dir = filepath.Join(t.dir, "checkpoints", strconv.FormatInt(b.id, 10))
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return err
+		}
+		_ = os.RemoveAll(dir)
+		if err := t.store.Checkpoint(dir); err != nil {
+			return fmt.Errorf("checkpoint %d of the state store: %w", b.id, err)
+		}
+		ack.stateBytes = t.store.DiskBytes() + t.budget.Used()
+	}
+	if err := t.broadcast(ctx, element{kind: elemBarrier, b: b}); err != nil {
+		return err
+	}
+	r := t.r
+	r.goroutine(func() {
+		if dir != "" {
+			prefix := r.artifactPath(b, t.spec)
+			n, err := r.arts.Upload(ctx, prefix, dir)
+			_ = os.RemoveAll(dir)
+			ack.err = err
+			ack.artifact = &state.TaskArtifact{
+				Task: t.spec.ID, Operators: t.stateful, Subtask: t.spec.Subtask,
+				KeyGroups: t.spec.KeyGroups, Path: prefix, Bytes: n,
+			}
+		}
+		select {
+		case r.acks <- ack:
+		case <-ctx.Done():
+		}
+	})
+	return nil
+}
+
+// commit tells the operators the checkpoints up to commitUpTo are durable
+// and acknowledges the source batches they cover.
+func (t *task) commit(ctx context.Context) error {
+	id := t.commitUpTo.Load()
+	if id <= t.committed {
+		return nil
+	}
+	t.committed = id
+	for _, n := range t.nodes {
+		if n.op == nil {
+			continue
+		}
+		if err := n.op.Commit(ctx, id); err != nil {
+			return fmt.Errorf("operator %s: commit %d: %w", n.pop.ID, id, err)
+		}
+	}
+	k := 0
+	for _, g := range t.ackGroups {
+		if g.id > id {
+			break
+		}
+		for _, a := range g.acks {
+			if err := a(ctx, nil); err != nil {
+				t.r.j.log.Warn("source ack failed", "operator", t.src.pop.ID, "error", err)
+			}
+		}
+		k++
+	}
+	t.ackGroups = t.ackGroups[k:]
+	return nil
+}
+
+// finish ends the task at the end of input: commit what is durable, close
+// the operators, tell downstream.
+func (t *task) finish(ctx context.Context) error {
+	if err := t.commit(ctx); err != nil {
+		return err
+	}
+	if !t.r.checkpointing {
+		for _, s := range t.sinks {
+			if err := s.commitNow(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.closeOps(ctx); err != nil {
+		return err
+	}
+	if err := t.broadcast(ctx, element{kind: elemEnd}); err != nil {
+		return err
+	}
+	t.setStatus("finished")
+	return nil
+}
+
+func (t *task) closeOps(ctx context.Context) error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	for _, n := range t.nodes {
+		if !n.opened {
+			continue
+		}
+		if err := n.op.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("operator %s: close: %w", n.pop.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// teardown closes what the task opened; it runs after the task's loop
+// returned, whatever the reason, once the attempt is cancelled or done.
+func (t *task) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if t.readerStop != nil {
+		t.readerStop()
+		<-t.readerDone
+	}
+	_ = t.closeOps(ctx)
+	if t.input != nil {
+		_ = t.input.Close(ctx)
+	}
+	for _, n := range t.nodes {
+		if n.output != nil {
+			_ = n.output.Close(ctx)
+		}
+	}
+	if t.store != nil {
+		_ = t.store.Close()
+		t.store = nil
+	}
+	if s, _ := t.status.Load().(string); s != "finished" && s != "failed" {
+		t.setStatus("stopped")
+	}
+}
