@@ -8,6 +8,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -32,6 +33,7 @@ func main() {
 	queries := flag.String("queries", "q0,q1,q2,q5,q7", "nexmark queries to run")
 	stateBytes := flag.Int64("state-bytes", 1<<30, "live state for -mode checkpoint")
 	dir := flag.String("dir", "", "working directory (default: a temporary one, removed after)")
+	flag.StringVar(&templates, "templates", "bench/jobs", "directory of the job templates")
 	flag.Parse()
 	work := *dir
 	if work == "" {
@@ -78,13 +80,17 @@ func parallelisms(s, def string) []int {
 	return out
 }
 
-// plan reads a job template, fills in its placeholders and plans it.
+// templates is the directory of the job templates.
+var templates = "bench/jobs"
+
+// plan reads a job template, fills in its placeholders (__SINK_CONFIG__
+// defaults to {}) and plans it.
 func plan(file string, vars map[string]string) (*job.Plan, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	s := string(b)
+	s := strings.ReplaceAll(string(b), "__SINK_CONFIG__", cmp.Or(vars["SINK_CONFIG"], "{}"))
 	for k, v := range vars {
 		s = strings.ReplaceAll(s, "__"+k+"__", v)
 	}

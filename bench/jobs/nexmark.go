@@ -13,7 +13,7 @@ func benchNexmark(work string, events int64, pars []int, queries []string) error
 	fmt.Printf("  %-5s %-12s %14s %20s %10s\n", "query", "parallelism", "events/s", "events/s per core", "CPU s")
 	for _, q := range queries {
 		for _, par := range pars {
-			p, err := plan(filepath.Join("bench/jobs/nexmark", q+".yaml"), map[string]string{
+			p, err := plan(filepath.Join(templates, "nexmark", q+".yaml"), map[string]string{
 				"EVENTS": strconv.FormatInt(events, 10), "PARALLELISM": strconv.Itoa(par), "SINK": "drop",
 			})
 			if err != nil {

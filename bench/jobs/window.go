@@ -22,7 +22,7 @@ func benchWindow(work string, events int64, pars []int) error {
 	for i, par := range pars {
 		dir := filepath.Join(work, fmt.Sprintf("window-%d", i))
 		var err error
-		p, err = plan("bench/jobs/window.yaml", map[string]string{
+		p, err = plan(filepath.Join(templates, "window.yaml"), map[string]string{
 			"EVENTS": strconv.FormatInt(events, 10), "PARALLELISM": strconv.Itoa(par), "SINK": "drop",
 			"CHECKPOINTS": "file://" + filepath.Join(dir, "checkpoints"),
 		})
