@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/stream"
 )
 
@@ -27,12 +28,17 @@ type Options struct {
 	// OnState, when set, is called with every state a stream's runtime
 	// enters, in order per stream; it must not block.
 	OnState func(streamID string, state stream.State)
+	// JobMetrics, when set, receives the svc_job_* metrics of every job.
+	JobMetrics *kernel.Metrics
+	// OnJobState, when set, is called with every state a job enters, in
+	// order per job; it must not block.
+	OnJobState func(jobID string, state kernel.State)
 }
 
 // ErrStreamNotFound is returned for an unknown stream id.
 var ErrStreamNotFound = errors.New("stream not found")
 
-// Engine owns the streams of one node. Its methods are safe for concurrent use.
+// Engine owns the streams and jobs of one node. Its methods are safe for concurrent use.
 type Engine struct {
 	opts Options
 	log  *slog.Logger
@@ -40,10 +46,12 @@ type Engine struct {
 	// opMu serializes the operations that change which streams run (Apply,
 	// Start, Stop, Shutdown); they may wait for streams to stop while
 	// holding it. mu guards the fields below and is only held briefly.
-	opMu    sync.Mutex
-	mu      sync.Mutex
-	streams map[string]*instance
-	order   []string // stream ids in configuration order
+	opMu     sync.Mutex
+	mu       sync.Mutex
+	streams  map[string]*instance
+	order    []string // stream ids in configuration order
+	jobs     map[string]*jobInstance
+	jobOrder []string // job ids in configuration order
 
 	changes chan struct{} // buffered(1): a stream changed state
 }
@@ -69,7 +77,7 @@ func New(opts Options) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, changes: make(chan struct{}, 1)}
+	return &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, jobs: map[string]*jobInstance{}, changes: make(chan struct{}, 1)}
 }
 
 // Changes is signalled (coalesced) whenever a stream starts or ends.
@@ -91,7 +99,7 @@ func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
 	return e.ApplyStopped(ctx, cfg, nil)
 }
 
-// ApplyStopped is Apply, except that the new streams named in stopped are
+// ApplyStopped is Apply, except that the new streams and jobs named in stopped are
 // configured but not started: they stay stopped, as if stopped on request,
 // until Start. A Hub-managed node uses it at start-up for the streams its
 // Hub wants stopped, so that they never run.
@@ -148,6 +156,7 @@ func (e *Engine) ApplyStopped(ctx context.Context, cfg *config.Config, stopped [
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, e.applyJobs(ctx, cfg, stopped)...)
 	e.notify()
 	return errors.Join(errs...)
 }
@@ -299,7 +308,7 @@ func (e *Engine) Restart(ctx context.Context, id string) error {
 	return e.Start(ctx, id)
 }
 
-// Shutdown stops every stream, waiting for graceful stops bounded by ctx.
+// Shutdown stops every stream and job, waiting for graceful stops bounded by ctx.
 func (e *Engine) Shutdown(ctx context.Context) {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
@@ -313,7 +322,14 @@ func (e *Engine) Shutdown(ctx context.Context) {
 		}
 		dones = append(dones, in.done)
 	}
+	var jobs []*jobInstance
+	for _, id := range e.jobOrder {
+		jobs = append(jobs, e.jobs[id])
+	}
 	e.mu.Unlock()
+	for _, ji := range jobs {
+		_, _ = e.stopJob(ctx, ji, false)
+	}
 	for _, done := range dones {
 		select {
 		case <-done:
@@ -366,7 +382,10 @@ func (e *Engine) statusLocked(in *instance) StreamStatus {
 func (e *Engine) Finished() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.order) == 0 {
+	if len(e.order) == 0 && len(e.jobOrder) == 0 {
+		return false
+	}
+	if !e.jobsFinishedLocked() {
 		return false
 	}
 	for _, id := range e.order {
@@ -406,7 +425,7 @@ func (e *Engine) NotReady() []string {
 			ids = append(ids, id)
 		}
 	}
-	return ids
+	return append(ids, e.jobsNotReadyLocked()...)
 }
 
 // Failed returns the ids of streams that ended with an error.
@@ -426,5 +445,5 @@ func (e *Engine) Failed() []string {
 		default:
 		}
 	}
-	return ids
+	return append(ids, e.jobsFailedLocked()...)
 }

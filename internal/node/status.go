@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -33,6 +34,39 @@ func (n *Node) totals() StreamTotals {
 			t.Completed++
 		case stream.StateStarting:
 			t.Starting++
+		}
+	}
+	return t
+}
+
+// JobTotals counts jobs by observed state.
+type JobTotals struct {
+	Total      int `json:"total"`
+	Running    int `json:"running"`
+	Failed     int `json:"failed"`
+	Stopped    int `json:"stopped"`
+	Completed  int `json:"completed"`
+	Starting   int `json:"starting"`
+	Recovering int `json:"recovering"`
+}
+
+func (n *Node) jobTotals() JobTotals {
+	var t JobTotals
+	for _, j := range n.opts.Engine.Jobs() {
+		t.Total++
+		switch j.State {
+		case kernel.Running:
+			t.Running++
+		case kernel.Failed:
+			t.Failed++
+		case kernel.Stopped, kernel.Stopping:
+			t.Stopped++
+		case kernel.Completed:
+			t.Completed++
+		case kernel.Starting:
+			t.Starting++
+		case kernel.Recovering:
+			t.Recovering++
 		}
 	}
 	return t
@@ -84,6 +118,7 @@ type Status struct {
 	ConfigVersion string       `json:"config_version"`
 	UptimeMs      int64        `json:"uptime_ms"`
 	Streams       StreamTotals `json:"streams"`
+	Jobs          JobTotals    `json:"jobs"`
 }
 
 // Status reports the node's runtime status.
@@ -91,6 +126,7 @@ func (n *Node) Status() Status {
 	return Status{
 		NodeID: n.opts.NodeID, Ready: n.opts.Engine.Ready(), Version: n.opts.Version,
 		ConfigVersion: n.ConfigVersion(), UptimeMs: n.opts.Now().Sub(n.started).Milliseconds(), Streams: n.totals(),
+		Jobs: n.jobTotals(),
 	}
 }
 
@@ -140,7 +176,7 @@ func (n *Node) Readiness() (Probe, bool) {
 	return p, true
 }
 
-// Health is healthy when ready and no stream failed.
+// Health is healthy when ready and no stream or job failed.
 func (n *Node) Health() (Probe, bool) {
 	p, ready := n.Readiness()
 	p.Failed = n.opts.Engine.Failed()

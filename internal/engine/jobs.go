@@ -1,0 +1,371 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/state"
+)
+
+// ErrJobNotFound is returned for an unknown job id.
+var ErrJobNotFound = errors.New("job not found")
+
+// jobInstance is one configured job and, while it runs, its runtime.
+type jobInstance struct {
+	conf config.Job
+	path string // configuration path, e.g. jobs[0]
+
+	plan    *job.Plan
+	rt      *kernel.Job
+	stopped bool // stopped on request (not ended by itself)
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when Run returned
+	err     error         // the build error, or Run's result once done
+}
+
+// stateRoot is where job state lives when a job's state.root is empty.
+func (e *Engine) stateRoot() string {
+	if e.opts.StateDir == "" {
+		return ""
+	}
+	return filepath.Join(e.opts.StateDir, "jobs")
+}
+
+// applyJobs makes the running jobs match cfg as ApplyStopped does for
+// streams: unchanged jobs keep running, changed ones stop and start again
+// (restoring from their recovery mode), removed ones stop. The caller holds
+// e.opMu.
+func (e *Engine) applyJobs(ctx context.Context, cfg *config.Config, held []string) []error {
+	want := map[string]int{}
+	for i, j := range cfg.Jobs {
+		want[j.ID] = i
+	}
+	e.mu.Lock()
+	old := slices.Clone(e.jobOrder)
+	e.mu.Unlock()
+	for _, id := range old {
+		ji := e.job(id)
+		if i, keep := want[id]; keep && reflect.DeepEqual(ji.conf, cfg.Jobs[i]) {
+			continue
+		}
+		e.stopJob(ctx, ji, false)
+		e.mu.Lock()
+		delete(e.jobs, id)
+		e.jobOrder = slices.DeleteFunc(e.jobOrder, func(x string) bool { return x == id })
+		e.mu.Unlock()
+	}
+	var fresh []*jobInstance
+	e.mu.Lock()
+	e.jobOrder = e.jobOrder[:0]
+	for i, j := range cfg.Jobs {
+		e.jobOrder = append(e.jobOrder, j.ID)
+		path := fmt.Sprintf("jobs[%d]", i)
+		if ji, kept := e.jobs[j.ID]; kept {
+			ji.path = path
+			continue
+		}
+		ji := &jobInstance{conf: j, path: path}
+		e.jobs[j.ID] = ji
+		fresh = append(fresh, ji)
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, ji := range fresh {
+		if slices.Contains(held, ji.conf.ID) {
+			e.mu.Lock()
+			ji.stopped, ji.done = true, closedChan()
+			e.mu.Unlock()
+			continue
+		}
+		if err := e.startJob(ji, ""); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func (e *Engine) job(id string) *jobInstance {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.jobs[id]
+}
+
+// startJob plans, builds and launches one job; recovery overrides the
+// job's recovery mode when not empty. The caller holds e.opMu.
+func (e *Engine) startJob(ji *jobInstance, recovery string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	log := e.log.With("job", ji.conf.ID)
+	fail := func(err error) error {
+		ji.err, ji.done, ji.rt, ji.stopped = err, closedChan(), nil, false
+		return err
+	}
+	plan, ps := job.Build(ji.path, ji.conf)
+	if len(ps) > 0 {
+		return fail(&config.Error{Problems: ps})
+	}
+	id := ji.conf.ID
+	opts := kernel.Options{
+		Registry:  e.opts.Registry,
+		Logger:    log,
+		Metrics:   e.opts.JobMetrics,
+		StateRoot: e.stateRoot(),
+		Recovery:  recovery,
+	}
+	if hook := e.opts.OnJobState; hook != nil {
+		opts.OnState = func(st kernel.State) { hook(id, st) }
+	}
+	rt, err := kernel.Build(ji.path, plan, opts)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ji.plan, ji.rt, ji.cancel, ji.done, ji.err, ji.stopped = plan, rt, cancel, make(chan struct{}), nil, false
+	done := ji.done
+	go func() {
+		err := rt.Run(ctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("job ended with an error", "err", err)
+		} else {
+			log.Info("job ended", "state", rt.Observe().State)
+		}
+		e.mu.Lock()
+		ji.err = err
+		e.mu.Unlock()
+		close(done)
+		e.notify()
+	}()
+	return nil
+}
+
+// stopJob stops one job, first taking a savepoint when asked, and waits for
+// it (bounded by ctx). The caller holds e.opMu.
+func (e *Engine) stopJob(ctx context.Context, ji *jobInstance, savepoint bool) (*state.Manifest, error) {
+	e.mu.Lock()
+	rt, cancel, done := ji.rt, ji.cancel, ji.done
+	ji.cancel = nil
+	if cancel != nil {
+		ji.stopped = true
+	}
+	e.mu.Unlock()
+	if cancel == nil {
+		if savepoint {
+			return nil, fmt.Errorf("job %q is not running: no savepoint taken", ji.conf.ID)
+		}
+		return nil, nil
+	}
+	m, err := rt.Stop(ctx, kernel.StopOptions{Savepoint: savepoint})
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return m, err
+}
+
+// StartJob starts a configured job that is not running. recovery, when not
+// empty, overrides the job's recovery mode for this start
+// (latest_checkpoint, latest_savepoint, fail, or none to start empty).
+func (e *Engine) StartJob(ctx context.Context, id, recovery string) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	ji := e.job(id)
+	if ji == nil {
+		return fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	e.mu.Lock()
+	done := ji.done
+	e.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		return nil // running
+	}
+	err := e.startJob(ji, recovery)
+	e.notify()
+	return err
+}
+
+// StopJob stops one job, optionally with a final savepoint whose manifest
+// it returns; the job stays configured and can be started again.
+func (e *Engine) StopJob(ctx context.Context, id string, savepoint bool) (*state.Manifest, error) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	ji := e.job(id)
+	if ji == nil {
+		return nil, fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	m, err := e.stopJob(ctx, ji, savepoint)
+	e.notify()
+	return m, err
+}
+
+// running returns the runtime of a running job.
+func (e *Engine) running(id string) (*kernel.Job, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ji := e.jobs[id]
+	if ji == nil {
+		return nil, fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	if ji.rt == nil || ji.cancel == nil {
+		return nil, fmt.Errorf("job %q is not running", id)
+	}
+	return ji.rt, nil
+}
+
+// CheckpointJob triggers a checkpoint of a running job and waits for it.
+func (e *Engine) CheckpointJob(ctx context.Context, id string) (*state.Manifest, error) {
+	rt, err := e.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Checkpoint(ctx)
+}
+
+// SavepointJob triggers a savepoint of a running job and waits for it.
+func (e *Engine) SavepointJob(ctx context.Context, id string) (*state.Manifest, error) {
+	rt, err := e.running(id)
+	if err != nil {
+		return nil, err
+	}
+	return rt.Savepoint(ctx)
+}
+
+// JobArtifacts lists a job's complete checkpoints or savepoints (kind
+// state.KindCheckpoint or state.KindSavepoint), oldest first. The job need
+// not be running: its artifact store is opened from its configuration.
+func (e *Engine) JobArtifacts(ctx context.Context, id, kind string) ([]*state.Manifest, error) {
+	e.mu.Lock()
+	ji := e.jobs[id]
+	e.mu.Unlock()
+	if ji == nil {
+		return nil, fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	if ji.conf.Checkpoint == nil {
+		return nil, kernel.ErrNoCheckpointing
+	}
+	a, err := state.OpenArtifacts(ctx, ji.conf.Checkpoint.ObjectStoreURI)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	return a.List(ctx, id, kind)
+}
+
+// JobStatus is one job's observed view.
+type JobStatus struct {
+	kernel.Observation
+	Path string `json:"-"`
+}
+
+// Jobs returns every configured job's status in configuration order.
+func (e *Engine) Jobs() []JobStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]JobStatus, 0, len(e.jobOrder))
+	for _, id := range e.jobOrder {
+		out = append(out, e.jobStatusLocked(e.jobs[id]))
+	}
+	return out
+}
+
+// Job returns one job's status.
+func (e *Engine) Job(id string) (JobStatus, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ji := e.jobs[id]
+	if ji == nil {
+		return JobStatus{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	return e.jobStatusLocked(ji), nil
+}
+
+// JobPlan returns the plan of a configured job, building it when the job
+// has not run.
+func (e *Engine) JobPlan(id string) (*job.Plan, error) {
+	e.mu.Lock()
+	ji := e.jobs[id]
+	e.mu.Unlock()
+	if ji == nil {
+		return nil, fmt.Errorf("%w: %q", ErrJobNotFound, id)
+	}
+	if ji.plan != nil {
+		return ji.plan, nil
+	}
+	p, ps := job.Build(ji.path, ji.conf)
+	if len(ps) > 0 {
+		return nil, &config.Error{Problems: ps}
+	}
+	return p, nil
+}
+
+func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
+	st := JobStatus{Path: ji.path}
+	if ji.rt != nil {
+		st.Observation = ji.rt.Observe()
+	} else {
+		st.JobID, st.Version, st.State = ji.conf.ID, ji.conf.Version, kernel.Failed
+		if ji.err == nil && ji.stopped {
+			st.State = kernel.Stopped
+		}
+	}
+	if ji.err != nil && st.Error == "" && !errors.Is(ji.err, context.Canceled) {
+		st.Error = ji.err.Error()
+	}
+	if ji.rt != nil && ji.cancel == nil && st.State != kernel.Completed && st.State != kernel.Failed {
+		st.State = kernel.Stopped
+	}
+	return st
+}
+
+// jobsNotReadyLocked returns the ids of jobs that should run and do not:
+// starting, recovering or failed. A job stopped on request or completed
+// does not count.
+func (e *Engine) jobsNotReadyLocked() []string {
+	var ids []string
+	for _, id := range e.jobOrder {
+		ji := e.jobs[id]
+		if ji.stopped {
+			continue
+		}
+		if st := e.jobStatusLocked(ji).State; st != kernel.Running && st != kernel.Completed {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// jobsFailedLocked returns the ids of jobs that failed.
+func (e *Engine) jobsFailedLocked() []string {
+	var ids []string
+	for _, id := range e.jobOrder {
+		if e.jobStatusLocked(e.jobs[id]).State == kernel.Failed {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// jobsFinishedLocked reports whether every job ended by itself.
+func (e *Engine) jobsFinishedLocked() bool {
+	for _, id := range e.jobOrder {
+		ji := e.jobs[id]
+		select {
+		case <-ji.done:
+			if ji.stopped {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
