@@ -17,6 +17,7 @@ import (
 // checkpointJob keeps the last 1 KiB payload of each of __KEYS__ keys: about
 // __KEYS__ KiB of live state, checkpointed once, at the end of input.
 const checkpointJob = `
+streams: []
 jobs:
   - id: bench-checkpoint
     version: 1

@@ -22,6 +22,7 @@ import (
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
@@ -262,10 +263,11 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 	events := eventlog.New(eventlog.Options{LastID: time.Now().UnixMilli() * 1000})
 	var nd atomic.Pointer[node.Node]
 	eng := engine.New(engine.Options{
-		Registry: component.Default,
-		Logger:   log,
-		StateDir: stateDir,
-		Metrics:  stream.NewMetrics(metrics),
+		Registry:   component.Default,
+		Logger:     log,
+		StateDir:   stateDir,
+		Metrics:    stream.NewMetrics(metrics),
+		JobMetrics: kernel.NewMetrics(metrics),
 		OnState: func(id string, st stream.State) {
 			if n := nd.Load(); n != nil {
 				n.OnStreamState(id, st)
@@ -357,14 +359,14 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 			log.Info("stopped")
 			return exitOK
 		case <-eng.Changes():
-			// A Hub-managed node stays up when its streams end: the Hub
-			// may start them again.
-			if ag == nil && len(cfg.Jobs) == 0 && eng.Finished() {
+			// A Hub-managed node stays up when its streams and jobs
+			// end: the Hub may start them again.
+			if ag == nil && eng.Finished() {
 				if failed := eng.Failed(); len(failed) > 0 {
-					log.Error("every stream ended; some failed", "failed", strings.Join(failed, ","))
+					log.Error("every stream and job ended; some failed", "failed", strings.Join(failed, ","))
 					return exitFailed
 				}
-				log.Info("every stream completed")
+				log.Info("every stream and job completed")
 				return exitOK
 			}
 		}

@@ -6,23 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/goccy/go-json"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 // crashJob is generate -> keyed tumbling window (partitioned, two subtasks)
-// -> exactly-once file sink, checkpointing every 200 ms.
+// -> exactly-once file sink, checkpointing every 200 ms to an S3 store.
 const crashJob = `
 logging: {level: info}
 health_check: {enabled: false, observability: {enabled: false}}
+streams: []
 jobs:
   - id: crash
     version: 1
@@ -49,19 +55,19 @@ jobs:
         output_type: file
         config: {path: %s}
     state: {backend: embedded_kv}
-    checkpoint: {interval_ms: 200, retention: 2, object_store_uri: "file://%s"}
+    checkpoint: {interval_ms: 200, retention: 2, object_store_uri: "%s"}
 `
 
-// crashSource is the generated input: 24,000 clicks of 7 users, 5 ms of
-// event time apart, paced at 4,000 per second (6 s uninterrupted, more
-// than the four kills leave it).
+// crashSource is the generated input: 36,000 clicks of 7 users, 5 ms of
+// event time apart, paced at 4,000 per second (9 s uninterrupted, more
+// than the kills leave it).
 func crashSource() map[string]any {
 	return map[string]any{
 		"context":            `{"user": "u{{random:7}}", "page": {{random:10}}, "ts": {{timestamp_ms}}}`,
 		"seed":               11,
 		"timestamp_start_ms": 1767225600000,
 		"timestamp_step_ms":  5,
-		"count":              24000,
+		"count":              36000,
 		"interval":           "5ms",
 		"batch_size":         20,
 	}
@@ -167,7 +173,8 @@ func TestJobExactlyOnceUnderSIGKILL(t *testing.T) {
 	src := crashSource()
 	srcJSON, _ := json.Marshal(src)
 	conf := filepath.Join(dir, "job.yaml")
-	body := fmt.Sprintf(crashJob, srcJSON, filepath.Join(out, "counts.jsonl"), filepath.Join(dir, "checkpoints"))
+	s3 := slowS3(t, 300*time.Millisecond)
+	body := fmt.Sprintf(crashJob, srcJSON, filepath.Join(out, "counts.jsonl"), s3.uri)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -175,9 +182,13 @@ func TestJobExactlyOnceUnderSIGKILL(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("kill schedule seed %d", seed)
 	state := filepath.Join(dir, "state")
-	const kills = 4
+	// Even runs die at a random moment; odd ones while a checkpoint's
+	// manifest is being written, after every sink prepared its
+	// transaction and before the checkpoint is committed: the moment a
+	// sink that makes data visible too early is caught.
+	const kills = 6
 	for i := 0; i < kills; i++ {
-		cmd := startChild(t, conf, state)
+		cmd := startProcess(t, "node", s3.env, "--config", conf, "--state-dir", state)
 		wait := time.Duration(300+rng.IntN(700)) * time.Millisecond
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
@@ -186,14 +197,24 @@ func TestJobExactlyOnceUnderSIGKILL(t *testing.T) {
 			t.Fatalf("run %d ended before its kill after %v: %v", i, wait, err)
 		case <-time.After(wait):
 		}
+		how := "at a random moment"
+		if i%2 == 1 {
+			s3.armed.Store(true)
+			select {
+			case <-s3.writing:
+				how = "while a manifest was written"
+			case <-time.After(5 * time.Second):
+				t.Fatalf("run %d wrote no checkpoint manifest within 5 s", i)
+			}
+		}
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		<-exited
-		t.Logf("run %d killed after %v", i, wait)
+		t.Logf("run %d killed %s, %v after its start", i, how, wait)
 	}
 	// The last run goes to the end: the node exits once the job completed.
-	cmd := startChild(t, conf, state)
+	cmd := startProcess(t, "node", s3.env, "--config", conf, "--state-dir", state)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
@@ -234,3 +255,42 @@ func TestJobExactlyOnceUnderSIGKILL(t *testing.T) {
 }
 
 func first(s []string, n int) []string { return s[:min(len(s), n)] }
+
+// slowS3 serves an in-memory S3 bucket on loopback whose manifest writes
+// take delay, as a distant object store's do, and can report the next
+// manifest write as it starts.
+type slowStore struct {
+	uri     string
+	env     []string    // what a child needs to reach it
+	armed   atomic.Bool // report the next manifest write on writing
+	writing chan struct{}
+}
+
+func slowS3(t *testing.T, delay time.Duration) *slowStore {
+	t.Helper()
+	backend := s3mem.New()
+	if err := backend.CreateBucket("checkpoints"); err != nil {
+		t.Fatal(err)
+	}
+	s := &slowStore{writing: make(chan struct{}, 1)}
+	s3 := gofakes3.New(backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "_manifest.json") {
+			if s.armed.CompareAndSwap(true, false) {
+				s.writing <- struct{}{}
+			}
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return // the writer died: the manifest never lands
+			}
+		}
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	none := filepath.Join(t.TempDir(), "none")
+	s.env = []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
+		"AWS_CONFIG_FILE=" + none, "AWS_SHARED_CREDENTIALS_FILE=" + none, "AWS_EC2_METADATA_DISABLED=true"}
+	s.uri = "s3://checkpoints/crash?region=us-east-1&use_path_style=true&endpoint=" + srv.URL
+	return s
+}

@@ -55,7 +55,10 @@ func (e *Engine) applyJobs(ctx context.Context, cfg *config.Config, held []strin
 		if i, keep := want[id]; keep && reflect.DeepEqual(ji.conf, cfg.Jobs[i]) {
 			continue
 		}
-		e.stopJob(ctx, ji, false)
+		_, _ = e.stopJob(ctx, ji, false)
+		if _, kept := want[id]; !kept && e.opts.JobMetrics != nil {
+			e.opts.JobMetrics.Forget(id)
+		}
 		e.mu.Lock()
 		delete(e.jobs, id)
 		e.jobOrder = slices.DeleteFunc(e.jobOrder, func(x string) bool { return x == id })
@@ -112,7 +115,9 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		return fail(&config.Error{Problems: ps})
 	}
 	id := ji.conf.ID
+	spec := ji.conf
 	opts := kernel.Options{
+		Spec:      &spec,
 		Registry:  e.opts.Registry,
 		Logger:    log,
 		Metrics:   e.opts.JobMetrics,

@@ -33,6 +33,13 @@ func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.
 	for _, m := range append(slices.Clip(cps), sps...) {
 		r.nextID = max(r.nextID, m.ID+1)
 	}
+	// Ids of incomplete artifacts are not reused either: a process that
+	// died while writing a manifest may still have it land.
+	high, err := arts.HighestID(ctx, p.JobID)
+	if err != nil {
+		return nil, err
+	}
+	r.nextID = max(r.nextID, high+1)
 	if p.State != nil && p.State.Durability == "ephemeral" {
 		return nil, nil
 	}

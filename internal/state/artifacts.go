@@ -359,6 +359,26 @@ func (a *Artifacts) deleteAll(ctx context.Context, prefix string) error {
 	return g.Wait()
 }
 
+// HighestID is the highest artifact id of the job with any file in the
+// store, complete or not (0 when there is none). A new run numbers its
+// checkpoints above it, so that it never writes into the prefix of a
+// checkpoint whose manifest a dead process may still be writing: two
+// checkpoints' files never mix, and a manifest that lands late is older
+// than anything the new run commits.
+func (a *Artifacts) HighestID(ctx context.Context, jobID string) (int64, error) {
+	var high int64
+	for _, kind := range []string{KindCheckpoint, KindSavepoint} {
+		ids, err := a.artifactIDs(ctx, jobID, kind)
+		if err != nil {
+			return 0, fmt.Errorf("state: list artifacts of job %s in %s: %w", jobID, a.uri, err)
+		}
+		for _, id := range ids {
+			high = max(high, id)
+		}
+	}
+	return high, nil
+}
+
 // CleanIncomplete removes the files of artifacts of the job that have no
 // manifest and are older than the newest complete checkpoint: checkpoints
 // and savepoints share one id sequence, so an incomplete artifact of

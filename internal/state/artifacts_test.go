@@ -263,3 +263,39 @@ func TestUploadMissingDir(t *testing.T) {
 		t.Fatal("unexpected dir")
 	}
 }
+
+// TestHighestIDCountsIncompleteArtifacts: files without a manifest count,
+// so a new run never writes into the prefix of a checkpoint whose manifest
+// a dead process may still be writing.
+func TestHighestIDCountsIncompleteArtifacts(t *testing.T) {
+	ctx := context.Background()
+	a, err := OpenArtifacts(ctx, "file://"+filepath.ToSlash(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if got, err := a.HighestID(ctx, "j"); err != nil || got != 0 {
+		t.Fatalf("HighestID of an empty store = %d, %v; want 0", got, err)
+	}
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, up := range []struct {
+		kind string
+		id   int64
+	}{{KindCheckpoint, 3}, {KindSavepoint, 5}, {KindCheckpoint, 9}} {
+		if _, err := a.Upload(ctx, Prefix("j", up.kind, up.id)+"t/", src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Commit(ctx, &Manifest{Kind: KindCheckpoint, ID: 3, JobID: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.HighestID(ctx, "j"); err != nil || got != 9 {
+		t.Fatalf("HighestID = %d, %v; want 9 (checkpoint 9 has files but no manifest)", got, err)
+	}
+	if got, err := a.HighestID(ctx, "other"); err != nil || got != 0 {
+		t.Fatalf("HighestID of another job = %d, %v; want 0", got, err)
+	}
+}

@@ -65,11 +65,15 @@ type txnState struct {
 }
 
 // Begin switches the output to transactional mode for the sink operator's
-// subtask: it commits the restored transactions, then deletes every other
-// in-progress or prepared file of this operator and subtask (data written
-// after the restored checkpoint, which the job replays). The file Connect
-// opened at path is closed, and removed when Connect created it and it is
-// still empty.
+// subtask: it commits the restored transactions, then deletes this
+// operator and subtask's in-progress files and the prepared files of
+// checkpoints up to the restored one (data written after the restored
+// checkpoint, which the job replays). Prepared files of later checkpoints
+// are kept: a process that died while writing such a checkpoint's manifest
+// may still have it land, and a restore from it commits them; the next
+// commit of a later checkpoint deletes them. The file Connect opened at
+// path is closed, and removed when Connect created it and it is still
+// empty.
 func (o *File) Begin(ctx context.Context, operator string, subtask int, restored [][]byte) error {
 	if err := checkOperatorID(operator); err != nil {
 		return fmt.Errorf("file output: %w", err)
@@ -91,20 +95,37 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 		return fmt.Errorf("file output: %w", err)
 	}
 	o.txn = t
-	for _, txn := range restored {
-		if err := o.Commit(ctx, txn); err != nil {
+	upTo := int64(-1) // the restored checkpoint
+	for _, raw := range restored {
+		if err := o.Commit(ctx, raw); err != nil {
 			return fmt.Errorf("file output: restoring: %w", err)
 		}
+		var txn fileTxn
+		if json.Unmarshal(raw, &txn) == nil {
+			upTo = max(upTo, txn.Checkpoint)
+		}
 	}
+	return o.discard(func(name string, n int64) bool {
+		return strings.HasSuffix(name, inProgressExt) || n <= upTo
+	})
+}
+
+// discard deletes the in-progress and prepared files of this operator and
+// subtask that drop says to, then syncs the directory.
+func (o *File) discard(drop func(name string, n int64) bool) error {
+	t := o.txn
 	entries, err := os.ReadDir(t.pendingDir)
 	if err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
 	removed := false
 	for _, e := range entries {
-		op, sub, _, ok := parsePendingName(e.Name())
-		if !ok || op != operator || sub != subtask {
+		op, sub, n, ok := parsePendingName(e.Name())
+		if !ok || op != t.operator || sub != t.subtask || !drop(e.Name(), n) {
 			continue
+		}
+		if e.Name() == filepath.Base(t.path) {
+			continue // the transaction being written
 		}
 		if err := os.Remove(filepath.Join(t.pendingDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("file output: discarding an uncommitted transaction: %w", err)
@@ -232,7 +253,7 @@ func (o *File) Commit(_ context.Context, raw []byte) error {
 		return fmt.Errorf("file output: transaction %s: %w", raw, err)
 	}
 	if txn.Prepared == "" && txn.Final == "" {
-		return nil // an empty transaction
+		return o.dropSuperseded(txn.Checkpoint) // an empty transaction
 	}
 	if txn.Prepared == "" || txn.Final == "" {
 		return fmt.Errorf("file output: transaction %s names only one of prepared and final", raw)
@@ -251,7 +272,21 @@ func (o *File) Commit(_ context.Context, raw []byte) error {
 	if err := syncDir(filepath.Dir(txn.Final)); err != nil {
 		return fmt.Errorf("file output: committing checkpoint %d: %w", txn.Checkpoint, err)
 	}
-	return nil
+	return o.dropSuperseded(txn.Checkpoint)
+}
+
+// dropSuperseded deletes prepared files of checkpoints before the one just
+// committed: a job only ever restores its newest checkpoint, so they can
+// no longer be committed (they were left by a process that died while
+// writing their checkpoint's manifest). The job commits its transactions
+// in checkpoint order, so none of its own is among them.
+func (o *File) dropSuperseded(checkpoint int64) error {
+	if o.txn == nil {
+		return nil
+	}
+	return o.discard(func(name string, n int64) bool {
+		return strings.HasSuffix(name, pendingExt) && n < checkpoint
+	})
 }
 
 // closeTxn closes an in-progress file, leaving it for the next Begin of
