@@ -46,7 +46,9 @@ func TestNexmarkQueries(t *testing.T) {
 				if _, err := run(p, filepath.Join(dir, "state")); err != nil {
 					t.Fatal(err)
 				}
-				got := canonicalLines(t, out)
+				// In a job the file output writes committed part files
+				// out-<operator>-<subtask>-<checkpoint>.jsonl.
+				got := canonicalLines(t, filepath.Join(dir, "out-*.jsonl"))
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("%s output differs from the reference (-want +got), %d vs %d lines:\n%s", q, len(want), len(got), firstLines(diff, 40))
 				}
@@ -103,23 +105,30 @@ func canon(v any) string {
 	return string(b)
 }
 
-// canonicalLines reads a JSON-lines file into sorted canonical lines.
-func canonicalLines(t *testing.T, path string) []string {
+// canonicalLines reads the JSON-lines files matching pattern into sorted
+// canonical lines.
+func canonicalLines(t *testing.T, pattern string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files match %s (%v)", pattern, err)
 	}
-	defer f.Close()
 	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var v any
-		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-			t.Fatalf("%q: %v", sc.Text(), err)
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		lines = append(lines, canon(v))
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var v any
+			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+				t.Fatalf("%s: %q: %v", name, sc.Text(), err)
+			}
+			lines = append(lines, canon(v))
+		}
+		f.Close()
 	}
 	sort.Strings(lines)
 	return lines
