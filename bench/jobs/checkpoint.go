@@ -14,8 +14,9 @@ import (
 	"github.com/flowplane/flowplane/internal/state"
 )
 
-// checkpointJob keeps the last 1 KiB payload of each of __KEYS__ keys: about
-// __KEYS__ KiB of live state, checkpointed once, at the end of input.
+// checkpointJob keeps the last payload (about 1,000 random digits) of each
+// of __KEYS__ keys: about __KEYS__ KiB of live state, checkpointed once, at
+// the end of input.
 const checkpointJob = `
 streams: []
 jobs:
@@ -54,7 +55,9 @@ jobs:
 func benchCheckpoint(work string, stateBytes int64) error {
 	keys := stateBytes / 1024
 	tmpl := filepath.Join(work, "checkpoint.yaml")
-	s := strings.NewReplacer("__PAD__", strings.Repeat("x", 1000), "__KEYS__", strconv.FormatInt(keys, 10),
+	// About 1,000 random digits per key: compressible to roughly 40%, like
+	// real data rather than a repeated byte.
+	s := strings.NewReplacer("__PAD__", strings.Repeat("{{random}}", 170), "__KEYS__", strconv.FormatInt(keys, 10),
 		"__CHECKPOINTS__", "file://"+filepath.Join(work, "checkpoints")).Replace(checkpointJob)
 	if err := os.WriteFile(tmpl, []byte(s), 0o600); err != nil {
 		return err
@@ -63,7 +66,7 @@ func benchCheckpoint(work string, stateBytes int64) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("checkpoint of %d keys x 1 KiB (%.2f GiB of values)\n", keys, float64(keys*1024)/(1<<30))
+	fmt.Printf("checkpoint of %d keys x about 1 KiB of random digits (%.2f GiB of values)\n", keys, float64(keys*1024)/(1<<30))
 	root := filepath.Join(work, "state")
 	r, err := run(p, root)
 	if err != nil {

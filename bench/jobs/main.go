@@ -13,6 +13,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,7 +36,23 @@ func main() {
 	stateBytes := flag.Int64("state-bytes", 1<<30, "live state for -mode checkpoint")
 	dir := flag.String("dir", "", "working directory (default: a temporary one, removed after)")
 	flag.StringVar(&templates, "templates", "bench/jobs", "directory of the job templates")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	// The same GC target as the flowplane binary (cmd/flowplane/main.go),
+	// so the figures are what a node gets; GOGC in the environment wins.
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(400)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	work := *dir
 	if work == "" {
 		d, err := os.MkdirTemp("", "flowplane-bench-jobs-")
@@ -56,6 +74,7 @@ func main() {
 		err = fmt.Errorf("unknown -mode %q", *mode)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fatal(err)
 	}
 }
