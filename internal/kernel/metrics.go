@@ -1,9 +1,9 @@
 package kernel
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowplane/flowplane/internal/telemetry"
 )
 
 // Metrics are the svc_job_* collectors shared by every job of a node. A nil
@@ -42,30 +42,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stateBytes:   gv("svc_job_state_bytes", "Live and on-disk state bytes of every task at the last checkpoint."),
 	}
 	if reg != nil {
-		m.recordsIn = register(reg, m.recordsIn)
-		m.recordsOut = register(reg, m.recordsOut)
-		m.lateDropped = register(reg, m.lateDropped)
-		m.dropped = register(reg, m.dropped)
-		m.ckptFailures = register(reg, m.ckptFailures)
-		m.restarts = register(reg, m.restarts)
-		m.wmLag = register(reg, m.wmLag)
-		m.ckptDuration = register(reg, m.ckptDuration)
-		m.stateBytes = register(reg, m.stateBytes)
+		m.recordsIn = telemetry.Register(reg, m.recordsIn)
+		m.recordsOut = telemetry.Register(reg, m.recordsOut)
+		m.lateDropped = telemetry.Register(reg, m.lateDropped)
+		m.dropped = telemetry.Register(reg, m.dropped)
+		m.ckptFailures = telemetry.Register(reg, m.ckptFailures)
+		m.restarts = telemetry.Register(reg, m.restarts)
+		m.wmLag = telemetry.Register(reg, m.wmLag)
+		m.ckptDuration = telemetry.Register(reg, m.ckptDuration)
+		m.stateBytes = telemetry.Register(reg, m.stateBytes)
 	}
 	return m
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if old, ok := are.ExistingCollector.(C); ok {
-				return old
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 // Forget deletes the series of one job, e.g. once it is removed from the

@@ -1,9 +1,9 @@
 package stream
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowplane/flowplane/internal/telemetry"
 )
 
 // kind names the part of a stream an error, retry or send belongs to; it is
@@ -68,29 +68,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"stream"}),
 	}
 	if reg != nil {
-		m.received = register(reg, m.received)
-		m.sent = register(reg, m.sent)
-		m.errors = register(reg, m.errors)
-		m.dropped = register(reg, m.dropped)
-		m.retries = register(reg, m.retries)
-		m.inFlight = register(reg, m.inFlight)
-		m.walBacklog = register(reg, m.walBacklog)
-		m.processing = register(reg, m.processing)
+		m.received = telemetry.Register(reg, m.received)
+		m.sent = telemetry.Register(reg, m.sent)
+		m.errors = telemetry.Register(reg, m.errors)
+		m.dropped = telemetry.Register(reg, m.dropped)
+		m.retries = telemetry.Register(reg, m.retries)
+		m.inFlight = telemetry.Register(reg, m.inFlight)
+		m.walBacklog = telemetry.Register(reg, m.walBacklog)
+		m.processing = telemetry.Register(reg, m.processing)
 	}
 	return m
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if old, ok := are.ExistingCollector.(C); ok {
-				return old
-			}
-		}
-		panic(err)
-	}
-	return c
 }
 
 // Forget deletes the series of one stream, e.g. once it is removed from the
