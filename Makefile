@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-fleet bench-hub bench-hub-writes fuzz
+.PHONY: test quickstart build lint bench bench-jobs bench-fleet bench-hub bench-hub-writes fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -21,6 +21,12 @@ lint:
 
 bench:
 	bash bench/run.sh
+
+# Job kernel (bench/jobs, bench/README.md): window count, Nexmark, checkpoint.
+bench-jobs:
+	$(GO) run ./bench/jobs -mode window
+	$(GO) run ./bench/jobs -mode nexmark -events 5000000
+	$(GO) run ./bench/jobs -mode checkpoint
 
 # Control-plane write-to-in_sync latency: a Hub and three Agents (bench/README.md).
 bench-fleet:
