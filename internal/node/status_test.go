@@ -2,11 +2,13 @@ package node_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -160,4 +162,39 @@ func TestBodyTooLargeChunked(t *testing.T) {
 		t.Fatalf("chunked 2 MiB body = %s, want 413", r)
 	}
 	problem(t, r, "body_too_large")
+}
+
+// TestStatusAndProbesIncludeJobs: /status counts jobs by state, and a job
+// that failed (a sum over a string, with recovery fail) makes the node
+// not ready and unhealthy, named by id.
+func TestStatusAndProbesIncludeJobs(t *testing.T) {
+	job := func(id, agg string) string {
+		return `
+  - id: ` + id + `
+    version: 1
+    operators:
+      - {id: src, kind: source}
+      - {id: counts, kind: aggregate, config: {key: this.k, aggregations: [` + agg + `]}}
+      - {id: out, kind: sink}
+    edges: [{from: src, to: counts}, {from: counts, to: out}]
+    sources: [{operator_id: src, input_type: generate, config: {context: '{"k": 1, "s": "x"}', interval: 5ms}}]
+    sinks: [{operator_id: out, output_type: drop}]
+    state: {backend: embedded_kv, durability: ephemeral}
+    recovery: fail
+`
+	}
+	h := newHarness(t, doc("", genStream("s", `{"a": 1}`))+"jobs:"+job("good", "{name: n, function: count}")+
+		job("bad", "{name: total, function: sum, expression: this.s}"))
+	eventually(t, "the good job to run", func() (bool, string) {
+		st := decode[node.Status](t, h.expect(t, 200, "GET", "/status", ""))
+		return st.Jobs.Running == 1 && st.Jobs.Failed == 1 && st.Jobs.Total == 2, fmt.Sprintf("%+v", st.Jobs)
+	})
+	ready := decode[node.Probe](t, h.expect(t, 503, "GET", "/readiness", ""))
+	if !slices.Contains(ready.NotReady, "bad") || slices.Contains(ready.NotReady, "good") {
+		t.Errorf("readiness names %v, want the failed job only", ready.NotReady)
+	}
+	health := decode[node.Probe](t, h.expect(t, 503, "GET", "/health", ""))
+	if !slices.Contains(health.Failed, "bad") {
+		t.Errorf("health names %v as failed, want bad", health.Failed)
+	}
 }
