@@ -136,6 +136,9 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 	done := ji.done
 	go func() {
 		err := rt.Run(ctx)
+		if cerr := rt.Close(); cerr != nil {
+			log.Warn("close the job's artifact store", "err", cerr)
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("job ended with an error", "err", err)
 		} else {

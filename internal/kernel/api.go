@@ -212,6 +212,18 @@ func (j *Job) Artifacts(ctx context.Context, kind string) ([]*state.Manifest, er
 	return a.List(ctx, j.plan.JobID, kind)
 }
 
+// Close releases the job's artifact store. Call it once Run returned;
+// the Job is not used after.
+func (j *Job) Close() error {
+	j.artsOnce.Do(func() { j.artsErr = errClosed }) // a later artifacts() opens nothing
+	if j.arts != nil {
+		return j.arts.Close()
+	}
+	return nil
+}
+
+var errClosed = errors.New("the job is closed")
+
 // artifacts opens the job's artifact store once.
 func (j *Job) artifacts(ctx context.Context) (*state.Artifacts, error) {
 	if j.plan.Checkpoint == nil {
