@@ -65,29 +65,3 @@ func BenchmarkDecoders(b *testing.B) {
 		}
 	})
 }
-
-// TestFieldReadsAreRewritten guards the fast path: reads of this.<name>
-// become variables, others stay as written.
-func TestFieldReadsAreRewritten(t *testing.T) {
-	tests := []struct {
-		src    string
-		fields []string
-	}{
-		{`merge(this, {"w": this.v * 2})`, []string{"v"}},
-		{`this.a > 1 && this["b"] == this.a`, []string{"a", "b"}},
-		{`this?.a`, nil},
-		{`meta.k`, nil},
-	}
-	for _, tt := range tests {
-		p, err := compile("expression", tt.src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(tt.fields, p.fields); diff != "" {
-			t.Errorf("%s: fields (-want +got):\n%s", tt.src, diff)
-		}
-		if (p.fast != nil) != (tt.fields != nil) {
-			t.Errorf("%s: fast program %v, want one only with fields", tt.src, p.fast != nil)
-		}
-	}
-}
