@@ -113,6 +113,8 @@ type Command struct {
 type CommandPayload struct {
 	// State is the desired stream state: running or stopped.
 	State string `json:"state,omitempty"`
+	// JobCommand holds the arguments of job commands.
+	JobCommand
 }
 
 // Command result states (transport state acknowledged, or the outcome).

@@ -1,5 +1,7 @@
 package reconcile
 
+import "time"
+
 // Node liveness (API.md "States").
 const (
 	StatusOnline      = "online"
@@ -62,4 +64,16 @@ func (n Node) lacks(required []string) bool {
 		}
 	}
 	return false
+}
+
+// ArtifactInfo is what the restore choice knows of one completed recovery
+// artifact of a job.
+type ArtifactInfo struct {
+	Kind              string // checkpoint or savepoint
+	ID                int64
+	JobVersion        int
+	FormatVersion     int
+	MaxParallelism    int
+	StatefulOperators []string
+	CompletedAt       time.Time
 }

@@ -93,12 +93,15 @@ func (s *Store) Probe(ctx context.Context, now time.Time) error {
 }
 
 // ResourceState is everything convergence looks at for one resource that
-// has a desired state: the desire, its latest intent and, for streams, the
-// node's latest observation (nil when none).
+// has a desired state: the desire, its latest intent and the node's latest
+// observation (nil when none).
 type ResourceState struct {
 	Resource
 	Latest   *Intent
 	Observed *ObservedStream
+	// ObservedJob is the node's observation of a job resource (nil when
+	// none, and for streams).
+	ObservedJob *ObservedJob
 }
 
 // ResourceStates returns the state of every resource with a desired state,

@@ -30,12 +30,15 @@ type Intent struct {
 	RetryCount    int
 	Failure       *wire.Failure
 	Result        json.RawMessage
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	DispatchedAt  time.Time
-	AckedAt       time.Time
-	FinishedAt    time.Time
-	ExpiresAt     time.Time
+	// Payload is the command payload of a job intent (wire.CommandPayload
+	// JSON); empty for streams.
+	Payload      json.RawMessage
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	DispatchedAt time.Time
+	AckedAt      time.Time
+	FinishedAt   time.Time
+	ExpiresAt    time.Time
 }
 
 // Wire returns the operation record without the derived fields

@@ -26,6 +26,7 @@ type OutboxEntry struct {
 	DesiredState   string
 	ConfigVersion  string
 	ActionID       string
+	Payload        json.RawMessage
 	ExpiresAt      time.Time
 	Attempts       int
 	LastFinishedAt time.Time

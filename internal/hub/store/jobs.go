@@ -1,0 +1,279 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Jobs: the job resource (placement, versions, desired state with one
+// generation per job across nodes), its recovery artifacts, upgrades and
+// the nodes' job observations. Migration 0005 creates their tables.
+//
+// A job's desired state is also a row of resources (kind job) at its
+// current node, so that the intent -> outbox -> attempt pipeline and
+// ResourceStates treat jobs as they treat streams. Its generation is the
+// job's: it keeps increasing across moves.
+
+// KindJobCommand is the intent kind of one-shot job commands that change no
+// desired state (job_checkpoint, job_savepoint, job_validate): they neither
+// bump the generation nor supersede the job's pending intents, and are
+// never a resource's latest intent.
+const KindJobCommand = "job_command"
+
+// ErrExists: a job with that id already exists.
+var ErrExists = errors.New("already exists")
+
+// Job is one job's stored record.
+type Job struct {
+	ID        string
+	NodeID    string   // current placement
+	Strategy  string   // requested or least_loaded
+	Requested []string // node_ids of the create body
+	Version   int      // current version
+	// Generation, DesiredState and ActionID are the job's desired state.
+	Generation   int64
+	DesiredState string
+	ActionID     string
+	// Restore is what the next start restores when an upgrade, rollback or
+	// move chose it; nil: the spec's recovery mode. A start that carries it
+	// clears it.
+	Restore   *wire.JobRestore
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// JobVersion is one stored version of a job: the spec as submitted and the
+// plan explanation built from it.
+type JobVersion struct {
+	JobID     string
+	Version   int
+	Spec      json.RawMessage
+	Plan      json.RawMessage
+	UpgradeID string
+	CreatedAt time.Time
+}
+
+// Upgrade is one stored upgrade (wire.JobUpgrade).
+type Upgrade = wire.JobUpgrade
+
+// Artifact is one stored recovery artifact record (wire.JobArtifact);
+// pending and failed records come from POST checkpoints/savepoints.
+type Artifact = wire.JobArtifact
+
+// ObservedJob is a node's latest accepted observation of one job. Detail
+// is the whole wire.JobObservation (tasks, gauges) as JSON.
+type ObservedJob struct {
+	NodeID      string
+	JobID       string
+	State       string
+	Generation  int64
+	Version     int
+	ActionID    string
+	LastError   string
+	LastErrorAt time.Time
+	Detail      json.RawMessage
+	UpdatedAt   time.Time
+}
+
+// JobWrite is one accepted job mutation: one transaction that may create
+// the job, checks If-Match against the job's generation, sets generation+1
+// and the desired state at the job's (possibly new) node, supersedes the
+// job's pending desired intents, writes the intent with its command
+// payload, an outbox row, an audit row (Action) and an intent_accepted
+// event. With Create it fails ErrExists for a known id; without it
+// ErrNotFound for an unknown one. A conflict is *GenerationConflictError.
+type JobWrite struct {
+	IntentID string
+	// Operation is the command the intent dispatches: job_start or job_stop.
+	Operation string
+	// Action is the audit action: job_create, job_start, job_stop,
+	// job_restart, job_upgrade, job_rollback, job_move.
+	Action  string
+	JobID   string
+	IfMatch *int64
+	Create  *JobCreate
+	// NodeID is the job's node after the write; "" keeps it. A new node
+	// moves the job: the old node's resource row becomes desired stopped at
+	// the same new generation, with a job_stop intent FenceIntentID that
+	// never expires (it reaches the old node whenever it comes back).
+	NodeID        string
+	FenceIntentID string
+	State         string // desired state after the write: running or stopped
+	ActionID      string
+	// Version, when not 0, becomes the current version (an upgrade or a
+	// rollback); NewVersion is stored first when not nil (an upgrade).
+	Version    int
+	NewVersion *JobVersion
+	// Upgrade is recorded (an upgrade); RollBack names an upgrade marked
+	// rolled back.
+	Upgrade  *Upgrade
+	RollBack string
+	// Restore replaces the job's restore choice when SetRestore is true.
+	Restore    *wire.JobRestore
+	SetRestore bool
+	// Payload is the command payload the intent carries (wire.CommandPayload JSON).
+	Payload       json.RawMessage
+	CorrelationID string
+	Actor         string
+	Now           time.Time
+	ExpiresAt     time.Time
+}
+
+// JobCreate is what a new job starts with: its placement and version 1..n
+// spec (the spec's own version number).
+type JobCreate struct {
+	Strategy  string
+	Requested []string
+	Version   JobVersion
+}
+
+// JobWriteResult is what WriteJob committed.
+type JobWriteResult struct {
+	Generation  int64
+	Intent      Intent
+	FenceIntent *Intent
+	Txn         int64
+}
+
+// WriteJob commits one job mutation (see JobWrite).
+func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error) {
+	return JobWriteResult{}, errors.New("store: WriteJob not implemented")
+}
+
+// JobCommandWrite is one one-shot job command (job_checkpoint,
+// job_savepoint, job_validate): an intent of kind KindJobCommand for the
+// job at NodeID, its outbox row, an audit row and an intent_accepted event,
+// and, when Artifact is not nil, a pending artifact record tied to the
+// intent (OperationID = IntentID).
+type JobCommandWrite struct {
+	IntentID      string
+	Operation     string
+	JobID         string
+	NodeID        string
+	Generation    int64
+	Payload       json.RawMessage
+	Artifact      *Artifact
+	CorrelationID string
+	Actor         string
+	Now           time.Time
+	ExpiresAt     time.Time
+}
+
+// WriteJobCommand commits one job command (see JobCommandWrite).
+func (s *Store) WriteJobCommand(ctx context.Context, w JobCommandWrite) (Intent, error) {
+	return Intent{}, errors.New("store: WriteJobCommand not implemented")
+}
+
+// RejectJob records an audit row with outcome rejected for a job mutation
+// refused before any write (validation, conflict, precondition).
+func (s *Store) RejectJob(ctx context.Context, action, jobID, nodeID, failureCode, message, correlationID, actor string, now time.Time) error {
+	return errors.New("store: RejectJob not implemented")
+}
+
+// GetJob returns one job, or ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, id string) (Job, error) {
+	return Job{}, errors.New("store: GetJob not implemented")
+}
+
+// ListJobs returns every job by id.
+func (s *Store) ListJobs(ctx context.Context) ([]Job, error) {
+	return nil, errors.New("store: ListJobs not implemented")
+}
+
+// JobVersions returns a job's versions, oldest first (ErrNotFound for an
+// unknown job).
+func (s *Store) JobVersions(ctx context.Context, jobID string) ([]JobVersion, error) {
+	return nil, errors.New("store: JobVersions not implemented")
+}
+
+// GetJobVersion returns one version of a job, or ErrNotFound.
+func (s *Store) GetJobVersion(ctx context.Context, jobID string, version int) (JobVersion, error) {
+	return JobVersion{}, errors.New("store: GetJobVersion not implemented")
+}
+
+// JobState is everything the Hub's job views need of one job, read in one
+// transaction: the job, its current version, its latest desired intent at
+// its node, and the observation of the job by its node (nil when none).
+type JobState struct {
+	Job      Job
+	Version  JobVersion
+	Latest   *Intent
+	Observed *ObservedJob
+}
+
+// GetJobState returns one job's state, or ErrNotFound.
+func (s *Store) GetJobState(ctx context.Context, id string) (JobState, error) {
+	return JobState{}, errors.New("store: GetJobState not implemented")
+}
+
+// JobStates returns the state of every job by id.
+func (s *Store) JobStates(ctx context.Context) ([]JobState, error) {
+	return nil, errors.New("store: JobStates not implemented")
+}
+
+// ListArtifacts returns a job's artifact records of one kind ("" = both),
+// newest first (completed by artifact id, pending by creation).
+func (s *Store) ListArtifacts(ctx context.Context, jobID, kind string) ([]Artifact, error) {
+	return nil, errors.New("store: ListArtifacts not implemented")
+}
+
+// FinishJobCommand completes (a != nil: the artifact the node reported) or
+// fails (failure != nil) the pending artifact record of a job command, and
+// appends a checkpoint_completed or savepoint_completed event when it
+// completed. A record that is not pending is left as it is.
+func (s *Store) FinishJobCommand(ctx context.Context, operationID string, a *Artifact, failure *wire.Failure, now time.Time) error {
+	return errors.New("store: FinishJobCommand not implemented")
+}
+
+// RecordArtifacts upserts completed artifacts (by job, kind and id) a node
+// reported, appending a checkpoint_completed or savepoint_completed event
+// for each one not recorded as completed before.
+func (s *Store) RecordArtifacts(ctx context.Context, as []Artifact, now time.Time) error {
+	return errors.New("store: RecordArtifacts not implemented")
+}
+
+// Upgrades returns a job's upgrades, newest first.
+func (s *Store) Upgrades(ctx context.Context, jobID string) ([]Upgrade, error) {
+	return nil, errors.New("store: Upgrades not implemented")
+}
+
+// GetUpgrade returns one upgrade of a job, or ErrNotFound.
+func (s *Store) GetUpgrade(ctx context.Context, jobID, upgradeID string) (Upgrade, error) {
+	return Upgrade{}, errors.New("store: GetUpgrade not implemented")
+}
+
+// JobReport is one accepted job-observations body of a node.
+type JobReport struct {
+	NodeID    string
+	BootID    string
+	Seq       int64
+	Jobs      []ObservedJob
+	Artifacts []Artifact // completed artifacts the observations carry
+	Now       time.Time
+}
+
+// JobReportResult says what ApplyJobReport did: Stale, the body was not
+// newer than the node's last (boot, seq) and nothing was written; Changed,
+// the ids of jobs whose state, generation, version, action id or error
+// changed (each with a job_state_changed event).
+type JobReportResult struct {
+	Stale   bool
+	Changed []string
+}
+
+// ApplyJobReport stores a node's job observations in one transaction,
+// ordered by (BootID, Seq) per node like reports: observed_jobs rows
+// replaced for the jobs named, job_state_changed events for changes, and
+// the completed artifacts recorded as RecordArtifacts does.
+func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResult, error) {
+	return JobReportResult{}, errors.New("store: ApplyJobReport not implemented")
+}
+
+// ObservedJobs returns every node's job observations by node and job id.
+func (s *Store) ObservedJobs(ctx context.Context) (map[string][]ObservedJob, error) {
+	return nil, errors.New("store: ObservedJobs not implemented")
+}
