@@ -139,6 +139,7 @@ type fleetOperation struct {
 	State     string               `json:"state"`
 	AttemptID string               `json:"attempt_id"`
 	Observed  *wire.StreamObserved `json:"observed"`
+	Result    json.RawMessage      `json:"result"`
 }
 
 func (h *fleetHub) operation(t *testing.T, id string) fleetOperation {

@@ -1,8 +1,10 @@
 package hub
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -299,13 +301,99 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// postJobObservations accepts job observations; jobs come with the kernel.
+// postJobObservations stores a node's job observations, ordered like
+// reports by (boot_id, report_seq): an older body is ignored (204 all the
+// same). The completed artifacts they carry are recorded.
 func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error {
-	if _, _, err := httpapi.ReadBody(r, MaxBodyBytes, httpapi.MediaTypeJSON); err != nil {
+	var req wire.JobObservations
+	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
 		return err
+	}
+	if req.BootID == "" || req.ReportSeq < 1 {
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "report_seq", Message: "boot_id and a positive report_seq are required"}})
+	}
+	if len(req.Jobs) > wire.MaxObservedJobs {
+		return httpapi.Validation([]httpapi.FieldProblem{{Path: "jobs", Message: fmt.Sprintf("at most %d jobs", wire.MaxObservedJobs)}})
+	}
+	id := agentNode(r)
+	now := h.opts.Now()
+	rep := store.JobReport{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Now: now, Jobs: make([]store.ObservedJob, 0, len(req.Jobs))}
+	for i, o := range req.Jobs {
+		path := "jobs[" + strconv.Itoa(i) + "]"
+		if !wire.ValidID(o.ID) {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: path + ".id", Message: idMessage}})
+		}
+		if len(o.Artifacts) > 16 || len(o.Tasks) > 4096 {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: path, Message: "at most 16 artifacts and 4096 tasks"}})
+		}
+		for _, a := range o.Artifacts {
+			if a.ID < 1 || (a.Kind != wire.ArtifactCheckpoint && a.Kind != wire.ArtifactSavepoint) {
+				return httpapi.Validation([]httpapi.FieldProblem{{Path: path + ".artifacts", Message: "kind checkpoint or savepoint and a positive id"}})
+			}
+			a.JobID, a.NodeID, a.State = o.ID, id, wire.ArtifactCompleted
+			a.Location, a.OperationID = truncate(a.Location, 1024), ""
+			if a.StatefulOperators == nil {
+				a.StatefulOperators = []string{}
+			}
+			rep.Artifacts = append(rep.Artifacts, a)
+		}
+		o.LastError = truncate(o.LastError, 1024)
+		detail := o
+		detail.Artifacts = nil
+		b, err := json.Marshal(detail)
+		if err != nil {
+			return err
+		}
+		rep.Jobs = append(rep.Jobs, store.ObservedJob{NodeID: id, JobID: o.ID, State: o.State, Generation: o.Generation, Version: o.Version,
+			ActionID: o.ActionID, LastError: o.LastError, LastErrorAt: o.LastErrorAt.Time, Detail: b, UpdatedAt: now})
+	}
+	res, err := h.st.ApplyJobReport(r.Context(), rep)
+	if err != nil {
+		return h.storeFailed(err)
+	}
+	if !res.Stale && len(res.Changed) > 0 {
+		h.converge(id, res.Changed...)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// jobCommandDone records what a finished job command leaves: the artifact
+// of a checkpoint, a savepoint or a stop with savepoint, or the failure of
+// a command whose artifact record waits. in is the command's intent after
+// the attempt finished.
+func (h *Hub) jobCommandDone(ctx context.Context, in store.Intent, state string, result json.RawMessage, failure *wire.Failure, now time.Time) {
+	if !jobKind(in.Kind) {
+		return
+	}
+	var err error
+	switch {
+	case state == wire.ResultSucceeded && len(result) > 0 && (in.Operation == wire.CommandJobCheckpoint || in.Operation == wire.CommandJobSavepoint):
+		var a wire.JobArtifact
+		if json.Unmarshal(result, &a) != nil || a.ID < 1 {
+			err = h.st.FinishJobCommand(ctx, in.ID, nil, &wire.Failure{Class: "permanent", Code: "invalid_result", Message: "the node's result names no artifact"}, now)
+			break
+		}
+		a.JobID, a.NodeID, a.OperationID, a.State, a.Trigger = in.ResourceID, in.NodeID, in.ID, wire.ArtifactCompleted, wire.TriggerOperator
+		err = h.st.FinishJobCommand(ctx, in.ID, &a, nil, now)
+	case state == wire.ResultSucceeded && len(result) > 0 && in.Operation == wire.CommandJobStop:
+		var a wire.JobArtifact
+		if json.Unmarshal(result, &a) == nil && a.ID > 0 {
+			a.JobID, a.NodeID, a.OperationID, a.State, a.Trigger = in.ResourceID, in.NodeID, in.ID, wire.ArtifactCompleted, wire.TriggerStop
+			if a.StatefulOperators == nil {
+				a.StatefulOperators = []string{}
+			}
+			err = h.st.RecordArtifacts(ctx, []store.Artifact{a}, now)
+		}
+	case in.State == wire.OpFailed && in.Kind == store.KindJobCommand:
+		if failure == nil {
+			failure = in.Failure
+		}
+		err = h.st.FinishJobCommand(ctx, in.ID, nil, failure, now)
+	}
+	if err != nil {
+		h.storeFailed(err)
+	}
 }
 
 // changedStreams returns the ids of the streams whose observation differs
@@ -430,6 +518,9 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "result", Message: "must be JSON"}})
 	case err != nil:
 		return h.storeFailed(err)
+	}
+	if in, ierr := h.st.GetIntent(ctx, a.IntentID); ierr == nil {
+		h.jobCommandDone(ctx, in, req.State, req.Result, req.Failure, now)
 	}
 	if res := h.attemptMoved(req.AttemptID, req.State, now); res != "" {
 		h.converge(id, res)

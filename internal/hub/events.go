@@ -130,8 +130,8 @@ func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
 }
 
 // converge asks the convergence worker to look at a node's resources again
-// ("" = every node), or only at the named streams of the node, as the store
-// has them.
+// ("" = every node), or only at the named streams and jobs of the node, as
+// the store has them.
 func (h *Hub) converge(nodeID string, streamIDs ...string) {
 	h.dirtyMu.Lock()
 	if len(streamIDs) == 0 {
@@ -236,14 +236,17 @@ func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams m
 			states = append(states, sourced{rs: rs, asOf: w.asOf})
 			continue
 		}
-		rs, err := h.st.GetResourceState(ctx, k[0], store.KindStream, k[1])
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			continue // reported, not desired: nothing to converge
-		case err != nil:
-			return err
+		// The id may name a stream or a job of the node (or both).
+		for _, kind := range []string{store.KindStream, store.KindJob} {
+			rs, err := h.st.GetResourceState(ctx, k[0], kind, k[1])
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				continue // reported, not desired: nothing to converge
+			case err != nil:
+				return err
+			}
+			states = append(states, sourced{rs: rs, asOf: asOf})
 		}
-		states = append(states, sourced{rs: rs, asOf: asOf})
 	}
 	return h.recordConvergence(ctx, states)
 }

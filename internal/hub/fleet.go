@@ -2,6 +2,7 @@ package hub
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -219,10 +220,18 @@ func sessionKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(to
 func commandOf(e store.OutboxEntry, attemptID string, expires time.Time) wire.Command {
 	return commandFromIntent(store.Intent{ID: e.IntentID, Operation: e.Operation, NodeID: e.NodeID, Kind: e.Kind,
 		ResourceID: e.ResourceID, Generation: e.Generation, DesiredState: e.DesiredState, ConfigVersion: e.ConfigVersion,
-		ActionID: e.ActionID}, attemptID, expires)
+		ActionID: e.ActionID, Payload: e.Payload}, attemptID, expires)
 }
 
 func commandFromIntent(i store.Intent, attemptID string, expires time.Time) wire.Command {
+	if jobKind(i.Kind) {
+		var p wire.CommandPayload
+		// The Hub wrote the payload itself; one it cannot read is sent empty
+		// and the Agent refuses the command.
+		_ = json.Unmarshal(i.Payload, &p)
+		return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: i.Operation, NodeID: i.NodeID, ResourceID: i.ResourceID,
+			Generation: i.Generation, ActionID: i.ActionID, ExpiresAt: wire.At(expires), Payload: p}
+	}
 	op := wire.CommandStreamDesiredState
 	if i.ActionID != "" {
 		op = wire.CommandStreamRestart
@@ -230,4 +239,17 @@ func commandFromIntent(i store.Intent, attemptID string, expires time.Time) wire
 	return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: op, NodeID: i.NodeID, ResourceID: i.ResourceID,
 		Generation: i.Generation, ActionID: i.ActionID, ConfigVersion: i.ConfigVersion, ExpiresAt: wire.At(expires),
 		Payload: wire.CommandPayload{State: i.DesiredState}}
+}
+
+// jobKind reports whether an intent kind is a job's (desired state or
+// one-shot command).
+func jobKind(kind string) bool { return kind == store.KindJob || kind == store.KindJobCommand }
+
+// commandCapabilities is what a node must advertise to execute an
+// intent's command.
+func commandCapabilities(kind string) []string {
+	if jobKind(kind) {
+		return []string{wire.CapabilityJobControl}
+	}
+	return []string{wire.CapabilityStreamControl}
 }

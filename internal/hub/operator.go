@@ -51,6 +51,7 @@ func (h *Hub) routes() []httpapi.Route {
 		{Method: "GET", Pattern: p + "/schema", Handler: h.getSchema},
 		{Method: "GET", Pattern: p + "/metrics", Handler: h.getMetrics},
 	}
+	routes = append(routes, h.jobRoutes(p)...)
 	for i, rt := range routes {
 		routes[i].Handler = validPathIDs(rt.Pattern, rt.Handler)
 	}
@@ -77,8 +78,12 @@ func validPathIDs(pattern string, next httpapi.HandlerFunc) httpapi.HandlerFunc 
 	if strings.Contains(pattern, "{node_id}") {
 		params = append(params, "node_id")
 	}
-	if strings.Contains(pattern, "/streams/{id}") {
+	if strings.Contains(pattern, "/streams/{id}") || strings.Contains(pattern, "/jobs/{id}") {
 		params = append(params, "id")
+	}
+	idName := "stream_id"
+	if strings.Contains(pattern, "/jobs/{id}") {
+		idName = "job_id"
 	}
 	if len(params) == 0 {
 		return next
@@ -89,7 +94,7 @@ func validPathIDs(pattern string, next httpapi.HandlerFunc) httpapi.HandlerFunc 
 			if !wire.ValidID(r.PathValue(p)) {
 				name := p
 				if p == "id" {
-					name = "stream_id"
+					name = idName
 				}
 				probs = append(probs, httpapi.FieldProblem{Path: name, Message: idMessage})
 			}

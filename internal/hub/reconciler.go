@@ -167,7 +167,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 	for _, e := range rows {
 		in.Rows = append(in.Rows, reconcile.OutboxRow{IntentID: e.IntentID, NodeID: e.NodeID, CreatedAt: e.CreatedAt,
 			ExpiresAt: e.ExpiresAt, Attempts: e.Attempts, LastFinishedAt: e.LastFinishedAt,
-			RequiredCapabilities: []string{wire.CapabilityStreamControl}})
+			RequiredCapabilities: commandCapabilities(e.Kind)})
 		if _, ok := in.Nodes[e.NodeID]; !ok {
 			in.Nodes[e.NodeID] = h.fleet.reconcileNodeLocked(e.NodeID)
 		}
@@ -193,6 +193,9 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 				return
 			}
 			if err == nil {
+				if in, ierr := h.st.GetIntent(ctx, e.IntentID); ierr == nil {
+					h.jobCommandDone(ctx, in, wire.ResultFailed, nil, nil, now)
+				}
 				h.metrics.command(commandLabel(commandOf(e, "", time.Time{})), failOutcome(d.Code))
 				h.converge(e.NodeID, e.ResourceID)
 			}

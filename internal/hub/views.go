@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
@@ -30,6 +31,14 @@ func (h *Hub) convergenceInput(rs store.ResourceState, now time.Time) reconcile.
 	if o := rs.Observed; o != nil {
 		in.Observed = &reconcile.Observed{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion,
 			ActionID: o.ActionID, LastError: o.LastError, LastErrorAt: o.LastErrorAt}
+	}
+	if rs.Kind == store.KindJob {
+		// A job's version is compared as its config_version.
+		in.Job, in.RequiredCapabilities = true, commandCapabilities(rs.Kind)
+		if o := rs.ObservedJob; o != nil {
+			in.Observed = &reconcile.Observed{State: o.State, Generation: o.Generation, ConfigVersion: strconv.Itoa(o.Version),
+				ActionID: o.ActionID, LastError: o.LastError, LastErrorAt: o.LastErrorAt}
+		}
 	}
 	if i := rs.Latest; i != nil {
 		in.Latest = latestAttempt(*i, now)

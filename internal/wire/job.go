@@ -51,6 +51,9 @@ const (
 	// RecoveryArtifact restores exactly Payload.Restore; a missing or
 	// incompatible artifact fails the start, never falling back.
 	RecoveryArtifact = "artifact"
+	// RecoveryNewest restores the newest checkpoint or savepoint, whichever
+	// it is: what a move and an Agent's restart resume from.
+	RecoveryNewest = "newest"
 )
 
 // Artifact kinds and record states.
