@@ -115,24 +115,18 @@ func chooseSavepoint(in RestoreInput) (RestoreChoice, error) {
 		return RestoreChoice{}, &RestoreError{Code: CodeSavepointRequired,
 			Message: "strict: no savepoint was taken at the job's last stop; stop it with a savepoint, or name one"}
 	}
-	var newestSeen *ArtifactInfo
-	var best *ArtifactInfo
+	var best *ArtifactInfo // the newest compatible savepoint
 	for i, a := range in.Artifacts {
-		if a.Kind != wire.ArtifactSavepoint {
-			continue
-		}
-		if newestSeen == nil || a.ID > newestSeen.ID {
-			newestSeen = &in.Artifacts[i]
-		}
-		if (best == nil || a.ID > best.ID) && in.Target.Restorable(a.FormatVersion, a.MaxParallelism, a.StatefulOperators) == nil {
+		if a.Kind == wire.ArtifactSavepoint && (best == nil || a.ID > best.ID) &&
+			in.Target.Restorable(a.FormatVersion, a.MaxParallelism, a.StatefulOperators) == nil {
 			best = &in.Artifacts[i]
 		}
 	}
-	switch {
-	case best != nil:
+	if best != nil {
 		return restorable(best, in.Target, true)
-	case newestSeen != nil:
-		return restorable(newestSeen, in.Target, true)
+	}
+	if sp := newest(in.Artifacts, wire.ArtifactSavepoint); sp != nil {
+		return restorable(sp, in.Target, true) // refused: its incompatibility
 	}
 	return RestoreChoice{}, &RestoreError{Code: CodeCheckpointNotFound, Message: "savepoint: no savepoint was taken at the job's last stop and the job has no completed savepoint"}
 }
