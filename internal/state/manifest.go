@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 
@@ -12,26 +11,18 @@ import (
 // the plan: its job id, format version or max parallelism differ, or it
 // holds state of an operator the plan does not have (or has, but not as a
 // stateful operator). Stateful operators of the plan that m holds no state
-// for are fine: they start empty.
+// for are fine: they start empty. Beyond the job id, the rule is
+// job.Shape.Restorable, the one the Hub's restore choice applies too.
 func (m *Manifest) Compatible(p *job.Plan) error {
-	switch {
-	case m.JobID != p.JobID:
+	if m.JobID != p.JobID {
 		return &IncompatibleError{Field: "job_id", Have: strconv.Quote(m.JobID), Want: strconv.Quote(p.JobID)}
-	case m.FormatVersion != p.FormatVersion:
-		return &IncompatibleError{Field: "format_version", Have: strconv.Itoa(m.FormatVersion), Want: strconv.Itoa(p.FormatVersion)}
-	case m.MaxParallelism != p.MaxParallelism:
-		return &IncompatibleError{Field: "max_parallelism", Have: strconv.Itoa(m.MaxParallelism), Want: strconv.Itoa(p.MaxParallelism)}
 	}
+	var held []string
 	for _, t := range m.Tasks {
-		for _, id := range t.Operators {
-			op := p.Operator(id)
-			if op == nil {
-				return &IncompatibleError{Field: "operators", Have: fmt.Sprintf("state of operator %q", id), Want: fmt.Sprintf("no operator %q", id)}
-			}
-			if !op.Stateful {
-				return &IncompatibleError{Field: "operators", Have: fmt.Sprintf("state of operator %q", id), Want: fmt.Sprintf("operator %q as a stateless %s", id, op.Kind)}
-			}
-		}
+		held = append(held, t.Operators...)
+	}
+	if in := p.Shape().Restorable(m.FormatVersion, m.MaxParallelism, held); in != nil {
+		return &IncompatibleError{Field: in.Field, Have: in.Have, Want: in.Want}
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
-// Package placement decides which node runs a job. It is pure: the caller
-// passes every node it knows with its liveness, mode, capabilities and load.
 package placement
 
-import "errors"
+import (
+	"errors"
+	"slices"
+	"strconv"
+)
 
 // Strategies of a placement.
 const (
@@ -39,8 +41,9 @@ type Decision struct {
 var ErrNoNode = errors.New("placement: no capable node")
 
 // NoNodeError says why no candidate was chosen: a reason per node id
-// considered (unknown, unavailable, draining, maintenance, excluded, or
-// "missing capability X").
+// considered (unknown, unavailable, draining, maintenance, excluded,
+// "missing capability X", or `mode "X"` for a mode other than those), the
+// first that applies in that order.
 type NoNodeError struct {
 	Reasons map[string]string
 }
@@ -48,7 +51,98 @@ type NoNodeError struct {
 func (e *NoNodeError) Error() string { return ErrNoNode.Error() }
 func (e *NoNodeError) Unwrap() error { return ErrNoNode }
 
-// Choose picks a node for a job.
+// Reasons a node considered was not chosen (NoNodeError.Reasons values);
+// a missing capability reads ReasonMissingCapability + " " + capability.
+const (
+	ReasonUnknown           = "unknown"
+	ReasonUnavailable       = "unavailable"
+	ReasonDraining          = "draining"
+	ReasonMaintenance       = "maintenance"
+	ReasonExcluded          = "excluded"
+	ReasonMissingCapability = "missing capability"
+)
+
+// Choose picks a node for a job (the rules are in the package
+// documentation). It returns a *NoNodeError, wrapping ErrNoNode, with a
+// reason for every node considered when none qualifies. A candidate listed
+// twice counts once, as its first entry.
 func Choose(cands []Candidate, req Request) (Decision, error) {
-	return Decision{}, &NoNodeError{}
+	byID := make(map[string]Candidate, len(cands))
+	for _, c := range cands {
+		if _, dup := byID[c.NodeID]; !dup {
+			byID[c.NodeID] = c
+		}
+	}
+	strategy := StrategyRequested
+	considered := unique(req.Requested)
+	if len(considered) == 0 {
+		strategy = StrategyLeastLoaded
+		considered = make([]string, 0, len(byID))
+		for id := range byID {
+			considered = append(considered, id)
+		}
+		slices.Sort(considered)
+	}
+	reasons := map[string]string{}
+	best, found := Candidate{}, false
+	for _, id := range considered {
+		c, known := byID[id]
+		if !known {
+			reasons[id] = ReasonUnknown
+			continue
+		}
+		if why := disqualified(c, req); why != "" {
+			reasons[id] = why
+			continue
+		}
+		// considered is in preference order, so only a strictly lighter
+		// load displaces the best so far.
+		if !found || c.Jobs < best.Jobs {
+			best, found = c, true
+		}
+	}
+	if !found {
+		return Decision{}, &NoNodeError{Reasons: reasons}
+	}
+	return Decision{NodeID: best.NodeID, Strategy: strategy}, nil
+}
+
+// disqualified says why c cannot take the job, or "" when it can.
+func disqualified(c Candidate, req Request) string {
+	switch c.Status {
+	case "online":
+	case "unavailable":
+		return ReasonUnavailable
+	default:
+		return ReasonUnknown
+	}
+	switch c.Mode {
+	case "active":
+	case "draining":
+		return ReasonDraining
+	case "maintenance":
+		return ReasonMaintenance
+	default:
+		return "mode " + strconv.Quote(c.Mode)
+	}
+	if slices.Contains(req.Exclude, c.NodeID) {
+		return ReasonExcluded
+	}
+	for _, r := range req.Required {
+		if !slices.Contains(c.Capabilities, r) {
+			return ReasonMissingCapability + " " + r
+		}
+	}
+	return ""
+}
+
+// unique returns ids without repeats, first occurrence kept.
+func unique(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -28,6 +28,11 @@ const (
 	ReasonCancelled      = "cancelled"
 	ReasonUnknownAttempt = "unknown_attempt_state"
 	ReasonStale          = "stale"
+
+	// Jobs only (ConvergenceInput.Job).
+	ReasonRecovering = "recovering" // the job restarts from its recovery state
+	ReasonNodeLost   = "node_lost"  // a job desired running is on a node whose lease lapsed
+	ReasonCompleted  = "completed"  // a bounded job desired running finished
 )
 
 // ObservedFailed is the observed stream and job state that always degrades.
@@ -72,7 +77,10 @@ type LatestAttempt struct {
 // pending work needs on the node (for example network_shuffle for a split
 // placement). ErrorWindow bounds how long an observed LastError counts as
 // "erroring" after LastErrorAt; zero means for as long as it is reported.
+// Job says the resource is a job, not a stream: the job rows of the
+// decision table apply only then.
 type ConvergenceInput struct {
+	Job                  bool
 	Desired              *Desired
 	Observed             *Observed
 	Node                 Node
@@ -107,14 +115,25 @@ func Convergence(in ConvergenceInput) Result {
 	if d == nil {
 		return Result{wire.ConvergenceUnknown, ReasonNoDesired}
 	}
-	if o != nil && matches(*d, *o) {
-		if !in.Node.observing() {
-			return Result{wire.ConvergenceUnknown, ReasonStale}
+	if in.Job && d.State == wire.JobRunning && in.Node.Status == StatusUnavailable {
+		// The job is not running anywhere the Hub can see; a stopped job
+		// on a lost node is not harmed, so only running is degraded.
+		return Result{wire.ConvergenceDegraded, ReasonNodeLost}
+	}
+	if o != nil {
+		reason, ok := ReasonMatch, matches(*d, *o)
+		if !ok && in.Job && completed(*d, *o) {
+			reason, ok = ReasonCompleted, true
 		}
-		if erroring(*o, in.ErrorWindow, in.Now) {
-			return Result{wire.ConvergenceDegraded, ReasonErroring}
+		if ok {
+			if !in.Node.observing() {
+				return Result{wire.ConvergenceUnknown, ReasonStale}
+			}
+			if erroring(*o, in.ErrorWindow, in.Now) {
+				return Result{wire.ConvergenceDegraded, ReasonErroring}
+			}
+			return Result{wire.ConvergenceInSync, reason}
 		}
-		return Result{wire.ConvergenceInSync, ReasonMatch}
 	}
 	if a == nil {
 		if o == nil {
@@ -184,6 +203,17 @@ func matches(d Desired, o Observed) bool {
 		(d.ActionID == "" || d.ActionID == o.ActionID)
 }
 
+// completed reports whether a job desired running is a bounded job that
+// finished in the desired generation, config_version and action: the
+// observation matches but for its state, completed.
+func completed(d Desired, o Observed) bool {
+	if d.State != wire.JobRunning || o.State != wire.JobCompleted {
+		return false
+	}
+	d.State = wire.JobCompleted
+	return matches(d, o)
+}
+
 // erroring reports whether the observation carries a current error.
 func erroring(o Observed, window time.Duration, now time.Time) bool {
 	if o.LastError == "" {
@@ -196,14 +226,16 @@ func erroring(o Observed, window time.Duration, now time.Time) bool {
 }
 
 // drift is the degraded result for a mismatching observation with no work
-// under way: a failed or erroring observation says so, anything else is
-// drift. A stale observation says nothing: unknown.
+// under way: a failed, recovering (jobs) or erroring observation says so,
+// anything else is drift. A stale observation says nothing: unknown.
 func drift(o Observed, in ConvergenceInput) Result {
 	switch {
 	case !in.Node.observing():
 		return Result{wire.ConvergenceUnknown, ReasonStale}
 	case o.State == ObservedFailed:
 		return Result{wire.ConvergenceDegraded, ReasonObservedFailed}
+	case in.Job && o.State == wire.JobRecovering:
+		return Result{wire.ConvergenceDegraded, ReasonRecovering}
 	case erroring(o, in.ErrorWindow, in.Now):
 		return Result{wire.ConvergenceDegraded, ReasonErroring}
 	}

@@ -92,3 +92,90 @@ func TestConvergence(t *testing.T) {
 		})
 	}
 }
+
+// TestConvergenceJob covers the job rows, each next to the stream result
+// for the same input (Job false), which must stay what it always was.
+func TestConvergenceJob(t *testing.T) {
+	running := &Desired{State: "running", Generation: 3, ConfigVersion: "v2"}
+	stopped := &Desired{State: "stopped", Generation: 3, ConfigVersion: "v2"}
+	restart := &Desired{State: "running", Generation: 4, ConfigVersion: "v2", ActionID: "act-1"}
+	match := &Observed{State: "running", Generation: 3, ConfigVersion: "v2"}
+	recovering := &Observed{State: "recovering", Generation: 3, ConfigVersion: "v2", LastError: "task agg#1 failed"}
+	done := &Observed{State: "completed", Generation: 3, ConfigVersion: "v2"}
+	online := Node{Status: StatusOnline, Mode: ModeActive, Fresh: true}
+	lost := Node{Status: StatusUnavailable, Mode: ModeActive, Fresh: true}
+	never := Node{Status: StatusUnknown}
+	att := func(state string) *LatestAttempt { return &LatestAttempt{State: state} }
+	in := func(d *Desired, o *Observed, n Node, a *LatestAttempt) ConvergenceInput {
+		return ConvergenceInput{Desired: d, Observed: o, Node: n, Latest: a, Now: t0}
+	}
+	res := func(v, r string) Result { return Result{v, r} }
+	tests := []struct {
+		name        string
+		in          ConvergenceInput
+		job, stream Result
+	}{
+		{"recovering, no attempt", in(running, recovering, online, nil),
+			res(wire.ConvergenceDegraded, ReasonRecovering), res(wire.ConvergenceDegraded, ReasonErroring)},
+		{"recovering without an error", in(running, &Observed{State: "recovering", Generation: 3, ConfigVersion: "v2"}, online, nil),
+			res(wire.ConvergenceDegraded, ReasonRecovering), res(wire.ConvergenceDegraded, ReasonDrift)},
+		{"recovering, attempt succeeded", in(running, recovering, online, att(wire.OpSucceeded)),
+			res(wire.ConvergenceDegraded, ReasonRecovering), res(wire.ConvergenceDegraded, ReasonErroring)},
+		{"recovering, desired stopped", in(stopped, recovering, online, nil),
+			res(wire.ConvergenceDegraded, ReasonRecovering), res(wire.ConvergenceDegraded, ReasonErroring)},
+		{"recovering, stale", in(running, recovering, Node{Status: StatusOnline, Mode: ModeActive}, nil),
+			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
+		{"recovering, work under way", in(running, recovering, online, att(wire.OpDispatched)),
+			res(wire.ConvergenceApplying, ReasonDispatched), res(wire.ConvergenceApplying, ReasonDispatched)},
+		{"node lost, matching observation", in(running, match, lost, nil),
+			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceUnknown, ReasonStale)},
+		{"node lost, no observation", in(running, nil, lost, nil),
+			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceUnknown, ReasonNoObservation)},
+		{"node lost, attempt pending", in(running, nil, lost, att(wire.OpPending)),
+			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergencePending, ReasonNodeOffline)},
+		{"node lost, attempt failed permanently", in(running, match, lost, &LatestAttempt{State: wire.OpFailed, FailureCode: CodeNodeUnavailable}),
+			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceUnknown, ReasonStale)},
+		{"node lost, maintenance", in(running, nil, Node{Status: StatusUnavailable, Mode: ModeMaintenance}, att(wire.OpPending)),
+			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceBlocked, ModeMaintenance)},
+		{"node lost, desired stopped: stale as before", in(stopped, &Observed{State: "stopped", Generation: 3, ConfigVersion: "v2"}, lost, nil),
+			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
+		{"node lost, desired stopped, attempt pending", in(stopped, nil, lost, att(wire.OpPending)),
+			res(wire.ConvergencePending, ReasonNodeOffline), res(wire.ConvergencePending, ReasonNodeOffline)},
+		{"node never seen is not lost", in(running, nil, never, att(wire.OpPending)),
+			res(wire.ConvergencePending, ReasonNodeOffline), res(wire.ConvergencePending, ReasonNodeOffline)},
+		{"node never seen, observation", in(running, match, never, nil),
+			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
+		{"completed, desired running", in(running, done, online, att(wire.OpSucceeded)),
+			res(wire.ConvergenceInSync, ReasonCompleted), res(wire.ConvergenceDegraded, ReasonDrift)},
+		{"completed, no attempt", in(running, done, online, nil),
+			res(wire.ConvergenceInSync, ReasonCompleted), res(wire.ConvergenceDegraded, ReasonDrift)},
+		{"completed, older generation", in(running, &Observed{State: "completed", Generation: 2, ConfigVersion: "v2"}, online, att(wire.OpSucceeded)),
+			res(wire.ConvergenceApplying, ReasonAwaitingReport), res(wire.ConvergenceApplying, ReasonAwaitingReport)},
+		{"completed, other config version", in(running, &Observed{State: "completed", Generation: 3, ConfigVersion: "v1"}, online, nil),
+			res(wire.ConvergenceDegraded, ReasonDrift), res(wire.ConvergenceDegraded, ReasonDrift)},
+		{"completed, restart action not reported", in(restart, &Observed{State: "completed", Generation: 4, ConfigVersion: "v2"}, online, att(wire.OpAcknowledged)),
+			res(wire.ConvergenceApplying, ReasonAcknowledged), res(wire.ConvergenceApplying, ReasonAcknowledged)},
+		{"completed, restart action reported", in(restart, &Observed{State: "completed", Generation: 4, ConfigVersion: "v2", ActionID: "act-1"}, online, nil),
+			res(wire.ConvergenceInSync, ReasonCompleted), res(wire.ConvergenceDegraded, ReasonDrift)},
+		{"completed, stale", in(running, done, Node{Status: StatusOnline, Mode: ModeActive}, nil),
+			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
+		{"completed, erroring", in(running, &Observed{State: "completed", Generation: 3, ConfigVersion: "v2", LastError: "sink flush"}, online, nil),
+			res(wire.ConvergenceDegraded, ReasonErroring), res(wire.ConvergenceDegraded, ReasonErroring)},
+		{"completed, desired stopped", in(stopped, done, online, nil),
+			res(wire.ConvergenceDegraded, ReasonDrift), res(wire.ConvergenceDegraded, ReasonDrift)},
+		{"running matches as for a stream", in(running, match, online, nil),
+			res(wire.ConvergenceInSync, ReasonMatch), res(wire.ConvergenceInSync, ReasonMatch)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := tt.in
+			job.Job = true
+			if diff := cmp.Diff(tt.job, Convergence(job)); diff != "" {
+				t.Errorf("job: Convergence (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.stream, Convergence(tt.in)); diff != "" {
+				t.Errorf("stream: Convergence (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -18,13 +18,22 @@
 // and Fresh (it reported since the Hub started and since it last came back
 // online): a stale observation is kept and shown, but never judged.
 //
+// Rows marked (job) apply only with ConvergenceInput.Job; for a stream
+// they are skipped, and a stream's observed completed or recovering is
+// judged like any other state. For a job desired running, an observation
+// "completed" that matches but for its state counts as matching: a bounded
+// job that finished is in sync.
+//
 //	desired absent                                       unknown   no_desired
+//	(job) desired running, node unavailable              degraded  node_lost
 //	observation matches, stale                           unknown   stale
 //	observation matches, erroring                        degraded  erroring
+//	(job) observation completed, desired running         in_sync   completed
 //	observation matches                                  in_sync   match
 //	no attempt, no observation                           unknown   no_observation
 //	no attempt, observation stale                        unknown   stale
 //	no attempt, observation state failed                 degraded  observed_failed
+//	(job) no attempt, observation state recovering       degraded  recovering
 //	no attempt, observation erroring                     degraded  erroring
 //	no attempt, observation differs                      degraded  drift
 //	attempt pending, node online lacks a capability      blocked   incompatible_capability
@@ -36,7 +45,7 @@
 //	attempt dispatched/acknowledged, retry under way     degraded  retrying
 //	attempt dispatched / acknowledged                    applying  dispatched / acknowledged
 //	attempt succeeded, observed generation >= desired    unknown   stale (observation stale)
-//	attempt succeeded, observed generation >= desired    degraded  observed_failed / erroring / drift
+//	attempt succeeded, observed generation >= desired    degraded  observed_failed / recovering (job) / erroring / drift
 //	attempt succeeded, observation older or absent       applying  awaiting_report
 //	attempt failed/timed_out, permanent code             blocked   <code>
 //	attempt failed/timed_out, intent expired             blocked   expired
@@ -53,6 +62,14 @@
 // reports, and only from reports that describe the present. Rows that do
 // not look at the observation (pending, applying, blocked, retrying) are
 // the same whether it is stale or not.
+//
+// node_lost comes before everything else because a job desired running on
+// a node whose lease lapsed is not running anywhere the Hub can see,
+// whatever the attempt: it is degraded, not merely unknown, and the Hub may
+// move it. A node never seen (unknown) is not lost, and a job desired
+// stopped on a lost node is not harmed: both keep the rows below (stale,
+// pending, ...). recovering is judged where failed is: only in a fresh
+// observation with no work under way.
 //
 // # Dispatch
 //

@@ -332,3 +332,201 @@ func TestPropBackoff(t *testing.T) {
 		}
 	})
 }
+
+// genJobConvergence is genConvergence for a job: Job set, and the observed
+// states include the job-only recovering.
+func genJobConvergence(t *rapid.T) ConvergenceInput {
+	in := genConvergence(t)
+	in.Job = true
+	if in.Observed == nil {
+		return in
+	}
+	if in.Desired != nil && rapid.Bool().Draw(t, "observed.near") {
+		// Near the desire but for the state: where the job rows differ
+		// from the stream rows.
+		o := matching(*in.Desired)
+		o.LastError, o.LastErrorAt = in.Observed.LastError, in.Observed.LastErrorAt
+		in.Observed = o
+	}
+	if rapid.Bool().Draw(t, "observed.jobState") {
+		in.Observed.State = rapid.SampledFrom([]string{"recovering", "completed"}).Draw(t, "observed.jobStateValue")
+	}
+	return in
+}
+
+// (h) node_lost is answered exactly for a job desired running on a node
+// whose lease lapsed, whatever the observation and attempt.
+func TestPropNodeLost(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genJobConvergence(t)
+		in.Job = rapid.Bool().Draw(t, "job")
+		r := Convergence(in)
+		lost := in.Job && in.Desired != nil && in.Desired.State == "running" && in.Node.Status == StatusUnavailable
+		if lost != (r == Result{wire.ConvergenceDegraded, ReasonNodeLost}) {
+			t.Fatalf("Convergence = %+v for job=%v desired=%+v node status %s", r, in.Job, in.Desired, in.Node.Status)
+		}
+	})
+}
+
+// (i) Never in_sync without a matching observation from a fresh node; an
+// observation completed matches a job desired running (and nothing else).
+func TestPropJobInSyncOnlyOnMatch(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genJobConvergence(t)
+		in.Job = rapid.Bool().Draw(t, "job")
+		if rapid.Bool().Draw(t, "fresh") {
+			in.Node.Status, in.Node.Fresh = StatusOnline, true
+		}
+		if in.Desired != nil && rapid.Bool().Draw(t, "match") {
+			in.Observed = matching(*in.Desired)
+			if rapid.Bool().Draw(t, "completed") {
+				in.Observed.State = "completed"
+			}
+		}
+		r := Convergence(in)
+		if r.Value != wire.ConvergenceInSync {
+			return
+		}
+		d, o := in.Desired, in.Observed
+		if d == nil || o == nil || !in.Node.observing() {
+			t.Fatalf("in_sync without a fresh observation: %+v", r)
+		}
+		asRunning := *o
+		if in.Job && o.State == "completed" {
+			asRunning.State = "running"
+		}
+		if !matches(*d, asRunning) {
+			t.Fatalf("in_sync (%s) with desired %+v, observed %+v, job %v", r.Reason, *d, *o, in.Job)
+		}
+		if want := map[bool]string{true: ReasonCompleted, false: ReasonMatch}[o.State == "completed" && d.State == "running"]; r.Reason != want {
+			t.Fatalf("in_sync with reason %q, want %q", r.Reason, want)
+		}
+	})
+}
+
+// (j) A job's recovering observation never yields in_sync, and with no
+// work under way on a fresh node it yields degraded/recovering.
+func TestPropRecovering(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genJobConvergence(t)
+		if in.Desired == nil {
+			in.Desired = &Desired{State: "running", Generation: 1, ConfigVersion: "v1"}
+		}
+		in.Observed = matching(*in.Desired)
+		in.Observed.State = "recovering"
+		r := Convergence(in)
+		if r.Value == wire.ConvergenceInSync {
+			t.Fatalf("in_sync from a recovering observation: %+v", r)
+		}
+		lost := in.Desired.State == "running" && in.Node.Status == StatusUnavailable
+		if in.Latest == nil && in.Node.observing() && !lost && r != (Result{wire.ConvergenceDegraded, ReasonRecovering}) {
+			t.Fatalf("Convergence = %+v, want degraded/recovering", r)
+		}
+	})
+}
+
+// (k) Streams behave exactly as before jobs: with Job false the result is
+// convergenceBefore's for any input, job states in the observation
+// included; and with Job true it is the same wherever no job row can apply.
+func TestPropStreamsUnchanged(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genJobConvergence(t)
+		in.Job = false
+		if got, want := Convergence(in), convergenceBefore(in); got != want {
+			t.Fatalf("stream: Convergence = %+v, before jobs %+v", got, want)
+		}
+		in.Job = true
+		jobRow := in.Desired != nil && in.Desired.State == "running" && in.Node.Status == StatusUnavailable ||
+			in.Observed != nil && (in.Observed.State == "recovering" || in.Observed.State == "completed")
+		if got, want := Convergence(in), convergenceBefore(in); !jobRow && got != want {
+			t.Fatalf("job outside the job rows: Convergence = %+v, stream rule %+v", got, want)
+		}
+	})
+}
+
+// convergenceBefore is Convergence as it was before jobs, kept verbatim as
+// the oracle of TestPropStreamsUnchanged. Do not change it.
+func convergenceBefore(in ConvergenceInput) Result {
+	d, o, a := in.Desired, in.Observed, in.Latest
+	if d == nil {
+		return Result{wire.ConvergenceUnknown, ReasonNoDesired}
+	}
+	if o != nil && matches(*d, *o) {
+		if !in.Node.observing() {
+			return Result{wire.ConvergenceUnknown, ReasonStale}
+		}
+		if erroring(*o, in.ErrorWindow, in.Now) {
+			return Result{wire.ConvergenceDegraded, ReasonErroring}
+		}
+		return Result{wire.ConvergenceInSync, ReasonMatch}
+	}
+	if a == nil {
+		if o == nil {
+			return Result{wire.ConvergenceUnknown, ReasonNoObservation}
+		}
+		return driftBefore(*o, in)
+	}
+	blocked := func(reason string) Result { return Result{wire.ConvergenceBlocked, reason} }
+	switch a.State {
+	case wire.OpPending:
+		switch {
+		case in.Node.online() && in.Node.lacks(in.RequiredCapabilities):
+			return blocked(CodeIncompatibleCapability)
+		case in.Node.suspended():
+			return blocked(in.Node.Mode)
+		case a.IntentExpired:
+			return blocked(CodeExpired)
+		case a.RetryPending:
+			return Result{wire.ConvergenceDegraded, ReasonRetrying}
+		case !in.Node.online():
+			return Result{wire.ConvergencePending, ReasonNodeOffline}
+		}
+		return Result{wire.ConvergencePending, ReasonNotDispatched}
+	case wire.OpDispatched, wire.OpAcknowledged:
+		if a.RetryPending {
+			return Result{wire.ConvergenceDegraded, ReasonRetrying}
+		}
+		if a.State == wire.OpAcknowledged {
+			return Result{wire.ConvergenceApplying, ReasonAcknowledged}
+		}
+		return Result{wire.ConvergenceApplying, ReasonDispatched}
+	case wire.OpSucceeded:
+		if o != nil && o.Generation >= d.Generation {
+			return driftBefore(*o, in)
+		}
+		return Result{wire.ConvergenceApplying, ReasonAwaitingReport}
+	case wire.OpFailed, wire.OpTimedOut:
+		switch {
+		case permanent(a.FailureCode):
+			return blocked(a.FailureCode)
+		case a.IntentExpired:
+			return blocked(CodeExpired)
+		case a.RetryPending && in.Node.suspended():
+			return blocked(in.Node.Mode)
+		case a.RetryPending:
+			return Result{wire.ConvergenceDegraded, ReasonRetrying}
+		case a.FailureCode != "":
+			return blocked(a.FailureCode)
+		case a.State == wire.OpTimedOut:
+			return blocked(ReasonTimedOut)
+		}
+		return blocked(ReasonFailed)
+	case wire.OpCancelled:
+		return blocked(ReasonCancelled)
+	case wire.OpSuperseded:
+		return Result{wire.ConvergencePending, ReasonSuperseded}
+	}
+	return Result{wire.ConvergenceUnknown, ReasonUnknownAttempt}
+}
+
+func driftBefore(o Observed, in ConvergenceInput) Result {
+	switch {
+	case !in.Node.observing():
+		return Result{wire.ConvergenceUnknown, ReasonStale}
+	case o.State == ObservedFailed:
+		return Result{wire.ConvergenceDegraded, ReasonObservedFailed}
+	case erroring(o, in.ErrorWindow, in.Now):
+		return Result{wire.ConvergenceDegraded, ReasonErroring}
+	}
+	return Result{wire.ConvergenceDegraded, ReasonDrift}
+}
