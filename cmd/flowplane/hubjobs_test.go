@@ -131,7 +131,6 @@ func waitEvent(t *testing.T, h *fleetHub, sse <-chan wire.Event, kind, id string
 			t.Fatalf("no %s event for %s on SSE", kind, id)
 		}
 	}
-	return wire.Event{}
 }
 
 // waitOperation waits until an operation finished and returns it.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
@@ -230,7 +231,7 @@ func (h *Hub) place(ctx context.Context, req placement.Request) (placement.Decis
 	case errors.As(err, &nn):
 		code, msg := reconcile.CodeNodeUnavailable, "no node that can run the job is online and active"
 		for _, reason := range nn.Reasons {
-			if len(reason) > 8 && reason[:8] == "missing " {
+			if strings.HasPrefix(reason, placement.ReasonMissingCapability) {
 				code, msg = reconcile.CodeIncompatibleCapability, "no online node advertises every capability the job needs"
 			}
 		}
@@ -245,7 +246,7 @@ func (h *Hub) place(ctx context.Context, req placement.Request) (placement.Decis
 // missing capability: giving it the job anyway would never converge.
 func lacksOnly(nn *placement.NoNodeError, requested []string) bool {
 	for _, id := range requested {
-		if r := nn.Reasons[id]; len(r) < 8 || r[:8] != "missing " {
+		if !strings.HasPrefix(nn.Reasons[id], placement.ReasonMissingCapability) {
 			return false
 		}
 	}
@@ -479,7 +480,7 @@ func (h *Hub) postUpgrade(w http.ResponseWriter, r *http.Request) error {
 	}
 	choice, err := reconcile.ChooseRestore(reconcile.RestoreInput{Mode: body.Mode, Strict: body.Strict, Savepoint: body.Savepoint,
 		MaxAge: time.Duration(body.MaxAgeMS) * time.Millisecond, Now: h.opts.Now(), StopSavepoint: atStop, Artifacts: arts,
-		Target: planShape(m.plan)})
+		Target: reconcile.ShapeOf(m.plan)})
 	if err != nil {
 		return restoreProblem(err)
 	}
@@ -555,7 +556,7 @@ func (h *Hub) postRollback(w http.ResponseWriter, r *http.Request) error {
 	// taken at this stop when the old version can read it, else the newest
 	// the old version can read; a job whose old version keeps no state
 	// starts empty when there is none.
-	in := reconcile.RestoreInput{Mode: wire.UpgradeSavepoint, Now: h.opts.Now(), StopSavepoint: atStop, Artifacts: arts, Target: planShape(m.plan)}
+	in := reconcile.RestoreInput{Mode: wire.UpgradeSavepoint, Now: h.opts.Now(), StopSavepoint: atStop, Artifacts: arts, Target: reconcile.ShapeOf(m.plan)}
 	choice, err := reconcile.ChooseRestore(in)
 	var re *reconcile.RestoreError
 	if errors.As(err, &re) && re.Code == reconcile.CodeStateFormatIncompatible && atStop != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/httpapi"
-	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -160,15 +159,6 @@ func requiredCapabilities(j config.Job) []string {
 	}
 	slices.Sort(out[1:])
 	return slices.Compact(out)
-}
-
-// planShape is what restoring an artifact needs of a plan.
-func planShape(p *job.Plan) reconcile.PlanShape {
-	s := reconcile.PlanShape{FormatVersion: p.FormatVersion, MaxParallelism: p.MaxParallelism, Operators: map[string]bool{}}
-	for _, op := range p.Operators {
-		s.Operators[op.ID] = op.Stateful
-	}
-	return s
 }
 
 // statefulOperators lists the operators of a plan that keep state.
