@@ -115,9 +115,12 @@ func (s *Store) ResourceStates(ctx context.Context, nodeID string) ([]ResourceSt
 		rows, err := q.QueryContext(ctx, `SELECT r.node_id, r.resource_kind, r.resource_id, r.state, r.config_version, r.generation,
 			r.action_id, r.updated_at, o.stream_id IS NOT NULL, COALESCE(o.state, ''), COALESCE(o.generation, 0),
 			COALESCE(o.config_version, ''), COALESCE(o.action_id, ''), COALESCE(o.last_error, ''), COALESCE(o.last_error_at, 0),
-			COALESCE(o.updated_at, 0)
+			COALESCE(o.updated_at, 0), j.job_id IS NOT NULL, COALESCE(j.state, ''), COALESCE(j.generation, 0),
+			COALESCE(j.version, 0), COALESCE(j.action_id, ''), COALESCE(j.last_error, ''), COALESCE(j.last_error_at, 0),
+			COALESCE(j.detail, ''), COALESCE(j.updated_at, 0)
 			FROM resources r LEFT JOIN observed_streams o
-			ON r.resource_kind = 'stream' AND o.node_id = r.node_id AND o.stream_id = r.resource_id`+w.String()+`
+			ON r.resource_kind = 'stream' AND o.node_id = r.node_id AND o.stream_id = r.resource_id
+			LEFT JOIN observed_jobs j ON r.resource_kind = 'job' AND j.node_id = r.node_id AND j.job_id = r.resource_id`+w.String()+`
 			ORDER BY r.node_id, r.resource_kind, r.resource_id`, w.args...)
 		if err != nil {
 			return err
@@ -145,16 +148,26 @@ func scanResourceStates(rows *sql.Rows) ([]ResourceState, error) {
 	for rows.Next() {
 		var r ResourceState
 		var o ObservedStream
-		var observed bool
-		var at, le, ou int64
+		var oj ObservedJob
+		var observed, observedJob bool
+		var at, le, ou, jle, ju int64
+		var detail string
 		if err := rows.Scan(&r.NodeID, &r.Kind, &r.ResourceID, &r.State, &r.ConfigVersion, &r.Generation, &r.ActionID, &at,
-			&observed, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &le, &ou); err != nil {
+			&observed, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &le, &ou,
+			&observedJob, &oj.State, &oj.Generation, &oj.Version, &oj.ActionID, &oj.LastError, &jle, &detail, &ju); err != nil {
 			return nil, err
 		}
 		r.UpdatedAt = tm(at)
 		if observed {
 			o.StreamID, o.LastErrorAt, o.UpdatedAt = r.ResourceID, tm(le), tm(ou)
 			r.Observed = &o
+		}
+		if observedJob {
+			oj.NodeID, oj.JobID, oj.LastErrorAt, oj.UpdatedAt = r.NodeID, r.ResourceID, tm(jle), tm(ju)
+			if detail != "" {
+				oj.Detail = json.RawMessage(detail)
+			}
+			r.ObservedJob = &oj
 		}
 		out = append(out, r)
 	}
@@ -213,6 +226,17 @@ func fillResourceState(ctx context.Context, q querier, r *ResourceState) error {
 		r.Latest = &in
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
+	}
+	if r.Kind == KindJob {
+		o, err := scanObservedJob(q.QueryRowContext(ctx, "SELECT "+observedJobCols+" FROM observed_jobs WHERE node_id = ? AND job_id = ?",
+			r.NodeID, r.ResourceID))
+		switch {
+		case err == nil:
+			r.ObservedJob = &o
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		return nil
 	}
 	if r.Kind != KindStream {
 		return nil

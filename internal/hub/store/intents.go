@@ -66,17 +66,17 @@ func terminal(state string) bool {
 
 const intentCols = `seq, id, operation, node_id, resource_kind, resource_id, generation, desired_state, config_version,
 	action_id, correlation_id, actor, state, attempt_id, retry_count, failure_class, failure_code, failure_message, result,
-	created_at, updated_at, dispatched_at, acknowledged_at, finished_at, expires_at`
+	created_at, updated_at, dispatched_at, acknowledged_at, finished_at, expires_at, payload`
 
 type scanner interface{ Scan(...any) error }
 
 func scanIntent(r scanner) (Intent, error) {
 	var i Intent
-	var fc, fcode, fmsg, result string
+	var fc, fcode, fmsg, result, payload string
 	var c, u, d, a, f, e int64
 	err := r.Scan(&i.Seq, &i.ID, &i.Operation, &i.NodeID, &i.Kind, &i.ResourceID, &i.Generation, &i.DesiredState,
 		&i.ConfigVersion, &i.ActionID, &i.CorrelationID, &i.Actor, &i.State, &i.AttemptID, &i.RetryCount,
-		&fc, &fcode, &fmsg, &result, &c, &u, &d, &a, &f, &e)
+		&fc, &fcode, &fmsg, &result, &c, &u, &d, &a, &f, &e, &payload)
 	if err != nil {
 		return i, err
 	}
@@ -85,6 +85,9 @@ func scanIntent(r scanner) (Intent, error) {
 	}
 	if result != "" {
 		i.Result = json.RawMessage(result)
+	}
+	if payload != "" {
+		i.Payload = json.RawMessage(payload)
 	}
 	i.CreatedAt, i.UpdatedAt, i.DispatchedAt, i.AckedAt, i.FinishedAt, i.ExpiresAt = tm(c), tm(u), tm(d), tm(a), tm(f), tm(e)
 	return i, nil

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"time"
@@ -139,11 +138,6 @@ type JobWriteResult struct {
 	Txn         int64
 }
 
-// WriteJob commits one job mutation (see JobWrite).
-func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error) {
-	return JobWriteResult{}, errors.New("store: WriteJob not implemented")
-}
-
 // JobCommandWrite is one one-shot job command (job_checkpoint,
 // job_savepoint, job_validate): an intent of kind KindJobCommand for the
 // job at NodeID, its outbox row, an audit row and an intent_accepted event,
@@ -163,38 +157,6 @@ type JobCommandWrite struct {
 	ExpiresAt     time.Time
 }
 
-// WriteJobCommand commits one job command (see JobCommandWrite).
-func (s *Store) WriteJobCommand(ctx context.Context, w JobCommandWrite) (Intent, error) {
-	return Intent{}, errors.New("store: WriteJobCommand not implemented")
-}
-
-// RejectJob records an audit row with outcome rejected for a job mutation
-// refused before any write (validation, conflict, precondition).
-func (s *Store) RejectJob(ctx context.Context, action, jobID, nodeID, failureCode, message, correlationID, actor string, now time.Time) error {
-	return errors.New("store: RejectJob not implemented")
-}
-
-// GetJob returns one job, or ErrNotFound.
-func (s *Store) GetJob(ctx context.Context, id string) (Job, error) {
-	return Job{}, errors.New("store: GetJob not implemented")
-}
-
-// ListJobs returns every job by id.
-func (s *Store) ListJobs(ctx context.Context) ([]Job, error) {
-	return nil, errors.New("store: ListJobs not implemented")
-}
-
-// JobVersions returns a job's versions, oldest first (ErrNotFound for an
-// unknown job).
-func (s *Store) JobVersions(ctx context.Context, jobID string) ([]JobVersion, error) {
-	return nil, errors.New("store: JobVersions not implemented")
-}
-
-// GetJobVersion returns one version of a job, or ErrNotFound.
-func (s *Store) GetJobVersion(ctx context.Context, jobID string, version int) (JobVersion, error) {
-	return JobVersion{}, errors.New("store: GetJobVersion not implemented")
-}
-
 // JobState is everything the Hub's job views need of one job, read in one
 // transaction: the job, its current version, its latest desired intent at
 // its node, and the observation of the job by its node (nil when none).
@@ -203,47 +165,6 @@ type JobState struct {
 	Version  JobVersion
 	Latest   *Intent
 	Observed *ObservedJob
-}
-
-// GetJobState returns one job's state, or ErrNotFound.
-func (s *Store) GetJobState(ctx context.Context, id string) (JobState, error) {
-	return JobState{}, errors.New("store: GetJobState not implemented")
-}
-
-// JobStates returns the state of every job by id.
-func (s *Store) JobStates(ctx context.Context) ([]JobState, error) {
-	return nil, errors.New("store: JobStates not implemented")
-}
-
-// ListArtifacts returns a job's artifact records of one kind ("" = both),
-// newest first (completed by artifact id, pending by creation).
-func (s *Store) ListArtifacts(ctx context.Context, jobID, kind string) ([]Artifact, error) {
-	return nil, errors.New("store: ListArtifacts not implemented")
-}
-
-// FinishJobCommand completes (a != nil: the artifact the node reported) or
-// fails (failure != nil) the pending artifact record of a job command, and
-// appends a checkpoint_completed or savepoint_completed event when it
-// completed. A record that is not pending is left as it is.
-func (s *Store) FinishJobCommand(ctx context.Context, operationID string, a *Artifact, failure *wire.Failure, now time.Time) error {
-	return errors.New("store: FinishJobCommand not implemented")
-}
-
-// RecordArtifacts upserts completed artifacts (by job, kind and id) a node
-// reported, appending a checkpoint_completed or savepoint_completed event
-// for each one not recorded as completed before.
-func (s *Store) RecordArtifacts(ctx context.Context, as []Artifact, now time.Time) error {
-	return errors.New("store: RecordArtifacts not implemented")
-}
-
-// Upgrades returns a job's upgrades, newest first.
-func (s *Store) Upgrades(ctx context.Context, jobID string) ([]Upgrade, error) {
-	return nil, errors.New("store: Upgrades not implemented")
-}
-
-// GetUpgrade returns one upgrade of a job, or ErrNotFound.
-func (s *Store) GetUpgrade(ctx context.Context, jobID, upgradeID string) (Upgrade, error) {
-	return Upgrade{}, errors.New("store: GetUpgrade not implemented")
 }
 
 // JobReport is one accepted job-observations body of a node.
@@ -263,17 +184,4 @@ type JobReport struct {
 type JobReportResult struct {
 	Stale   bool
 	Changed []string
-}
-
-// ApplyJobReport stores a node's job observations in one transaction,
-// ordered by (BootID, Seq) per node like reports: observed_jobs rows
-// replaced for the jobs named, job_state_changed events for changes, and
-// the completed artifacts recorded as RecordArtifacts does.
-func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResult, error) {
-	return JobReportResult{}, errors.New("store: ApplyJobReport not implemented")
-}
-
-// ObservedJobs returns every node's job observations by node and job id.
-func (s *Store) ObservedJobs(ctx context.Context) (map[string][]ObservedJob, error) {
-	return nil, errors.New("store: ObservedJobs not implemented")
 }

@@ -66,3 +66,43 @@ func TestSupersedeUsesPendingIndex(t *testing.T) {
 		t.Errorf("plan %q does not use intents_pending", got)
 	}
 }
+
+// TestMigrateJobs builds a database at schema version 4 with a node, a
+// stream's desired state and its intents, and opens it with this build:
+// the rows stay, the intents carry an empty payload, and jobs can be
+// written and observed at once.
+func TestMigrateJobs(t *testing.T) {
+	ctx := context.Background()
+	s := openFromVersion(t, 4,
+		`INSERT INTO nodes (node_id, boot_id, registered_at, report_boot_id, report_seq) VALUES ('n1', 'b1', 1000, 'b1', 7)`,
+		`INSERT INTO resources (node_id, resource_kind, resource_id, state, config_version, generation, updated_at)
+			VALUES ('n1', 'stream', 's1', 'running', 'v3', 2, 1000)`,
+		`INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation, desired_state, state, created_at, updated_at)
+			VALUES ('old', 'stream_desired_state', 'n1', 'stream', 's1', 1, 'stopped', 'succeeded', 900, 950),
+			       ('cur', 'stream_desired_state', 'n1', 'stream', 's1', 2, 'running', 'pending', 1000, 1000)`,
+		`INSERT INTO outbox (intent_id, node_id, created_at) VALUES ('cur', 'n1', 1000)`,
+	)
+	if n := count(t, s, "SELECT COUNT(*) FROM intents WHERE payload = ''"); n != 2 {
+		t.Errorf("intents with an empty payload = %d, want 2", n)
+	}
+	for id, want := range map[string]string{"old": wire.OpSucceeded, "cur": wire.OpPending} {
+		if in, err := s.GetIntent(ctx, id); err != nil || in.State != want || in.Payload != nil {
+			t.Errorf("intent %s = %+v, %v; want %s without a payload", id, in, err, want)
+		}
+	}
+	if out, err := s.OutboxFor(ctx, []string{"n1"}, t0, 10); err != nil || len(out) != 1 || out[0].IntentID != "cur" || out[0].Payload != nil {
+		t.Errorf("outbox = %+v, %v", out, err)
+	}
+	if n, err := s.GetNode(ctx, "n1"); err != nil || n.ReportSeq != 7 {
+		t.Errorf("node = %+v, %v", n, err)
+	}
+	mustWriteJob(t, s, jobNew("j1", "n1", t0))
+	if res, err := s.ApplyJobReport(ctx, JobReport{NodeID: "n1", BootID: "b1", Seq: 1, Jobs: []ObservedJob{obs("j1", wire.JobRunning, 1)},
+		Now: t0}); err != nil || res.Stale {
+		t.Errorf("first job observations after migration = %+v, %v", res, err)
+	}
+	rs, err := s.ResourceStates(ctx, "n1")
+	if err != nil || len(rs) != 2 || rs[0].ObservedJob == nil || rs[1].Latest == nil || rs[1].Latest.ID != "cur" {
+		t.Errorf("resource states = %+v, %v", rs, err)
+	}
+}

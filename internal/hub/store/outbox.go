@@ -47,7 +47,7 @@ type Attempt struct {
 }
 
 const outboxSelect = `SELECT o.seq, o.intent_id, o.node_id, o.created_at, i.operation, i.resource_kind, i.resource_id,
-	i.generation, i.desired_state, i.config_version, i.action_id, i.expires_at,
+	i.generation, i.desired_state, i.config_version, i.action_id, i.payload, i.expires_at,
 	(SELECT COUNT(*) FROM attempts a WHERE a.intent_id = o.intent_id),
 	(SELECT COALESCE(MAX(a.finished_at), 0) FROM attempts a WHERE a.intent_id = o.intent_id)
 	FROM outbox o JOIN intents i ON i.id = o.intent_id`
@@ -87,9 +87,13 @@ func scanOutbox(rows *sql.Rows) ([]OutboxEntry, error) {
 	for rows.Next() {
 		var e OutboxEntry
 		var c, x, lf int64
+		var payload string
 		if err := rows.Scan(&e.Seq, &e.IntentID, &e.NodeID, &c, &e.Operation, &e.Kind, &e.ResourceID, &e.Generation,
-			&e.DesiredState, &e.ConfigVersion, &e.ActionID, &x, &e.Attempts, &lf); err != nil {
+			&e.DesiredState, &e.ConfigVersion, &e.ActionID, &payload, &x, &e.Attempts, &lf); err != nil {
 			return nil, err
+		}
+		if payload != "" {
+			e.Payload = json.RawMessage(payload)
 		}
 		e.CreatedAt, e.ExpiresAt, e.LastFinishedAt = tm(c), tm(x), tm(lf)
 		out = append(out, e)

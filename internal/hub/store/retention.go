@@ -16,13 +16,15 @@ const (
 
 // Swept counts the rows one Sweep deleted, per table.
 type Swept struct {
-	Intents, Outbox, Attempts, Events, Audit, Idempotency int64
+	Intents, Outbox, Attempts, Events, Audit, Idempotency, Artifacts int64
 }
 
 // Sweep reclaims, in one transaction: terminal intents, processed outbox
 // rows and terminal attempts older than 24 h or beyond the newest 4096 of
 // each; events beyond the newest 2048; audit rows older than 30 days or
-// beyond the newest 100000; idempotency keys older than 24 h. Unprocessed
+// beyond the newest 100000; idempotency keys older than 24 h; pending and
+// failed job artifact records older than 24 h (a command whose result never
+// came; completed records stay, as the artifacts do). Unprocessed
 // outbox rows, active attempts and non-terminal intents are never deleted.
 func (s *Store) Sweep(ctx context.Context, now time.Time) (Swept, error) {
 	var out Swept
@@ -47,6 +49,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (Swept, error) {
 		{&out.Audit, `DELETE FROM audit WHERE occurred_at < ? OR id <= (SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?)`,
 			[]any{month, MaxAuditRows}},
 		{&out.Idempotency, `DELETE FROM idempotency WHERE created_at < ?`, []any{day}},
+		{&out.Artifacts, `DELETE FROM job_artifacts WHERE state IN ('pending','failed') AND created_at < ?`, []any{day}},
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		out = Swept{}
