@@ -170,6 +170,14 @@ func startPayload(v store.JobVersion, restore *wire.JobRestore) wire.CommandPayl
 	return p
 }
 
+// stopPayload is the job_stop payload: the version the job is desired at
+// (a stopped job reports it back) and whether to take a savepoint first.
+func stopPayload(version int, savepoint bool) wire.CommandPayload {
+	p := wire.CommandPayload{State: "stopped"}
+	p.JobVersion, p.Savepoint = version, savepoint
+	return p
+}
+
 func (h *Hub) postJob(w http.ResponseWriter, r *http.Request) error {
 	var body wire.JobCreateRequest
 	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
@@ -193,7 +201,7 @@ func (h *Hub) postJob(w http.ResponseWriter, r *http.Request) error {
 	if body.DesiredState == "running" {
 		jw.Operation, jw.payload = wire.CommandJobStart, startPayload(v, nil)
 	} else {
-		jw.Operation, jw.payload = wire.CommandJobStop, wire.CommandPayload{State: "stopped"}
+		jw.Operation, jw.payload = wire.CommandJobStop, stopPayload(v.Version, false)
 	}
 	return h.writeJob(w, r, jw)
 }
@@ -308,7 +316,7 @@ func (h *Hub) putJobDesired(w http.ResponseWriter, r *http.Request) error {
 		jw.SetRestore = true // a start consumes the restore choice
 	} else {
 		jw.Operation, jw.Action = wire.CommandJobStop, wire.CommandJobStop
-		jw.payload = wire.CommandPayload{State: "stopped", JobCommand: wire.JobCommand{Savepoint: body.Savepoint}}
+		jw.payload = stopPayload(js.Job.Version, body.Savepoint)
 	}
 	return h.writeJob(w, r, jw)
 }
@@ -371,7 +379,7 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 		if jw.State == "running" {
 			jw.Operation, jw.payload, jw.SetRestore = wire.CommandJobStart, startPayload(js.Version, restore), true
 		} else {
-			jw.Operation, jw.payload = wire.CommandJobStop, wire.CommandPayload{State: "stopped"}
+			jw.Operation, jw.payload = wire.CommandJobStop, stopPayload(js.Job.Version, false)
 			jw.Restore, jw.SetRestore = restore, true
 		}
 	}
@@ -505,7 +513,7 @@ func (h *Hub) withStart(jw jobWrite, desired string, v store.JobVersion, restore
 		jw.State, jw.Operation, jw.payload = "running", wire.CommandJobStart, startPayload(v, restore)
 		return jw
 	}
-	jw.State, jw.Operation, jw.payload, jw.Restore = "stopped", wire.CommandJobStop, wire.CommandPayload{State: "stopped"}, restore
+	jw.State, jw.Operation, jw.payload, jw.Restore = "stopped", wire.CommandJobStop, stopPayload(v.Version, false), restore
 	return jw
 }
 

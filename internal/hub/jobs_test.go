@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/flowplane/flowplane/internal/connect/all" // the components job specs name
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -70,7 +71,7 @@ func (a *jobAgent) artifact(c wire.Command, kind string) wire.JobArtifact {
 // the observed job; checkpoints and savepoints answer an artifact.
 func (a *jobAgent) runAll(t *testing.T) []wire.Command {
 	t.Helper()
-	cmds := a.commands(t, 0)
+	cmds := a.commands(t, 5*time.Second)
 	for _, c := range cmds {
 		var result any
 		switch c.Operation {
@@ -85,7 +86,7 @@ func (a *jobAgent) runAll(t *testing.T) []wire.Command {
 			if c.Payload.Savepoint && o.State == wire.JobRunning {
 				result = a.artifact(c, wire.ArtifactSavepoint)
 			}
-			o.ID, o.State, o.Generation, o.Tasks = c.ResourceID, wire.JobStopped, c.Generation, nil
+			o.ID, o.State, o.Generation, o.Version, o.Tasks = c.ResourceID, wire.JobStopped, c.Generation, c.Payload.JobVersion, nil
 			a.jobs[c.ResourceID] = o
 		case wire.CommandJobCheckpoint:
 			result = a.artifact(c, wire.ArtifactCheckpoint)
@@ -140,7 +141,6 @@ func TestJobLifecycle(t *testing.T) {
 	th := serve(t, dbPath(t), testToken, true)
 	a := newJobAgent(t, th, "n1")
 	b := newJobAgent(t, th, "n2")
-	b.jobs["busy"] = wire.JobObservation{} // not placed by the Hub: no load
 
 	// Created stopped on the least loaded capable node; a stop is sent.
 	r := th.op(t, "POST", "/jobs", `{"spec": `+testJobSpec("j1", 1, 128)+`, "desired_state": "stopped"}`, http.StatusAccepted)
@@ -279,12 +279,16 @@ func TestJobLifecycle(t *testing.T) {
 	if mv.NodeID != "n2" {
 		t.Fatalf("move: %+v", mv)
 	}
-	fence := a.commands(t, 0)
-	if len(fence) != 1 || fence[0].Operation != wire.CommandJobStop || fence[0].Generation != mv.Generation || !fence[0].ExpiresAt.IsZero() {
+	fence := a.commands(t, 5*time.Second)
+	if len(fence) != 1 || fence[0].Operation != wire.CommandJobStop || fence[0].Generation != mv.Generation || fence[0].Payload.JobVersion != 1 {
 		t.Fatalf("fence stop for the old node: %+v", fence)
 	}
-	moved := b.runAll(t)
-	if len(moved) != 1 || moved[0].Payload.Recovery != wire.RecoveryNewest {
+	if op := decode[wire.Operation](t, th.op(t, "GET", "/operations/"+fence[0].CommandID, "", http.StatusOK)); !op.ExpiresAt.IsZero() {
+		t.Fatalf("the fence stop expires: %+v", op)
+	}
+	moved := b.runAll(t) // j2's stop too
+	if i := slices.IndexFunc(moved, func(c wire.Command) bool { return c.ResourceID == "j1" }); i < 0 ||
+		moved[i].Operation != wire.CommandJobStart || moved[i].Payload.Recovery != wire.RecoveryNewest {
 		t.Fatalf("start on the new node: %+v", moved)
 	}
 	j = th.waitJobConvergence(t, "j1", wire.ConvergenceInSync)

@@ -79,7 +79,9 @@ type JobCommand struct {
 	// references unresolved: the node resolves them). job_start and
 	// job_validate.
 	Spec json.RawMessage `json:"spec,omitempty"`
-	// JobVersion is the spec's version. job_start.
+	// JobVersion is the job's version: the spec's (job_start), or the
+	// version the job is desired at, which a stopped job reports
+	// (job_stop).
 	JobVersion int `json:"job_version,omitempty"`
 	// Recovery is latest_checkpoint, latest_savepoint, fail, none or
 	// artifact; empty means the spec's recovery mode. job_start.

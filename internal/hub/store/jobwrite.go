@@ -11,9 +11,9 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// fencePayload is the command payload of the job_stop a move sends to the
+// fencePayload is the command payload (with the job's version) of the job_stop a move sends to the
 // job's old node.
-const fencePayload = `{"state":"stopped"}`
+const fencePayload = `{"state":"stopped","job_version":%s}`
 
 func (w JobWrite) check() error {
 	if w.IntentID == "" || w.Operation == "" || w.JobID == "" || w.Now.IsZero() {
@@ -93,7 +93,7 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 			fence.ID, fence.Operation, fence.NodeID, fence.DesiredState = w.FenceIntentID, wire.CommandJobStop, oldNode, wire.JobStopped
 			// The fence never expires: it stops the job on the old node
 			// whenever that node comes back.
-			fence.Payload, fence.ExpiresAt = json.RawMessage(fencePayload), time.Time{}
+			fence.Payload, fence.ExpiresAt = json.RawMessage(fmt.Sprintf(fencePayload, in.ConfigVersion)), time.Time{}
 			f, err := s.desireJob(ctx, q, fence)
 			if err != nil {
 				return err

@@ -182,7 +182,7 @@ func TestWriteJobMove(t *testing.T) {
 	}
 	f := *res.FenceIntent
 	if f.ID != "f1" || f.NodeID != "n1" || f.Operation != wire.CommandJobStop || f.DesiredState != wire.JobStopped ||
-		f.Generation != 2 || !f.ExpiresAt.IsZero() || string(f.Payload) != fencePayload {
+		f.Generation != 2 || !f.ExpiresAt.IsZero() || string(f.Payload) != fmt.Sprintf(fencePayload, f.ConfigVersion) {
 		t.Errorf("fence %+v", f)
 	}
 	if got, err := s.GetIntent(ctx, "f1"); err != nil || !cmp.Equal(f, got) {
