@@ -37,7 +37,7 @@ const (
 )
 
 // jobActions are the one-shot actions of POST /jobs/{id}/actions/{action}.
-var jobActions = []string{"restart", "move"}
+var jobActions = []string{"start", "stop", "restart", "move"}
 
 // maxNodeIDs bounds node_ids in job bodies.
 const maxNodeIDs = 64
@@ -324,7 +324,7 @@ func (h *Hub) putJobDesired(w http.ResponseWriter, r *http.Request) error {
 func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 	action := r.PathValue("action")
 	if !slices.Contains(jobActions, action) {
-		return httpapi.NotFound(httpapi.CodeNotFound, "unknown job action "+quote(action)+"; one of restart, move")
+		return httpapi.NotFound(httpapi.CodeNotFound, "unknown job action "+quote(action)+"; one of start, stop, restart, move")
 	}
 	var move wire.JobMoveRequest
 	if _, err := httpapi.DecodeOptionalJSON(r, &move, MaxBodyBytes); err != nil {
@@ -339,6 +339,11 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID}}
 	switch action {
+	case "start":
+		jw.Action, jw.Operation, jw.State = wire.CommandJobStart, wire.CommandJobStart, "running"
+		jw.payload, jw.SetRestore = startPayload(js.Version, js.Job.Restore), true
+	case "stop":
+		jw.Action, jw.Operation, jw.State, jw.payload = wire.CommandJobStop, wire.CommandJobStop, "stopped", stopPayload(js.Job.Version, false)
 	case "restart":
 		jw.Action, jw.Operation, jw.State, jw.ActionID = ActionJobRestart, wire.CommandJobStart, "running", h.opts.NewID()
 		jw.payload, jw.SetRestore = startPayload(js.Version, js.Job.Restore), true
