@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-jobs bench-fleet bench-hub bench-hub-writes fuzz
+.PHONY: test quickstart build lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -31,6 +31,11 @@ bench-jobs:
 # Control-plane write-to-in_sync latency: a Hub and three Agents (bench/README.md).
 bench-fleet:
 	$(GO) run ./bench/fleet
+
+# Jobs on the Hub: create-to-in_sync over 200 jobs, then checkpoint
+# trigger-to-checkpoint_completed (bench/README.md).
+bench-fleet-jobs:
+	$(GO) run ./bench/fleet -jobs 200 -checkpoints 200 -concurrency 8
 
 # Hub benchmarks (bench/hubload, bench/README.md): a simulated fleet of
 # HUB_AGENTS agents for HUB_DURATION (Hub CPU and RSS), then HUB_WRITES

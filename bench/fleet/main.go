@@ -40,6 +40,7 @@ const (
 type options struct {
 	writes, concurrency, nodes, streams int
 	slowest                             int
+	jobs, checkpoints                   int
 	timeout                             time.Duration
 	bin, keep                           string
 }
@@ -54,6 +55,8 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "flowplane binary (default: go build ./cmd/flowplane)")
 	flag.StringVar(&o.keep, "dir", "", "work directory, kept (default: a temporary one, removed)")
 	flag.IntVar(&o.slowest, "slowest", 0, "also list this many slowest writes, with the arrival of each of their events")
+	flag.IntVar(&o.jobs, "jobs", 0, "jobs mode: create this many jobs (running) and measure create-to-in_sync, then checkpoints")
+	flag.IntVar(&o.checkpoints, "checkpoints", 100, "jobs mode: measured checkpoint triggers")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o)
@@ -65,7 +68,10 @@ func main() {
 }
 
 func run(ctx context.Context, o options) (err error) {
-	if o.concurrency < 1 || o.concurrency > o.nodes*o.streams {
+	if o.jobs > 0 {
+		o.streams = 0
+	}
+	if o.concurrency < 1 || (o.jobs == 0 && o.concurrency > o.nodes*o.streams) {
 		return fmt.Errorf("-concurrency must be from 1 to nodes*streams (%d)", o.nodes*o.streams)
 	}
 	dir := o.keep
@@ -162,6 +168,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	w := newWatcher()
 	go w.run(events)
+	if o.jobs > 0 {
+		return runJobs(ctx, o, h, w, dir)
+	}
 
 	// Warm-up, not measured: every stream gets a desired state (stopped).
 	for i := range resources {
@@ -327,11 +336,13 @@ type watcher struct {
 	inSync  map[key]time.Time
 	waiters map[key]chan time.Time
 	byOp    map[string]map[string]time.Time // operation id -> kind -> first arrival
+	opWait  map[[2]string]chan time.Time    // (operation id, kind) -> waiter
 	err     error
 }
 
 func newWatcher() *watcher {
-	return &watcher{inSync: map[key]time.Time{}, waiters: map[key]chan time.Time{}, byOp: map[string]map[string]time.Time{}}
+	return &watcher{inSync: map[key]time.Time{}, waiters: map[key]chan time.Time{}, byOp: map[string]map[string]time.Time{},
+		opWait: map[[2]string]chan time.Time{}}
 }
 
 func (w *watcher) run(events <-chan sseEvent) {
@@ -361,6 +372,10 @@ func (w *watcher) run(events <-chan sseEvent) {
 			}
 			if _, seen := m[kind]; !seen {
 				m[kind] = ev.at
+				if c, ok := w.opWait[[2]string{e.OperationID, kind}]; ok {
+					c <- ev.at
+					delete(w.opWait, [2]string{e.OperationID, kind})
+				}
 			}
 		}
 		w.mu.Unlock()
@@ -370,6 +385,10 @@ func (w *watcher) run(events <-chan sseEvent) {
 	for k, c := range w.waiters {
 		close(c)
 		delete(w.waiters, k)
+	}
+	for k, c := range w.opWait {
+		close(c)
+		delete(w.opWait, k)
 	}
 	w.mu.Unlock()
 }
@@ -568,6 +587,9 @@ func (h *hubClient) subscribe(ctx context.Context) (<-chan sseEvent, error) {
 func nodeDoc(id, addr, hubURL string, streams int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "logging: {level: warn}\nhealth_check:\n  address: %q\n  hub_urls: [%q]\n  node_id: %s\n  node_token: \"${env:SVC_NODE_TOKEN}\"\nstreams:\n", addr, hubURL, id)
+	if streams == 0 {
+		b.WriteString("  []\n")
+	}
 	for s := range streams {
 		fmt.Fprintf(&b, "  - id: s%d\n    input: {type: generate, context: '{\"n\": {{count}}}', interval: 100ms}\n    pipeline: {processors: []}\n    output: {type: drop}\n", s)
 	}
