@@ -47,6 +47,10 @@ type jobInstance struct {
 	err     error         // the build error, or Run's result once done
 }
 
+// JobStateRoot is where job state lives when a job's state.root is empty
+// (empty without a state directory).
+func (e *Engine) JobStateRoot() string { return e.stateRoot() }
+
 // stateRoot is where job state lives when a job's state.root is empty.
 func (e *Engine) stateRoot() string {
 	if e.opts.StateDir == "" {
@@ -403,6 +407,9 @@ type JobStatus struct {
 	// its fence generation.
 	Hub        bool  `json:"-"`
 	Generation int64 `json:"-"`
+	// Err is the build error or Run's result once the job ended (nil while
+	// it runs), for errors.Is (state.ErrFenced).
+	Err error `json:"-"`
 	// ObjectStoreURI is the job's checkpoint store (empty without
 	// checkpointing); it may hold credentials in its query.
 	ObjectStoreURI string `json:"-"`
@@ -479,6 +486,7 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 			st.State = kernel.Stopped
 		}
 	}
+	st.Err = ji.err
 	if ji.err != nil && st.Error == "" && !errors.Is(ji.err, context.Canceled) {
 		st.Error = ji.err.Error()
 	}
