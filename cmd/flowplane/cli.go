@@ -289,6 +289,8 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		ao := agent.ConfigOptions(hc)
 		ao.NodeID, ao.BootID, ao.Version, ao.StateDir = nodeID, bootID, buildVersion(), stateDir
 		ao.Node, ao.Events, ao.Logger = n, events, log
+		// Hub jobs run on the engine, materialized as the configuration is.
+		ao.Engine, ao.Registry, ao.Resolver, ao.Secrets = eng, component.Default, secretref.Resolver{}, secrets
 		if ag, err = agent.New(ao); err != nil {
 			log.Error("start-up failed", "err", err)
 			return exitFailed

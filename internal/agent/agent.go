@@ -12,10 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -81,6 +85,17 @@ type Options struct {
 	MaxBackoff     time.Duration
 	// Rand is the jitter source, in [0, 1); nil means math/rand.
 	Rand func() float64
+
+	// Engine, when set, runs the jobs the Hub places on the node: the
+	// Agent then advertises job_control and executes job commands. The
+	// job specs are materialized as the node's configuration is, with
+	// Registry (nil: component.Default) and Resolver (the node's secret
+	// resolver); Secrets, when set, is the node's log redactor, which the
+	// secret values of Hub jobs join.
+	Engine   *engine.Engine
+	Registry *component.Registry
+	Resolver secretref.Resolver
+	Secrets  *config.Redactor
 }
 
 // ConfigOptions are the Options a node's health_check section gives.
@@ -104,6 +119,7 @@ type Agent struct {
 	c    *client
 	x    *executor
 	rep  *reporter
+	jrep *jobReporter // nil without an Engine
 	caps []string
 	b    backoff
 }
@@ -168,26 +184,43 @@ func New(o Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand)}
-	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress)
+	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil)
 	a.c = &client{
 		urls: o.HubURLs, bases: bases, nodeToken: o.NodeToken, httpc: o.HTTPClient, log: log, now: o.Now,
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
 		registerBody: a.registerBody, regSem: make(chan struct{}, 1),
 	}
 	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
-	a.c.onRegister = a.rep.forceSend
 	a.x = &executor{
 		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{}, unposted: map[string]*heldDesire{},
-		post: func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
+		post:   func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
+		nodeID: o.NodeID, jobTail: map[string]chan struct{}{}, unpostedJobs: map[string]*heldJobDesire{}, triggers: map[string]string{},
+	}
+	a.c.onRegister = a.rep.forceSend
+	if o.Engine != nil {
+		if o.Registry == nil {
+			o.Registry = component.Default
+		}
+		a.x.jobs = &jobControl{eng: o.Engine, reg: o.Registry, resolver: o.Resolver, secrets: o.Secrets}
+		a.jrep = newJobReporter(a.x, o.BootID, a.sendJobObservations, o.ReportDebounce, o.ReportPeriod, a.b, o.Now)
+		a.x.jobWake = a.jrep.wakeNow
+		a.c.onRegister = func() {
+			a.rep.forceSend()
+			a.jrep.forceSend()
+		}
 	}
 	return a, nil
 }
 
-// capabilities is what the Agent advertises: stream control, the component
-// set (kind:name, as GET /system lists it) and, with a data address, the
-// network shuffle.
-func capabilities(components []string, dataAddress string) []string {
-	caps := append([]string{wire.CapabilityStreamControl}, components...)
+// capabilities is what the Agent advertises: stream control, job control
+// with a job engine, the component set (kind:name, as GET /system lists
+// it) and, with a data address, the network shuffle.
+func capabilities(components []string, dataAddress string, jobs bool) []string {
+	caps := []string{wire.CapabilityStreamControl}
+	if jobs {
+		caps = append(caps, wire.CapabilityJobControl)
+	}
+	caps = append(caps, components...)
 	if dataAddress != "" {
 		caps = append(caps, wire.CapabilityNetworkShuffle)
 	}
@@ -235,8 +268,13 @@ func (a *Agent) Status() node.AgentStatus {
 func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent starting", "hubs", len(a.o.HubURLs), "hub_url", redactURL(a.o.HubURLs[0]), "node_id", a.o.NodeID)
 	a.reapply(ctx)
+	loops := []func(context.Context){a.heartbeats, a.rep.run, a.poll, a.watchEvents}
+	if a.jrep != nil {
+		a.reapplyJobs(ctx)
+		loops = append(loops, func(ctx context.Context) { a.jrep.run(ctx, a.o.Engine.JobChanges()) })
+	}
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){a.heartbeats, a.rep.run, a.poll, a.watchEvents} {
+	for _, loop := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -287,6 +325,30 @@ func (a *Agent) reapply(ctx context.Context) {
 		default:
 			a.log.Info("re-applied the Hub's desire", "stream", v.ID, "state", d.State, "generation", d.Generation)
 		}
+	}
+}
+
+// reapplyJobs starts again, at boot, each Hub job whose recorded desire
+// is running: from the newest artifact of either kind, fenced with its
+// recorded generation, so that a node the job moved away from while it
+// was down is refused by the fence (a newer generation took the store).
+// Jobs the Hub wants stopped are not started.
+func (a *Agent) reapplyJobs(ctx context.Context) {
+	for id, d := range a.st.allJobs() {
+		if d.State != jobDesiredRunning {
+			continue
+		}
+		cfg, probs := a.x.materializeJob(d.Spec)
+		if len(probs) > 0 {
+			a.log.Error("could not re-apply the Hub's job: its spec no longer materializes", "job_id", id, "generation", d.Generation, "problems", problemsMessage(probs))
+			continue
+		}
+		err := a.o.Engine.StartHubJob(ctx, engine.HubJob{Spec: cfg.Jobs[0], Path: specPath, Generation: d.Generation, Recovery: kernel.RecoverNewest})
+		if err != nil {
+			a.log.Error("could not re-apply the Hub's job", "job_id", id, "generation", d.Generation, "err", a.x.jobs.redact(err.Error()))
+			continue
+		}
+		a.log.Info("re-applied the Hub's job", "job_id", id, "generation", d.Generation, "recovery", kernel.RecoverNewest)
 	}
 }
 

@@ -41,6 +41,15 @@ type executor struct {
 
 	mu       sync.Mutex          // guards inflight and unposted, and orders cache lookups against records
 	inflight map[string][]string // command id -> attempt ids awaiting its outcome
+	// Job control (jobs.go); jobs is nil without an engine. jobTail,
+	// unpostedJobs and triggers are guarded by mu.
+	jobs         *jobControl
+	nodeID       string
+	jobWake      func()                   // a job's desire changed: observe
+	jobTail      map[string]chan struct{} // job id -> closed when its last queued command ended
+	unpostedJobs map[string]*heldJobDesire
+	triggers     map[string]string // "<job id>/<artifact id>" -> trigger, for artifacts taken by commands
+
 	// unposted holds, by stream, the desire reports keep showing while a
 	// newer one is recorded but its command's outcome is still being
 	// posted: the Hub learns a command succeeded before a report shows
@@ -105,6 +114,10 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 		defer close(acked)
 		x.post(ctx, cmd.CommandID, wire.CommandResult{AttemptID: cmd.AttemptID, State: wire.ResultAcknowledged})
 	})
+	if isJobCommand(cmd.Operation) {
+		x.queueJob(ctx, cmd, acked)
+		return
+	}
 	opID, desire, fail := x.submit(cmd)
 	x.background(func() {
 		out := Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: fail}

@@ -19,6 +19,10 @@ const maxOutcomes = 1024
 // stateFileName is the Agent's durable state under <state dir>/agent.
 const stateFileName = "hub-state.json"
 
+// stateVersion is the version of the state file written. Version 1 (no
+// jobs) is read and migrated forward: it holds no Hub jobs.
+const stateVersion = 2
+
 // Desire is the Hub desire the Agent last applied to one stream. Its
 // generation and action id are what the Agent reports for the stream.
 type Desire struct {
@@ -29,6 +33,20 @@ type Desire struct {
 	// CommandID is the command that set it; re-applying it at boot uses
 	// it as the correlation id.
 	CommandID string `json:"command_id,omitempty"`
+}
+
+// JobDesire is the Hub desire the Agent last applied to one Hub job: what
+// it reports for the job and what it starts again at boot.
+type JobDesire struct {
+	State      string `json:"state"` // running or stopped
+	Generation int64  `json:"generation"`
+	Version    int    `json:"version"`
+	ActionID   string `json:"action_id,omitempty"`
+	// Spec is the job's specification as the Hub sent it (secret
+	// references unresolved); absent for a stop of a job this node never
+	// ran.
+	Spec      json.RawMessage `json:"spec,omitempty"`
+	CommandID string          `json:"command_id,omitempty"`
 }
 
 // Outcome is the final result of one executed command, kept so that a
@@ -47,14 +65,15 @@ func (o Outcome) result(attemptID string) wire.CommandResult {
 
 // stateFile is the JSON form of the durable state.
 type stateFile struct {
-	Version  int               `json:"version"`
-	NodeID   string            `json:"node_id"`
-	Streams  map[string]Desire `json:"streams"`
-	Outcomes []Outcome         `json:"outcomes"`
+	Version  int                  `json:"version"`
+	NodeID   string               `json:"node_id"`
+	Streams  map[string]Desire    `json:"streams"`
+	Jobs     map[string]JobDesire `json:"jobs,omitempty"` // since version 2
+	Outcomes []Outcome            `json:"outcomes"`
 }
 
-// store holds the Agent's durable state: the Hub desire per stream and the
-// outcome cache. Every change is written through (tmp + fsync + rename)
+// store holds the Agent's durable state: the Hub desire per stream and per
+// Hub job, and the outcome cache. Every change is written through (tmp + fsync + rename)
 // before the caller acts on it.
 type store struct {
 	path   string
@@ -62,6 +81,7 @@ type store struct {
 
 	mu       sync.Mutex // guards the fields below and the file
 	desires  map[string]Desire
+	jobs     map[string]JobDesire
 	outcomes []Outcome // oldest first, at most maxOutcomes
 	byID     map[string]int
 }
@@ -73,7 +93,7 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent state directory: %w", err)
 	}
-	s := &store{path: filepath.Join(dir, stateFileName), nodeID: nodeID, desires: map[string]Desire{}, byID: map[string]int{}}
+	s := &store{path: filepath.Join(dir, stateFileName), nodeID: nodeID, desires: map[string]Desire{}, jobs: map[string]JobDesire{}, byID: map[string]int{}}
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -82,7 +102,7 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 		return nil, fmt.Errorf("read agent state: %w", err)
 	}
 	var f stateFile
-	if err := json.Unmarshal(b, &f); err != nil || f.Version != 1 || f.NodeID != nodeID {
+	if err := json.Unmarshal(b, &f); err != nil || f.Version < 1 || f.Version > stateVersion || f.NodeID != nodeID {
 		aside := s.path + ".discarded"
 		log.Error("agent state is unreadable or belongs to another node id; starting without it", "file", aside, "err", err)
 		if err := os.Rename(s.path, aside); err != nil {
@@ -93,10 +113,53 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 	for id, d := range f.Streams {
 		s.desires[id] = d
 	}
+	for id, d := range f.Jobs {
+		s.jobs[id] = d
+	}
 	for _, o := range f.Outcomes {
 		s.addLocked(o)
 	}
+	if f.Version < stateVersion {
+		s.mu.Lock()
+		err := s.writeLocked()
+		s.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("migrate agent state from version %d: %w", f.Version, err)
+		}
+		log.Info("agent state migrated", "from_version", f.Version, "to_version", stateVersion)
+	}
 	return s, nil
+}
+
+// allJobs returns a copy of every Hub job's desire.
+func (s *store) allJobs() map[string]JobDesire {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]JobDesire, len(s.jobs))
+	for id, d := range s.jobs {
+		m[id] = d
+	}
+	return m
+}
+
+// job returns one Hub job's desire, and whether it has one.
+func (s *store) job(jobID string) (JobDesire, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.jobs[jobID]
+	return d, ok
+}
+
+// recordJob keeps a job command's outcome and, when it changed the job's
+// desire, the new desire; then writes the state.
+func (s *store) recordJob(o Outcome, jobID string, d *JobDesire) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(o)
+	if d != nil {
+		s.jobs[jobID] = *d
+	}
+	return s.writeLocked()
 }
 
 // allDesires returns a copy of every stream's desire.
@@ -159,7 +222,7 @@ func (s *store) addLocked(o Outcome) {
 }
 
 func (s *store) writeLocked() error {
-	b, err := json.Marshal(stateFile{Version: 1, NodeID: s.nodeID, Streams: s.desires, Outcomes: s.outcomes})
+	b, err := json.Marshal(stateFile{Version: stateVersion, NodeID: s.nodeID, Streams: s.desires, Jobs: s.jobs, Outcomes: s.outcomes})
 	if err != nil {
 		return err
 	}

@@ -51,9 +51,11 @@ type Engine struct {
 	streams  map[string]*instance
 	order    []string // stream ids in configuration order
 	jobs     map[string]*jobInstance
-	jobOrder []string // job ids in configuration order
+	jobOrder []string // configured job ids in configuration order
+	hubOrder []string // Hub job ids, sorted
 
-	changes chan struct{} // buffered(1): a stream changed state
+	changes    chan struct{} // buffered(1): a stream changed state
+	jobChanges chan struct{} // buffered(1): a job changed state
 }
 
 // instance is one configured stream and, while it runs, its runtime.
@@ -77,7 +79,8 @@ func New(opts Options) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, jobs: map[string]*jobInstance{}, changes: make(chan struct{}, 1)}
+	return &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, jobs: map[string]*jobInstance{},
+		changes: make(chan struct{}, 1), jobChanges: make(chan struct{}, 1)}
 }
 
 // Changes is signalled (coalesced) whenever a stream starts or ends.
@@ -323,7 +326,7 @@ func (e *Engine) Shutdown(ctx context.Context) {
 		dones = append(dones, in.done)
 	}
 	var jobs []*jobInstance
-	for _, id := range e.jobOrder {
+	for _, id := range e.allJobsLocked() {
 		jobs = append(jobs, e.jobs[id])
 	}
 	e.mu.Unlock()
@@ -382,7 +385,7 @@ func (e *Engine) statusLocked(in *instance) StreamStatus {
 func (e *Engine) Finished() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.order) == 0 && len(e.jobOrder) == 0 {
+	if len(e.order) == 0 && len(e.jobOrder) == 0 && len(e.hubOrder) == 0 {
 		return false
 	}
 	if !e.jobsFinishedLocked() {

@@ -17,10 +17,27 @@ import (
 // ErrJobNotFound is returned for an unknown job id.
 var ErrJobNotFound = errors.New("job not found")
 
-// jobInstance is one configured job and, while it runs, its runtime.
+// ErrJobConfigured is returned by StartHubJob for a job id the node's
+// configuration uses.
+var ErrJobConfigured = errors.New("the job id is used by the node's configuration")
+
+// ErrJobNotRunning is returned by CheckpointJob and SavepointJob (and by
+// StopJob with a savepoint) for a job that is not running.
+var ErrJobNotRunning = errors.New("the job is not running")
+
+// jobInstance is one job, configured or placed by the Hub, and, while it
+// runs, its runtime.
 type jobInstance struct {
 	conf config.Job
 	path string // configuration path, e.g. jobs[0]
+
+	// A Hub job is placed by the Hub (StartHubJob), not configured: applies
+	// leave it alone. Its generation fences its artifact store; recovery
+	// and restore are those of its last start.
+	hub        bool
+	generation int64
+	recovery   string
+	restore    *kernel.ArtifactRef
 
 	plan    *job.Plan
 	rt      *kernel.Job
@@ -29,6 +46,10 @@ type jobInstance struct {
 	done    chan struct{} // closed when Run returned
 	err     error         // the build error, or Run's result once done
 }
+
+// JobStateRoot is where job state lives when a job's state.root is empty
+// (empty without a state directory).
+func (e *Engine) JobStateRoot() string { return e.stateRoot() }
 
 // stateRoot is where job state lives when a job's state.root is empty.
 func (e *Engine) stateRoot() string {
@@ -65,11 +86,18 @@ func (e *Engine) applyJobs(ctx context.Context, cfg *config.Config, held []strin
 		e.mu.Unlock()
 	}
 	var fresh []*jobInstance
+	var errs []error
 	e.mu.Lock()
 	e.jobOrder = e.jobOrder[:0]
 	for i, j := range cfg.Jobs {
-		e.jobOrder = append(e.jobOrder, j.ID)
 		path := fmt.Sprintf("jobs[%d]", i)
+		if ji, kept := e.jobs[j.ID]; kept && ji.hub {
+			// The Hub placed a job of that id first: it keeps running, and
+			// the configured one does not.
+			errs = append(errs, fmt.Errorf("%s: job %q is not started: the Hub runs a job of that id on this node", path, j.ID))
+			continue
+		}
+		e.jobOrder = append(e.jobOrder, j.ID)
 		if ji, kept := e.jobs[j.ID]; kept {
 			ji.path = path
 			continue
@@ -79,7 +107,6 @@ func (e *Engine) applyJobs(ctx context.Context, cfg *config.Config, held []strin
 		fresh = append(fresh, ji)
 	}
 	e.mu.Unlock()
-	var errs []error
 	for _, ji := range fresh {
 		if slices.Contains(held, ji.conf.ID) {
 			e.mu.Lock()
@@ -124,8 +151,15 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		StateRoot: e.stateRoot(),
 		Recovery:  recovery,
 	}
-	if hook := e.opts.OnJobState; hook != nil {
-		opts.OnState = func(st kernel.State) { hook(id, st) }
+	if ji.hub {
+		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore
+	}
+	hook := e.opts.OnJobState
+	opts.OnState = func(st kernel.State) {
+		if hook != nil {
+			hook(id, st)
+		}
+		e.notifyJobs()
 	}
 	rt, err := kernel.Build(ji.path, plan, opts)
 	if err != nil {
@@ -149,6 +183,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		e.mu.Unlock()
 		close(done)
 		e.notify()
+		e.notifyJobs()
 	}()
 	return nil
 }
@@ -165,7 +200,7 @@ func (e *Engine) stopJob(ctx context.Context, ji *jobInstance, savepoint bool) (
 	e.mu.Unlock()
 	if cancel == nil {
 		if savepoint {
-			return nil, fmt.Errorf("job %q is not running: no savepoint taken", ji.conf.ID)
+			return nil, fmt.Errorf("%w: job %q: no savepoint taken", ErrJobNotRunning, ji.conf.ID)
 		}
 		return nil, nil
 	}
@@ -201,6 +236,102 @@ func (e *Engine) StartJob(ctx context.Context, id, recovery string) error {
 	return err
 }
 
+// HubJob is a job the Hub placed on this node.
+type HubJob struct {
+	// Spec is the materialized job (secret references resolved).
+	Spec config.Job
+	// Path prefixes the paths of build problems; empty means "spec".
+	Path string
+	// Generation fences the job's artifact store (kernel
+	// Options.FenceGeneration); 0 is no fence.
+	Generation int64
+	// Recovery overrides the spec's recovery mode when set: a kernel
+	// Recover* mode, artifact with Restore.
+	Recovery string
+	Restore  *kernel.ArtifactRef
+}
+
+// StartHubJob (re)defines a Hub job from h.Spec and starts it; a running
+// instance of that id is stopped first (without a savepoint). A job id the
+// node's configuration uses is refused with ErrJobConfigured. Problems
+// building the job are returned (a *config.Error or *kernel.BuildError);
+// the job is then held, failed, until the next StartHubJob or RemoveHubJob.
+// Failures of the run itself (a fence, an artifact that cannot be
+// restored) show in Job's observation.
+func (e *Engine) StartHubJob(ctx context.Context, h HubJob) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	id := h.Spec.ID
+	old := e.job(id)
+	if old != nil && !old.hub {
+		return fmt.Errorf("%w: %q", ErrJobConfigured, id)
+	}
+	if old != nil {
+		if _, err := e.stopJob(ctx, old, false); err != nil {
+			return fmt.Errorf("stop the running instance of job %q: %w", id, err)
+		}
+		select {
+		case <-old.done:
+		default:
+			return fmt.Errorf("stop the running instance of job %q: %w", id, ctx.Err())
+		}
+	}
+	path := h.Path
+	if path == "" {
+		path = "spec"
+	}
+	ji := &jobInstance{conf: h.Spec, path: path, hub: true, generation: h.Generation, recovery: h.Recovery, restore: h.Restore}
+	e.mu.Lock()
+	e.jobs[id] = ji
+	if old == nil {
+		i, _ := slices.BinarySearch(e.hubOrder, id)
+		e.hubOrder = slices.Insert(e.hubOrder, i, id)
+	}
+	e.mu.Unlock()
+	err := e.startJob(ji, h.Recovery)
+	e.notify()
+	e.notifyJobs()
+	return err
+}
+
+// RemoveHubJob stops a Hub job (without a savepoint) and forgets it; an
+// unknown id is not an error. A configured job is refused.
+func (e *Engine) RemoveHubJob(ctx context.Context, id string) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	ji := e.job(id)
+	if ji == nil {
+		return nil
+	}
+	if !ji.hub {
+		return fmt.Errorf("%w: %q", ErrJobConfigured, id)
+	}
+	if _, err := e.stopJob(ctx, ji, false); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	delete(e.jobs, id)
+	e.hubOrder = slices.DeleteFunc(e.hubOrder, func(x string) bool { return x == id })
+	e.mu.Unlock()
+	if e.opts.JobMetrics != nil {
+		e.opts.JobMetrics.Forget(id)
+	}
+	e.notify()
+	e.notifyJobs()
+	return nil
+}
+
+// JobChanges is signalled (coalesced) whenever a job enters a state, ends,
+// or a Hub job is started or removed. It has one reader: the Agent.
+func (e *Engine) JobChanges() <-chan struct{} { return e.jobChanges }
+
+func (e *Engine) notifyJobs() {
+	select {
+	case e.jobChanges <- struct{}{}:
+	default:
+	}
+}
+
 // StopJob stops one job, optionally with a final savepoint whose manifest
 // it returns; the job stays configured and can be started again.
 func (e *Engine) StopJob(ctx context.Context, id string, savepoint bool) (*state.Manifest, error) {
@@ -224,7 +355,7 @@ func (e *Engine) running(id string) (*kernel.Job, error) {
 		return nil, fmt.Errorf("%w: %q", ErrJobNotFound, id)
 	}
 	if ji.rt == nil || ji.cancel == nil {
-		return nil, fmt.Errorf("job %q is not running", id)
+		return nil, fmt.Errorf("%w: %q", ErrJobNotRunning, id)
 	}
 	return ji.rt, nil
 }
@@ -272,17 +403,44 @@ func (e *Engine) JobArtifacts(ctx context.Context, id, kind string) ([]*state.Ma
 type JobStatus struct {
 	kernel.Observation
 	Path string `json:"-"`
+	// Hub is true for a job the Hub placed (StartHubJob); Generation is
+	// its fence generation.
+	Hub        bool  `json:"-"`
+	Generation int64 `json:"-"`
+	// Err is the build error or Run's result once the job ended (nil while
+	// it runs), for errors.Is (state.ErrFenced).
+	Err error `json:"-"`
+	// ObjectStoreURI is the job's checkpoint store (empty without
+	// checkpointing); it may hold credentials in its query.
+	ObjectStoreURI string `json:"-"`
 }
 
-// Jobs returns every configured job's status in configuration order.
+// Jobs returns every job's status: the configured ones in configuration
+// order, then the Hub's by id.
 func (e *Engine) Jobs() []JobStatus {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]JobStatus, 0, len(e.jobOrder))
-	for _, id := range e.jobOrder {
+	out := make([]JobStatus, 0, len(e.jobOrder)+len(e.hubOrder))
+	for _, id := range e.allJobsLocked() {
 		out = append(out, e.jobStatusLocked(e.jobs[id]))
 	}
 	return out
+}
+
+// HubJobs returns the status of every Hub job, by id.
+func (e *Engine) HubJobs() []JobStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]JobStatus, 0, len(e.hubOrder))
+	for _, id := range e.hubOrder {
+		out = append(out, e.jobStatusLocked(e.jobs[id]))
+	}
+	return out
+}
+
+// allJobsLocked is every job id: configured, then the Hub's.
+func (e *Engine) allJobsLocked() []string {
+	return append(slices.Clip(e.jobOrder), e.hubOrder...)
 }
 
 // Job returns one job's status.
@@ -316,7 +474,10 @@ func (e *Engine) JobPlan(id string) (*job.Plan, error) {
 }
 
 func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
-	st := JobStatus{Path: ji.path}
+	st := JobStatus{Path: ji.path, Hub: ji.hub, Generation: ji.generation}
+	if ji.conf.Checkpoint != nil {
+		st.ObjectStoreURI = ji.conf.Checkpoint.ObjectStoreURI
+	}
 	if ji.rt != nil {
 		st.Observation = ji.rt.Observe()
 	} else {
@@ -325,6 +486,7 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 			st.State = kernel.Stopped
 		}
 	}
+	st.Err = ji.err
 	if ji.err != nil && st.Error == "" && !errors.Is(ji.err, context.Canceled) {
 		st.Error = ji.err.Error()
 	}
@@ -339,7 +501,7 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 // does not count.
 func (e *Engine) jobsNotReadyLocked() []string {
 	var ids []string
-	for _, id := range e.jobOrder {
+	for _, id := range e.allJobsLocked() {
 		ji := e.jobs[id]
 		if ji.stopped {
 			continue
@@ -354,7 +516,7 @@ func (e *Engine) jobsNotReadyLocked() []string {
 // jobsFailedLocked returns the ids of jobs that failed.
 func (e *Engine) jobsFailedLocked() []string {
 	var ids []string
-	for _, id := range e.jobOrder {
+	for _, id := range e.allJobsLocked() {
 		if e.jobStatusLocked(e.jobs[id]).State == kernel.Failed {
 			ids = append(ids, id)
 		}
@@ -364,7 +526,7 @@ func (e *Engine) jobsFailedLocked() []string {
 
 // jobsFinishedLocked reports whether every job ended by itself.
 func (e *Engine) jobsFinishedLocked() bool {
-	for _, id := range e.jobOrder {
+	for _, id := range e.allJobsLocked() {
 		ji := e.jobs[id]
 		select {
 		case <-ji.done:

@@ -38,8 +38,22 @@ type Options struct {
 	// state.root is empty (SVC_STATE_ROOT, else the node's state dir).
 	StateRoot string
 	// Recovery overrides the plan's recovery mode for this run when set
-	// (latest_checkpoint, latest_savepoint, fail, or none to start empty).
+	// (latest_checkpoint, latest_savepoint, fail, none to start empty,
+	// newest for the newest artifact of either kind, or artifact to
+	// restore exactly Restore).
 	Recovery string
+	// Restore is the artifact Recovery artifact restores. When it is
+	// missing or cannot be restored into the plan, the job fails
+	// permanently: it never falls back to another artifact or to empty
+	// state.
+	Restore *ArtifactRef
+	// FenceGeneration fences the job's artifact store (0: no fence). With
+	// checkpointing, each attempt refuses to start, and each checkpoint or
+	// savepoint refuses to commit, once the store's fence holds a greater
+	// generation (a newer placement of the job took over): the job fails
+	// permanently with an error wrapping state.ErrFenced. Otherwise the
+	// job writes its own generation there.
+	FenceGeneration int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// OnState, when set, is called with every state the job enters; it must
@@ -57,6 +71,12 @@ type Options struct {
 	sleep       func(ctx context.Context, d time.Duration) error
 	tick        time.Duration // flush and watermark timer; 0 means 50 ms
 	ckptTimeout time.Duration // 0: 10 intervals, at least 1 min, at most 10 min
+}
+
+// ArtifactRef names one checkpoint or savepoint of the job.
+type ArtifactRef struct {
+	Kind string // state.KindCheckpoint or state.KindSavepoint
+	ID   int64
 }
 
 // Job is one job's runtime. Its methods are safe for concurrent use.
@@ -85,6 +105,7 @@ type Job struct {
 	restored  string
 	tasks     []*task // the current attempt's
 	lastCkpt  int64
+	committed bool // an artifact of this Job completed: restarts restore the newest
 	ckptDurMs int64
 	ckptFails int64
 	stBytes   int64

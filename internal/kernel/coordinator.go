@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -238,6 +239,23 @@ func (c *coordinator) complete(ctx context.Context) {
 		m.Sinks = append(m.Sinks, a.txns...)
 		stateBytes += a.stateBytes
 	}
+	// The fence is read before the commit point: once a newer placement
+	// took the job over, this run commits no more output.
+	if err := c.r.arts.Fence(ctx, p.JobID, c.j.opts.FenceGeneration); err != nil {
+		if errors.Is(err, state.ErrFenced) {
+			c.j.log.Error("job fenced: a newer placement took it over", "error", err)
+			for _, w := range cur.waiters {
+				w.reply <- triggerResult{err: err}
+			}
+			cur.waiters = nil
+			c.r.fail(&permanentError{err})
+			c.cur = nil
+			cur.timer.Stop()
+			return
+		}
+		c.abandon(ctx, fmt.Errorf("check the fence: %w", err))
+		return
+	}
 	if err := c.r.arts.Commit(ctx, m); err != nil {
 		c.abandon(ctx, fmt.Errorf("commit manifest: %w", err))
 		return
@@ -248,6 +266,7 @@ func (c *coordinator) complete(ctx context.Context) {
 	dur := time.Since(cur.started).Milliseconds()
 	c.j.mu.Lock()
 	c.j.lastCkpt = m.ID
+	c.j.committed = true
 	c.j.ckptDurMs = dur
 	c.j.stBytes = stateBytes
 	c.j.mu.Unlock()

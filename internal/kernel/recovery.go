@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -15,6 +16,9 @@ import (
 func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.Manifest, error) {
 	p := j.plan
 	if p.Checkpoint == nil {
+		if mode == RecoverArtifact {
+			return nil, &permanentError{errors.New("recovery artifact: the job has no checkpoint configuration to restore from")}
+		}
 		return nil, nil
 	}
 	arts, err := j.artifacts(ctx)
@@ -22,6 +26,12 @@ func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	r.arts = arts
+	if err := arts.Fence(ctx, p.JobID, j.opts.FenceGeneration); err != nil {
+		if errors.Is(err, state.ErrFenced) {
+			return nil, &permanentError{err}
+		}
+		return nil, err
+	}
 	cps, err := arts.List(ctx, p.JobID, state.KindCheckpoint)
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
@@ -53,11 +63,22 @@ func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.
 		if len(sps) > 0 {
 			m = sps[len(sps)-1]
 		}
-	case recoverNewest:
+	case RecoverNewest:
 		for _, a := range append(slices.Clip(cps), sps...) {
 			if m == nil || a.ID > m.ID {
 				m = a
 			}
+		}
+	case RecoverArtifact:
+		ref := j.opts.Restore
+		if ref == nil {
+			return nil, &permanentError{errors.New("recovery artifact names no artifact to restore")}
+		}
+		if m, err = arts.Get(ctx, p.JobID, ref.Kind, ref.ID); err != nil {
+			if errors.Is(err, state.ErrArtifactNotFound) {
+				return nil, &permanentError{fmt.Errorf("%s %d cannot be restored: %w", ref.Kind, ref.ID, err)}
+			}
+			return nil, err
 		}
 	}
 	if m == nil {

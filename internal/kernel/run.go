@@ -24,8 +24,11 @@ const (
 	RecoverLatestSavepoint  = "latest_savepoint"
 	RecoverFail             = "fail"
 	RecoverNone             = "none"
-
-	recoverNewest = "newest" // restarts: the newest checkpoint or savepoint
+	// RecoverNewest restores the newest checkpoint or savepoint: the one
+	// the output committed so far is consistent with. Restarts use it.
+	RecoverNewest = "newest"
+	// RecoverArtifact restores exactly Options.Restore.
+	RecoverArtifact = "artifact"
 )
 
 const (
@@ -80,10 +83,16 @@ func (j *Job) Run(ctx context.Context) error {
 			}
 		}
 		restoreFrom := mode
-		if attempt > 0 {
+		j.mu.Lock()
+		committed := j.committed
+		j.mu.Unlock()
+		if attempt > 0 && (committed || mode != RecoverArtifact && mode != RecoverNone) {
 			// A restart resumes from the newest artifact of either kind: the
 			// output committed so far is consistent with it and no other.
-			restoreFrom = recoverNewest
+			// Until this job committed one, a start from a named artifact
+			// or from empty state starts so again: the store's newest may
+			// be another version's.
+			restoreFrom = RecoverNewest
 		}
 		out, progressed, err := j.attempt(ctx, inst, restoreFrom)
 		inst = nil

@@ -301,6 +301,34 @@ func (a *Artifacts) manifest(ctx context.Context, jobID, kind string, id int64) 
 	return m, nil
 }
 
+// ErrArtifactNotFound is returned by Get for an artifact without a
+// manifest.
+var ErrArtifactNotFound = errors.New("artifact not found")
+
+// Get returns the manifest of one complete artifact; an error wrapping
+// ErrArtifactNotFound when it has none (absent or incomplete).
+func (a *Artifacts) Get(ctx context.Context, jobID, kind string, id int64) (*Manifest, error) {
+	if err := checkKind(kind); err != nil {
+		return nil, err
+	}
+	m, err := a.manifest(ctx, jobID, kind, id)
+	if err != nil {
+		return nil, fmt.Errorf("state: read %s %d of job %s in %s: %w", kind, id, jobID, a.uri, err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("%w: %s %d of job %s", ErrArtifactNotFound, kind, id, jobID)
+	}
+	return m, nil
+}
+
+// ManifestKey is the key of an artifact's manifest in its store.
+func ManifestKey(jobID, kind string, id int64) string {
+	return Prefix(jobID, kind, id) + manifestName
+}
+
+// URI is the store's URI without its query (which may hold secrets).
+func (a *Artifacts) URI() string { return a.uri }
+
 // List returns the complete artifacts of kind for the job, oldest first.
 func (a *Artifacts) List(ctx context.Context, jobID, kind string) ([]*Manifest, error) {
 	if err := checkKind(kind); err != nil {

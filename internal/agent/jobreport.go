@@ -1,0 +1,216 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// maxObservedArtifacts bounds the artifacts of one job observation.
+const maxObservedArtifacts = 16
+
+// jobReporter sends job observations (POST agent/job-observations): soon
+// after a job changed (engine JobChanges, debounced), at once after a job
+// command, when forced (after each register), and every period. It owns
+// its sequence and what it already sent, and sends only while the node
+// holds Hub jobs (and once more after the last one went).
+type jobReporter struct {
+	x        *executor
+	bootID   string
+	send     func(ctx context.Context, o wire.JobObservations) error
+	debounce time.Duration
+	period   time.Duration
+	backoff  backoff
+	now      func() time.Time
+
+	urgentc chan struct{} // buffered(1)
+	force   atomic.Bool
+
+	// Owned by run.
+	sentUpTo map[string]int64    // job id -> the highest artifact id sent
+	errSeen  map[string]errSince // job id -> its current error and since when
+}
+
+type errSince struct {
+	msg string
+	at  time.Time
+}
+
+func newJobReporter(x *executor, bootID string, send func(context.Context, wire.JobObservations) error, debounce, period time.Duration, b backoff, now func() time.Time) *jobReporter {
+	return &jobReporter{x: x, bootID: bootID, send: send, debounce: debounce, period: period, backoff: b, now: now,
+		urgentc: make(chan struct{}, 1), sentUpTo: map[string]int64{}, errSeen: map[string]errSince{}}
+}
+
+// wakeNow asks for observations at once: a job command finished.
+func (r *jobReporter) wakeNow() {
+	select {
+	case r.urgentc <- struct{}{}:
+	default:
+	}
+}
+
+// forceSend asks for observations whether or not anything changed.
+func (r *jobReporter) forceSend() {
+	r.force.Store(true)
+	r.wakeNow()
+}
+
+// build observes every Hub job the node holds; sent is the highest
+// artifact id each observation carries.
+func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[string]int64) {
+	eng := r.x.jobs.eng
+	desires := r.x.jobDesires()
+	sts := eng.HubJobs()
+	obs := wire.JobObservations{BootID: r.bootID, Jobs: make([]wire.JobObservation, 0, len(sts))}
+	sent := map[string]int64{}
+	for _, st := range sts {
+		if len(obs.Jobs) == wire.MaxObservedJobs {
+			break
+		}
+		d := desires[st.JobID]
+		o := wire.JobObservation{
+			ID: st.JobID, State: string(st.State), Generation: d.Generation, Version: d.Version, ActionID: d.ActionID,
+			LastError: r.x.jobs.redact(st.Error), Tasks: make([]wire.JobTask, 0, len(st.Tasks)),
+			WatermarkLagMS: st.WatermarkLagMs, CheckpointDurationMS: st.CheckpointDurationMs, CheckpointFailures: st.CheckpointFailures,
+			LastCheckpoint: st.LastCheckpoint, StateBytes: st.StateBytes, Restarts: st.Restarts, RestoredFrom: st.RestoredFrom,
+		}
+		if o.Generation == 0 {
+			o.Generation = st.Generation
+		}
+		for _, t := range st.Tasks {
+			o.Tasks = append(o.Tasks, wire.JobTask{ID: t.ID, State: t.State, Watermark: t.Watermark, RecordsIn: t.RecordsIn, RecordsOut: t.RecordsOut})
+		}
+		if o.LastError != "" {
+			e, ok := r.errSeen[st.JobID]
+			if !ok || e.msg != o.LastError {
+				e = errSince{msg: o.LastError, at: r.now()}
+				r.errSeen[st.JobID] = e
+			}
+			o.LastErrorAt = wire.At(e.at)
+		} else {
+			delete(r.errSeen, st.JobID)
+		}
+		if st.LastCheckpoint > r.sentUpTo[st.JobID] {
+			o.Artifacts = r.artifacts(ctx, st.JobID, st.ObjectStoreURI)
+			for _, a := range o.Artifacts {
+				sent[st.JobID] = max(sent[st.JobID], a.ID)
+			}
+		}
+		obs.Jobs = append(obs.Jobs, o)
+	}
+	return obs, sent
+}
+
+// artifacts lists the job's completed artifacts not sent yet, newest
+// maxObservedArtifacts, oldest first.
+func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []wire.JobArtifact {
+	var all []*state.Manifest
+	for _, kind := range []string{state.KindCheckpoint, state.KindSavepoint} {
+		ms, err := r.x.jobs.eng.JobArtifacts(ctx, jobID, kind)
+		if err != nil {
+			r.x.log.Warn("job observation: list artifacts", "job_id", jobID, "kind", kind, "err", r.x.jobs.redact(err.Error()))
+			continue
+		}
+		for _, m := range ms {
+			if m.ID > r.sentUpTo[jobID] {
+				all = append(all, m)
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b *state.Manifest) int { return int(a.ID - b.ID) })
+	if len(all) > maxObservedArtifacts {
+		all = all[len(all)-maxObservedArtifacts:]
+	}
+	out := make([]wire.JobArtifact, 0, len(all))
+	for _, m := range all {
+		out = append(out, r.x.artifactOf(storeURI, m, r.x.triggerOf(jobID, m.ID, m.Kind)))
+	}
+	return out
+}
+
+// jobChangeKey is what makes observations worth sending at once.
+func jobChangeKey(o wire.JobObservations) string {
+	type key struct {
+		ID, State, ActionID, LastError string
+		Generation                     int64
+		Version                        int
+		Artifacts                      int
+	}
+	ks := make([]key, len(o.Jobs))
+	for i, j := range o.Jobs {
+		ks[i] = key{ID: j.ID, State: j.State, ActionID: j.ActionID, LastError: j.LastError, Generation: j.Generation, Version: j.Version, Artifacts: len(j.Artifacts)}
+	}
+	b, _ := json.Marshal(ks)
+	return string(b)
+}
+
+// run sends observations until ctx ends. Sequence numbers start at 1 and
+// grow with every body sent.
+func (r *jobReporter) run(ctx context.Context, changes <-chan struct{}) {
+	var seq int64
+	var lastKey string
+	lastSent := time.Time{}
+	hadJobs := false
+	failures := 0
+	periodic := time.NewTimer(0)
+	defer periodic.Stop()
+	for {
+		obs, sent := r.build(ctx)
+		key := jobChangeKey(obs)
+		due := r.force.Swap(false) || key != lastKey || time.Since(lastSent) >= r.period
+		if due && (len(obs.Jobs) > 0 || hadJobs) {
+			seq++
+			obs.ReportSeq = seq
+			if err := r.send(ctx, obs); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				failures++
+				r.force.Store(true)
+				if !sleep(ctx, r.backoff.delay(failures)) {
+					return
+				}
+				continue
+			}
+			failures = 0
+			for id, n := range sent {
+				r.sentUpTo[id] = max(r.sentUpTo[id], n)
+			}
+			hadJobs = len(obs.Jobs) > 0
+			lastKey, lastSent = key, time.Now()
+			periodic.Reset(r.period)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-periodic.C:
+			periodic.Reset(r.period)
+		case <-r.urgentc:
+		case <-changes:
+			t := time.NewTimer(r.debounce)
+			select {
+			case <-t.C:
+			case <-r.urgentc:
+				t.Stop()
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}
+}
+
+func (a *Agent) sendJobObservations(ctx context.Context, o wire.JobObservations) error {
+	err := a.c.call(ctx, http.MethodPost, "/agent/job-observations", o, nil, 0)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errNoSession) {
+		a.log.Warn("job observations failed", "report_seq", o.ReportSeq, "err", err)
+	}
+	return err
+}

@@ -1,0 +1,443 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// Failure codes of job commands.
+const (
+	codeInvalidSpec     = "invalid_spec"
+	codeJobNotFound     = "job_not_found"
+	codeJobNotRunning   = "job_not_running"
+	codeJobConfigured   = "job_id_in_use"
+	codeFenced          = "fenced"
+	codeJobFailed       = "job_failed"
+	codeNoCheckpointing = "no_checkpointing"
+	codeArtifactFailed  = "artifact_failed"
+)
+
+// Hub job desired states.
+const (
+	jobDesiredRunning = "running"
+	jobDesiredStopped = "stopped"
+)
+
+// specPath is the path prefix of a Hub job's problems: the spec the
+// operator submitted, not the document the node materializes it in.
+const specPath = "spec"
+
+// startWait bounds how long job_start waits for the job to leave starting:
+// a job that fails at once (fenced, an artifact that cannot be restored)
+// fails the command; one still starting then succeeds, and observations
+// follow it.
+const startWait = 2 * time.Minute
+
+func isJobCommand(op string) bool {
+	switch op {
+	case wire.CommandJobStart, wire.CommandJobStop, wire.CommandJobCheckpoint, wire.CommandJobSavepoint, wire.CommandJobValidate:
+		return true
+	}
+	return false
+}
+
+// materializeJob turns a Hub job spec into a configured job exactly as
+// the node materializes its configuration: a document holding that one
+// job, through config.Materialize with the node's registry and secret
+// resolver, then the deep build. Problems are named under "spec" and
+// never hold a resolved secret value.
+func (x *executor) materializeJob(spec json.RawMessage) (*config.Config, []config.Problem) {
+	if len(spec) == 0 {
+		return nil, []config.Problem{{Path: specPath, Message: "the command carries no job spec"}}
+	}
+	doc, err := json.Marshal(map[string]any{"streams": []any{}, "jobs": []json.RawMessage{spec}})
+	if err != nil {
+		return nil, []config.Problem{{Path: specPath, Message: "the spec is not a JSON object"}}
+	}
+	cfg, err := config.Materialize(doc, config.JSON, x.jobs.reg, x.jobs.resolver)
+	if ps := config.Problems(err); len(ps) > 0 {
+		return cfg, specProblems(ps)
+	}
+	if ps := cfg.Redact(engine.Check(cfg, x.jobs.reg)); len(ps) > 0 {
+		return cfg, specProblems(ps)
+	}
+	if x.jobs.secrets != nil {
+		x.jobs.secrets.Merge(cfg.Redactor())
+	}
+	return cfg, nil
+}
+
+// specProblems renames the document's jobs[0] to spec.
+func specProblems(ps []config.Problem) []config.Problem {
+	out := make([]config.Problem, len(ps))
+	for i, p := range ps {
+		switch {
+		case p.Path == "jobs[0]":
+			p.Path = specPath
+		case strings.HasPrefix(p.Path, "jobs[0]."):
+			p.Path = specPath + strings.TrimPrefix(p.Path, "jobs[0]")
+		case p.Path == "" || p.Path == "jobs":
+			p.Path = specPath
+		}
+		out[i] = p
+	}
+	return out
+}
+
+func problemsMessage(ps []config.Problem) string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "; ")
+}
+
+func permanentFailure(code, format string, args ...any) *wire.Failure {
+	return &wire.Failure{Class: classPermanent, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// jobResult is what running one job command produced: its outcome and,
+// when it changed the job's desire, the new desire. done false means the
+// Agent is shutting down: nothing is recorded, a redelivery runs it again.
+type jobResult struct {
+	out    Outcome
+	desire *JobDesire
+	done   bool
+}
+
+// queueJob runs a job command after every earlier command for the same
+// job, in the background: commands for one job run in delivery order.
+func (x *executor) queueJob(ctx context.Context, cmd wire.Command, acked <-chan struct{}) {
+	id := cmd.ResourceID
+	x.mu.Lock()
+	prev := x.jobTail[id]
+	done := make(chan struct{})
+	x.jobTail[id] = done
+	x.mu.Unlock()
+	x.background(func() {
+		defer func() {
+			x.mu.Lock()
+			if x.jobTail[id] == done {
+				delete(x.jobTail, id)
+			}
+			x.mu.Unlock()
+			close(done)
+		}()
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		r := x.execJob(ctx, cmd)
+		if !r.done {
+			x.mu.Lock()
+			delete(x.inflight, cmd.CommandID)
+			x.mu.Unlock()
+			return
+		}
+		x.finishJob(ctx, cmd, r.out, r.desire, acked)
+	})
+}
+
+// execJob carries out one job command.
+func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
+	fail := func(f *wire.Failure) jobResult {
+		return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: f}, done: true}
+	}
+	succeed := func(result any, d *JobDesire) jobResult {
+		out := Outcome{CommandID: cmd.CommandID, State: wire.ResultSucceeded}
+		if result != nil {
+			b, err := json.Marshal(result)
+			if err != nil {
+				return fail(&wire.Failure{Class: "internal", Code: "internal", Message: "the result could not be encoded"})
+			}
+			out.Result = b
+		}
+		return jobResult{out: out, desire: d, done: true}
+	}
+	if x.jobs == nil {
+		return fail(permanentFailure(codeUnsupported, "this Agent does not execute %q commands: it has no job engine", cmd.Operation))
+	}
+	eng := x.jobs.eng
+	id := cmd.ResourceID
+	switch cmd.Operation {
+	case wire.CommandJobValidate:
+		return succeed(x.validateJob(ctx, cmd.Payload.Spec), nil)
+
+	case wire.CommandJobStart:
+		p := cmd.Payload.JobCommand
+		cfg, probs := x.materializeJob(p.Spec)
+		if len(probs) > 0 {
+			return fail(permanentFailure(codeInvalidSpec, "%s", problemsMessage(probs)))
+		}
+		spec := cfg.Jobs[0]
+		if spec.ID != id {
+			return fail(permanentFailure(codeInvalidPayload, "the spec's id %q is not the command's job %q", spec.ID, id))
+		}
+		h := engine.HubJob{Spec: spec, Path: specPath, Generation: cmd.Generation}
+		switch p.Recovery {
+		case "", kernel.RecoverLatestCheckpoint, kernel.RecoverLatestSavepoint, kernel.RecoverFail, kernel.RecoverNone, kernel.RecoverNewest:
+			h.Recovery = p.Recovery
+		case wire.RecoveryArtifact:
+			if p.Restore == nil || p.Restore.ID <= 0 || (p.Restore.Kind != wire.ArtifactCheckpoint && p.Restore.Kind != wire.ArtifactSavepoint) {
+				return fail(permanentFailure(codeInvalidPayload, "recovery artifact needs restore {kind: checkpoint or savepoint, id}"))
+			}
+			h.Recovery, h.Restore = kernel.RecoverArtifact, &kernel.ArtifactRef{Kind: p.Restore.Kind, ID: p.Restore.ID}
+		default:
+			return fail(permanentFailure(codeInvalidPayload, "recovery %q is not latest_checkpoint, latest_savepoint, fail, none or artifact", p.Recovery))
+		}
+		err := eng.StartHubJob(ctx, h)
+		var be *kernel.BuildError
+		switch {
+		case ctx.Err() != nil:
+			return jobResult{}
+		case errors.Is(err, engine.ErrJobConfigured):
+			return fail(permanentFailure(codeJobConfigured, "job %q is configured on this node; the Hub cannot run a job of that id here", id))
+		case errors.As(err, &be):
+			return fail(permanentFailure(codeInvalidSpec, "%s", problemsMessage(specProblems(cfg.Redact(be.Problems)))))
+		case err != nil:
+			return fail(permanentFailure(codeInvalidSpec, "%s", problemsMessage(specProblems(cfg.Redact(config.Problems(err))))))
+		}
+		d := &JobDesire{State: jobDesiredRunning, Generation: cmd.Generation, Version: p.JobVersion, ActionID: cmd.ActionID, Spec: p.Spec, CommandID: cmd.CommandID}
+		st, ok := x.waitStarted(ctx, id)
+		switch {
+		case !ok:
+			return jobResult{}
+		case st.State == kernel.Failed:
+			// The job is on the node and reported failed; the Hub's desire
+			// was applied all the same.
+			code := codeJobFailed
+			if errors.Is(st.Err, state.ErrFenced) {
+				code = codeFenced
+			}
+			return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: permanentFailure(code, "%s", st.Error)}, desire: d, done: true}
+		}
+		return succeed(nil, d)
+
+	case wire.CommandJobStop:
+		d := &JobDesire{State: jobDesiredStopped, Generation: cmd.Generation, Version: cmd.Payload.JobVersion, ActionID: cmd.ActionID, CommandID: cmd.CommandID}
+		if old, ok := x.st.job(id); ok {
+			d.Spec = old.Spec
+			if d.Version == 0 {
+				d.Version = old.Version
+			}
+		}
+		st, err := eng.Job(id)
+		if err != nil || !st.Hub {
+			// Not a job this node runs for the Hub: the fence stop the Hub
+			// sends to a node a job moved away from. Nothing runs; the
+			// desire is recorded so that a restart starts nothing.
+			return succeed(nil, d)
+		}
+		m, err := eng.StopJob(ctx, id, cmd.Payload.Savepoint)
+		switch {
+		case ctx.Err() != nil:
+			return jobResult{}
+		case errors.Is(err, engine.ErrJobNotRunning):
+			return fail(permanentFailure(codeJobNotRunning, "job %q is not running: no savepoint can be taken; stop it without one", id))
+		case err != nil:
+			return fail(x.artifactFailure(err, id))
+		}
+		if m == nil {
+			return succeed(nil, d)
+		}
+		x.noteTrigger(id, m.ID, wire.TriggerStop)
+		return succeed(x.artifactOf(st.ObjectStoreURI, m, wire.TriggerStop), d)
+
+	case wire.CommandJobCheckpoint, wire.CommandJobSavepoint:
+		st, err := eng.Job(id)
+		if err != nil || !st.Hub {
+			return fail(permanentFailure(codeJobNotFound, "no Hub job %q on this node", id))
+		}
+		var m *state.Manifest
+		if cmd.Operation == wire.CommandJobCheckpoint {
+			m, err = eng.CheckpointJob(ctx, id)
+		} else {
+			m, err = eng.SavepointJob(ctx, id)
+		}
+		if ctx.Err() != nil {
+			return jobResult{}
+		}
+		if err != nil {
+			return fail(x.artifactFailure(err, id))
+		}
+		x.noteTrigger(id, m.ID, wire.TriggerOperator)
+		return succeed(x.artifactOf(st.ObjectStoreURI, m, wire.TriggerOperator), nil)
+	}
+	return fail(permanentFailure(codeUnsupported, "this Agent does not execute %q commands", cmd.Operation))
+}
+
+// artifactFailure classifies a failed checkpoint, savepoint or stop.
+func (x *executor) artifactFailure(err error, id string) *wire.Failure {
+	switch {
+	case errors.Is(err, engine.ErrJobNotFound):
+		return permanentFailure(codeJobNotFound, "no Hub job %q on this node", id)
+	case errors.Is(err, engine.ErrJobNotRunning), errors.Is(err, kernel.ErrNotRunning):
+		return permanentFailure(codeJobNotRunning, "job %q is not running", id)
+	case errors.Is(err, kernel.ErrNoCheckpointing):
+		return permanentFailure(codeNoCheckpointing, "job %q has no checkpoint configuration", id)
+	case errors.Is(err, state.ErrFenced):
+		return permanentFailure(codeFenced, "%s", err.Error())
+	}
+	return &wire.Failure{Class: "transient", Code: codeArtifactFailed, Message: x.jobs.redact(err.Error())}
+}
+
+// waitStarted waits until the job leaves starting (bounded by startWait);
+// ok is false when ctx ended.
+func (x *executor) waitStarted(ctx context.Context, id string) (engine.JobStatus, bool) {
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := x.jobs.eng.Job(id)
+		if err != nil {
+			return st, true
+		}
+		if st.State != kernel.Starting {
+			return st, true
+		}
+		select {
+		case <-ctx.Done():
+			return st, false
+		case <-t.C:
+			return st, true
+		case <-tick.C:
+		}
+	}
+}
+
+// finishJob records a job command's outcome (and the job's new desire),
+// then answers every delivery attempt waiting for it once the
+// acknowledgement was answered, and only then lets observations show the
+// new desire.
+func (x *executor) finishJob(ctx context.Context, cmd wire.Command, out Outcome, d *JobDesire, acked <-chan struct{}) {
+	x.mu.Lock()
+	if d != nil {
+		h := x.unpostedJobs[cmd.ResourceID]
+		if h == nil {
+			h = &heldJobDesire{}
+			h.prev, h.had = x.st.job(cmd.ResourceID)
+			x.unpostedJobs[cmd.ResourceID] = h
+		}
+		h.n++
+	}
+	if err := x.st.recordJob(out, cmd.ResourceID, d); err != nil {
+		x.log.Error("agent state not written; a restart may start an older job desire", "err", err)
+	}
+	atts := x.inflight[cmd.CommandID]
+	delete(x.inflight, cmd.CommandID)
+	x.mu.Unlock()
+	if acked != nil {
+		<-acked
+	}
+	defer func() {
+		if d != nil {
+			x.mu.Lock()
+			if h := x.unpostedJobs[cmd.ResourceID]; h != nil {
+				if h.n--; h.n <= 0 {
+					delete(x.unpostedJobs, cmd.ResourceID)
+				}
+			}
+			x.mu.Unlock()
+		}
+		if x.jobWake != nil {
+			x.jobWake()
+		}
+	}()
+	attrs := []any{"command_id", cmd.CommandID, "operation", cmd.Operation, "job_id", cmd.ResourceID, "generation", cmd.Generation, "state", out.State}
+	if out.Failure != nil {
+		x.log.Warn("job command did not succeed", append(attrs, "code", out.Failure.Code, "message", out.Failure.Message)...)
+	} else {
+		x.log.Info("job command executed", attrs...)
+	}
+	for _, a := range atts {
+		x.post(ctx, cmd.CommandID, out.result(a))
+	}
+}
+
+// heldJobDesire is heldDesire for a Hub job.
+type heldJobDesire struct {
+	prev JobDesire
+	had  bool
+	n    int
+}
+
+// jobDesires returns every Hub job's desire as observations show it.
+func (x *executor) jobDesires() map[string]JobDesire {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ds := x.st.allJobs()
+	for id, h := range x.unpostedJobs {
+		if h.had {
+			ds[id] = h.prev
+		} else {
+			delete(ds, id)
+		}
+	}
+	return ds
+}
+
+// noteTrigger remembers what took an artifact, for its observation.
+func (x *executor) noteTrigger(jobID string, id int64, trigger string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.triggers[jobID+"/"+fmt.Sprint(id)] = trigger
+}
+
+func (x *executor) triggerOf(jobID string, id int64, kind string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if t, ok := x.triggers[jobID+"/"+fmt.Sprint(id)]; ok {
+		return t
+	}
+	if kind == state.KindCheckpoint {
+		return wire.TriggerPeriodic
+	}
+	return wire.TriggerOperator
+}
+
+// artifactOf is the Hub's record of a completed artifact.
+func (x *executor) artifactOf(storeURI string, m *state.Manifest, trigger string) wire.JobArtifact {
+	ops := []string{}
+	for _, t := range m.Tasks {
+		for _, op := range t.Operators {
+			if !slices.Contains(ops, op) {
+				ops = append(ops, op)
+			}
+		}
+	}
+	slices.Sort(ops)
+	return wire.JobArtifact{
+		JobID: m.JobID, Kind: m.Kind, ID: m.ID, JobVersion: m.JobVersion, FormatVersion: m.FormatVersion,
+		MaxParallelism: m.MaxParallelism, StatefulOperators: ops,
+		Location: artifactLocation(storeURI, state.ManifestKey(m.JobID, m.Kind, m.ID)),
+		Bytes:    m.Bytes, State: wire.ArtifactCompleted, Trigger: trigger, NodeID: x.nodeID,
+		CreatedAt: wire.At(m.CreatedAt), CompletedAt: wire.At(m.CreatedAt),
+	}
+}
+
+// artifactLocation is the manifest's address: the store URI without its
+// query (which may hold credentials), then the key.
+func artifactLocation(storeURI, key string) string {
+	u, err := url.Parse(storeURI)
+	if err != nil {
+		return key
+	}
+	base := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	return strings.TrimSuffix(base, "/") + "/" + key
+}
