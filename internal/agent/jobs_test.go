@@ -349,4 +349,3 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
-
