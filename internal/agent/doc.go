@@ -16,6 +16,20 @@
 // Stopped), and a redelivered command is answered from the outcome cache
 // instead of being run twice.
 //
+// With a job engine (Options.Engine) it also runs the jobs the Hub places
+// on the node (jobs.go): job_start materializes the spec exactly as the
+// node materializes its configuration and starts it as a Hub job, fenced
+// with the command's generation; job_stop, job_checkpoint and
+// job_savepoint answer with the artifact's wire.JobArtifact; job_validate
+// is read-only and answers a wire.JobValidation. Commands for one job run
+// in delivery order. The Hub desire of each job (state, generation,
+// version, action id, spec) is kept in hub-state.json too: at boot the
+// jobs the Hub wants running start again from their newest artifact at
+// their recorded generation, so that a node a job moved away from is
+// refused by the fence. Job observations (POST agent/job-observations)
+// follow every job change and command, and carry the artifacts completed
+// since the last ones sent.
+//
 // What it must not do: import internal/hub (it speaks only the wire
 // types); send the node token anywhere but to register, or let it reach a
 // log, event, report or error; stop or revert streams on its own (lost

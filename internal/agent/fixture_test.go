@@ -75,6 +75,7 @@ type nodeOptions struct {
 	hubURLs  []string
 	streams  []string // stream ids, each a genStream
 	extra    string   // more streams, as YAML list items
+	jobs     bool     // the Agent runs Hub jobs on the engine
 	tune     func(*agent.Options)
 }
 
@@ -87,6 +88,9 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 	}
 	streams.WriteString(o.extra)
 	text := "logging: {level: error}\nhealth_check: {enabled: false}\nstreams:\n" + streams.String()
+	if streams.Len() == 0 {
+		text = "logging: {level: error}\nhealth_check: {enabled: false}\nstreams: []\n"
+	}
 	hist, err := history.Open(filepath.Join(o.stateDir, "config"), time.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +123,9 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 		LeaseTTL: 15 * time.Second, SessionTTL: time.Hour, StateDir: o.stateDir, Node: n, Events: events, Logger: log,
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, PollWait: 2 * time.Second,
 		RequestTimeout: 2 * time.Second,
+	}
+	if o.jobs {
+		ao.Engine, ao.Registry, ao.Resolver = eng, reg, secretref.Resolver{}
 	}
 	if o.tune != nil {
 		o.tune(&ao)

@@ -35,6 +35,7 @@ type testHub struct {
 	heartbeatMS  int64
 	registers    []wire.RegisterRequest
 	reports      []wire.Report
+	jobObs       []wire.JobObservations
 	results      []result
 	queue        []wire.Command
 	unavailable  bool          // answer 503 to everything
@@ -61,6 +62,7 @@ func newTestHub(t testing.TB, nodeToken string) *testHub {
 	mux.HandleFunc("POST /api/v1/agent/register", h.register)
 	mux.HandleFunc("POST /api/v1/agent/heartbeat", h.authed(h.heartbeat))
 	mux.HandleFunc("POST /api/v1/agent/report", h.authed(h.report))
+	mux.HandleFunc("POST /api/v1/agent/job-observations", h.authed(h.jobObservations))
 	mux.HandleFunc("GET /api/v1/agent/commands", h.authed(h.commands))
 	mux.HandleFunc("POST /api/v1/agent/commands/{id}/result", h.authed(h.result))
 	h.Server = httptest.NewServer(tap(mux, func() int {
@@ -174,6 +176,16 @@ func (h *testHub) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.update(func() { h.reports = append(h.reports, rep) })
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *testHub) jobObservations(w http.ResponseWriter, r *http.Request) {
+	var o wire.JobObservations
+	if err := json.NewDecoder(r.Body).Decode(&o); err != nil {
+		problemJSON(w, http.StatusBadRequest, "invalid_json")
+		return
+	}
+	h.update(func() { h.jobObs = append(h.jobObs, o) })
 	w.WriteHeader(http.StatusNoContent)
 }
 

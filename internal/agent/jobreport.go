@@ -81,9 +81,6 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 			WatermarkLagMS: st.WatermarkLagMs, CheckpointDurationMS: st.CheckpointDurationMs, CheckpointFailures: st.CheckpointFailures,
 			LastCheckpoint: st.LastCheckpoint, StateBytes: st.StateBytes, Restarts: st.Restarts, RestoredFrom: st.RestoredFrom,
 		}
-		if o.Generation == 0 {
-			o.Generation = st.Generation
-		}
 		for _, t := range st.Tasks {
 			o.Tasks = append(o.Tasks, wire.JobTask{ID: t.ID, State: t.State, Watermark: t.Watermark, RecordsIn: t.RecordsIn, RecordsOut: t.RecordsOut})
 		}
