@@ -62,8 +62,8 @@ func (r *jobReporter) forceSend() {
 	r.wakeNow()
 }
 
-// build observes every Hub job the node holds; sent is the highest
-// artifact id each observation carries.
+// build observes every Hub job the node holds or has a Hub desire for;
+// sent is the highest artifact id each observation carries.
 func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[string]int64) {
 	eng := r.x.jobs.eng
 	desires := r.x.jobDesires()
@@ -101,6 +101,33 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 			}
 		}
 		obs.Jobs = append(obs.Jobs, o)
+	}
+	// A job the Hub only ever stopped here (created stopped, or the stop a
+	// move sends to the node it left) is on no engine: it is observed
+	// stopped at the desire's generation, so that the stop converges. One
+	// desired running that is on no engine did not start.
+	held := make(map[string]bool, len(sts))
+	for _, st := range sts {
+		held[st.JobID] = true
+	}
+	ids := make([]string, 0, len(desires))
+	for id := range desires {
+		if !held[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if len(obs.Jobs) == wire.MaxObservedJobs {
+			break
+		}
+		d := desires[id]
+		state := wire.JobStopped
+		if d.State != jobDesiredStopped {
+			state = wire.JobFailed
+		}
+		obs.Jobs = append(obs.Jobs, wire.JobObservation{ID: id, State: state, Generation: d.Generation, Version: d.Version,
+			ActionID: d.ActionID, Tasks: []wire.JobTask{}})
 	}
 	return obs, sent
 }
