@@ -281,6 +281,7 @@ func (h *fleetHub) dumpEvents(t *testing.T) {
 type fleetNode struct {
 	owner                 *testing.T // the test the process belongs to, across subtests
 	id, addr, conf, state string
+	env                   []string // beside the node token
 	proc                  *exec.Cmd
 }
 
@@ -307,7 +308,7 @@ func (n *fleetNode) base() string { return "http://" + n.addr }
 
 func (n *fleetNode) start(t *testing.T) {
 	t.Helper()
-	n.proc = startProcessFor(t, n.owner, n.id, []string{hub.EnvNodeToken + "=" + fleetNodeToken}, "--config", n.conf, "--state-dir", n.state)
+	n.proc = startProcessFor(t, n.owner, n.id, append([]string{hub.EnvNodeToken + "=" + fleetNodeToken}, n.env...), "--config", n.conf, "--state-dir", n.state)
 	waitListening(t, n.addr)
 }
 

@@ -17,7 +17,8 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// The jobs test runs a real Hub and two real Agents as child processes and
+// The jobs test runs a real Hub and two real Agents as child processes, with
+// the job's checkpoints in an S3 bucket both reach (gofakes3 on loopback), and
 // takes one stateful job through the submit flow of spec rule 5, a
 // checkpoint, a stop with savepoint, a refused and an accepted upgrade, the
 // SIGKILL of the Agent that runs it and the operator's move to the other
@@ -207,11 +208,13 @@ func TestHubJobs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out", "counts.jsonl")
-	store := "file://" + filepath.Join(dir, "checkpoints")
+	s3 := slowS3(t, 0) // shared: a checkpoint one node wrote, the other restores
+	store := s3.uri
 	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
 	h.start(t)
 	a := newJobNode(t, dir, "node-a", h.url())
 	b := newJobNode(t, dir, "node-b", h.url())
+	a.env, b.env = s3.env, s3.env
 	a.start(t)
 	b.start(t)
 	h.waitStatus(t, "node-a", "online")
@@ -347,8 +350,12 @@ func TestHubJobs(t *testing.T) {
 	}
 	var ops wire.Page[wire.Operation]
 	h.call(t, "GET", "/operations?node_id=node-a&operation=job_stop&page_size=10", "", http.StatusOK, &ops)
-	if !slices.ContainsFunc(ops.Items, func(o wire.Operation) bool { return o.Generation == moved.Generation }) {
+	i := slices.IndexFunc(ops.Items, func(o wire.Operation) bool { return o.Generation == moved.Generation })
+	if i < 0 {
 		t.Fatalf("no fence stop for node-a at generation %d: %+v", moved.Generation, ops.Items)
+	}
+	if op := h.waitOperation(t, ops.Items[i].OperationID); op.State != wire.OpSucceeded {
+		t.Fatalf("the fence stop did not reach the returning node: %+v", op)
 	}
 	var audit wire.Page[map[string]any]
 	h.call(t, "GET", "/audit?resource_id=user-counts&page_size=100", "", http.StatusOK, &audit)
