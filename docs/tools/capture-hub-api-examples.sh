@@ -127,7 +127,7 @@ NODE=node-a
 BOOT=boot-1
 SEQ=0
 SESSION=""
-register_body() { printf '{"node_id":"%s","boot_id":"%s","version":"0.6.0-dev","protocol_version":1,"capabilities":["stream_control","input:generate"]}' "$1" "$2"; }
+register_body() { printf '{"node_id":"%s","boot_id":"%s","version":"0.6.0-dev","protocol_version":1,"capabilities":["stream_control","job_control","input:generate","output:drop"]}' "$1" "$2"; }
 # What the fake Agent reports: stream id -> its observation (JSON).
 declare -A OBS=()
 observed() {
@@ -143,7 +143,7 @@ report() {
 		-d "{\"boot_id\":\"$BOOT\",\"report_seq\":$SEQ,\"streams\":$(observed),\"configuration_version\":\"v1\",\"metrics\":$metrics}"
 	[ "$status" = 204 ] || { echo "report: $status $(cat body)" >&2; exit 1; }
 }
-heartbeat() { call sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"input:generate\"]}"; }
+heartbeat() { call sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"job_control\",\"input:generate\",\"output:drop\"]}"; }
 # poll WAIT_MS: long-polls quietly; the commands are left in cmds.json.
 poll() {
 	call sess GET "/api/v1/agent/commands?wait_ms=$1"
@@ -195,7 +195,7 @@ SESSIONS=("$SESSION")
 SHOWTOK='$SVC_OPERATOR_TOKEN'
 show '`POST /api/v1/agent/register` — with the operator token: 401' 0 "raw:$OPTOK" POST /api/v1/agent/register -H 'Content-Type: application/json' -d "$(register_body $NODE $BOOT)"
 show '`POST /api/v1/agent/register` — with an invalid body: 422' 0 node POST /api/v1/agent/register -H 'Content-Type: application/json' -d '{"node_id":"","boot_id":"b","protocol_version":2,"capabilities":[]}'
-show '`POST /api/v1/agent/heartbeat`' 0 sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"input:generate\"]}"
+show '`POST /api/v1/agent/heartbeat`' 0 sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"job_control\",\"input:generate\",\"output:drop\"]}"
 SEQ=1
 show '`POST /api/v1/agent/report`' 0 sess POST /api/v1/agent/report -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"report_seq\":1,\"streams\":[{\"id\":\"orders\",\"state\":\"stopped\",\"generation\":0,\"config_version\":\"v1\"}],\"configuration_version\":\"v1\",\"metrics\":{\"streams_running\":0}}"
 OBS[orders]='{"id":"orders","state":"stopped","generation":0,"config_version":"v1"}'
@@ -274,7 +274,68 @@ show '`GET /api/v1/nodes/node-a/streams/ghost` — 404' 0 op GET /api/v1/nodes/n
 show '`GET /api/v1/nodes/ghost` — 404' 0 op GET /api/v1/nodes/ghost
 show '`GET /api/v1/operations/{id}` — unknown id: 404' 0 op GET /api/v1/operations/01a20000-0000-7000-8000-000000000000
 show '`DELETE /api/v1/nodes` — 405' 0 op DELETE /api/v1/nodes
-show '`GET /api/v1/jobs` — not served yet: 404' 0 op GET /api/v1/jobs
+
+echo "### Jobs"
+echo
+note "The submit flow of spec rule 5, with the fake Agent running the job's commands and observing it. The spec (\\\$SPEC below) is a keyed running count from generated events to the drop output, checkpointed to a file:// store:"
+SPEC='{"id":"user-counts","version":1,"operators":[{"id":"events","kind":"source"},{"id":"counts","kind":"aggregate","config":{"key":"this.user","aggregations":[{"name":"n","function":"count"}]}},{"id":"out","kind":"sink"}],"edges":[{"from":"events","to":"counts","partitioned":true},{"from":"counts","to":"out"}],"sources":[{"operator_id":"events","input_type":"generate","config":{"context":"{\\"user\\": \\"u{{random:5}}\\"}","interval":"10ms"}}],"sinks":[{"operator_id":"out","output_type":"drop"}],"state":{"backend":"embedded_kv"},"checkpoint":{"interval_ms":1000,"object_store_uri":"file:///var/lib/flowplane/checkpoints"}}'
+printf '```json\n%s\n```\n\n' "$(printf '%s' "$SPEC" | python3 -m json.tool --indent 2)"
+JSEQ=0
+declare -A JOBS=()
+# job_observe: posts the fake Agent's job observations quietly.
+job_observe() {
+	local IFS=,
+	local all=("${JOBS[@]}")
+	JSEQ=$((JSEQ + 1))
+	call sess POST /api/v1/agent/job-observations -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"report_seq\":$JSEQ,\"jobs\":[${all[*]}]}"
+	[ "$status" = 204 ] || { echo "job-observations: $status $(cat body)" >&2; exit 1; }
+}
+# job_execute: runs the first polled job command as a node would, then
+# observes the job.
+job_execute() {
+	local id at res gen op ver st res_json=""
+	id=$(jget cmds.json 'j["items"][0]["command_id"]')
+	at=$(jget cmds.json 'j["items"][0]["attempt_id"]')
+	res=$(jget cmds.json 'j["items"][0]["resource_id"]')
+	gen=$(jget cmds.json 'j["items"][0]["generation"]')
+	op=$(jget cmds.json 'j["items"][0]["operation"]')
+	ver=$(jget cmds.json 'j["items"][0]["payload"].get("job_version", 0)')
+	result "$id" "$at" acknowledged
+	case "$op" in
+	job_start) JOBS[$res]="{\"id\":\"$res\",\"state\":\"running\",\"generation\":$gen,\"version\":$ver,\"tasks\":[{\"id\":\"events#0\",\"state\":\"running\",\"watermark\":0,\"records_in\":1200,\"records_out\":1200},{\"id\":\"counts#0\",\"state\":\"running\",\"watermark\":0,\"records_in\":1200,\"records_out\":1200}],\"watermark_lag_ms\":12,\"checkpoint_duration_ms\":0,\"checkpoint_failures\":0,\"state_bytes\":0,\"restarts\":0}" ;;
+	job_stop) JOBS[$res]="{\"id\":\"$res\",\"state\":\"stopped\",\"generation\":$gen,\"version\":$ver,\"tasks\":[]}" ;;
+	job_checkpoint) res_json=",\"result\":{\"job_id\":\"$res\",\"kind\":\"checkpoint\",\"id\":7,\"job_version\":1,\"format_version\":1,\"max_parallelism\":128,\"stateful_operators\":[\"counts\"],\"location\":\"file:///var/lib/flowplane/checkpoints/user-counts/checkpoint-00000000000000000007/_manifest.json\",\"bytes\":18432,\"state\":\"completed\",\"created_at\":\"2026-11-24T09:00:00.000Z\"}" ;;
+	esac
+	call sess POST "/api/v1/agent/commands/$id/result" -H 'Content-Type: application/json' -d "{\"attempt_id\":\"$at\",\"state\":\"succeeded\"$res_json}"
+	job_observe
+}
+show '`POST /api/v1/jobs/validate` — against node-a: Hub checks, and a read-only job_validate on the node' 0 op POST /api/v1/jobs/validate -H 'Content-Type: application/json' -d "{\"spec\":$SPEC,\"node_ids\":[\"node-a\"]}"
+poll 5000
+VID=$(jget cmds.json 'j["items"][0]["command_id"]'); VAT=$(jget cmds.json 'j["items"][0]["attempt_id"]')
+result "$VID" "$VAT" acknowledged
+call sess POST "/api/v1/agent/commands/$VID/result" -H 'Content-Type: application/json' -d "{\"attempt_id\":\"$VAT\",\"state\":\"succeeded\",\"result\":{\"node_id\":\"node-a\",\"valid\":true,\"checks\":[{\"check\":\"spec\",\"status\":\"passed\"},{\"check\":\"components\",\"status\":\"passed\"},{\"check\":\"secrets\",\"status\":\"passed\"},{\"check\":\"state_backend\",\"status\":\"passed\"},{\"check\":\"artifact_store\",\"status\":\"passed\"}]}}"
+show '`GET /api/v1/operations/{id}` — the report of the node, on result' 0 op GET "/api/v1/operations/$VID"
+show '`POST /api/v1/jobs` — created stopped; the Hub places it' 0 op POST /api/v1/jobs -H 'Content-Type: application/json' -d "{\"spec\":$SPEC,\"desired_state\":\"stopped\"}"
+poll 5000
+job_execute
+sleep 0.3
+show '`GET /api/v1/jobs/user-counts`' 0 op GET /api/v1/jobs/user-counts
+show '`GET /api/v1/jobs/user-counts/plan`' 0 op GET /api/v1/jobs/user-counts/plan
+show '`GET /api/v1/jobs/user-counts/detail` — stopped: tasks not observed' 0 op GET /api/v1/jobs/user-counts/detail
+show '`PUT /api/v1/jobs/user-counts/desired-state` — running' 0 op PUT /api/v1/jobs/user-counts/desired-state -H 'Content-Type: application/json' -H 'If-Match: "generation-1"' -d '{"state":"running"}'
+poll 5000
+job_execute
+sleep 0.3
+show '`GET /api/v1/jobs/user-counts/detail` — running, observed' 0 op GET /api/v1/jobs/user-counts/detail
+show '`POST /api/v1/jobs/user-counts/checkpoints`' 0 op POST /api/v1/jobs/user-counts/checkpoints
+poll 5000
+job_execute
+show '`GET /api/v1/jobs/user-counts/checkpoints`' 0 op GET /api/v1/jobs/user-counts/checkpoints
+show '`POST /api/v1/jobs/user-counts/upgrades` — while it runs: 409' 0 op POST /api/v1/jobs/user-counts/upgrades -H 'Content-Type: application/json' -d "{\"spec\":${SPEC/\"version\":1/\"version\":2},\"mode\":\"savepoint\",\"strict\":true}"
+show '`PUT /api/v1/jobs/user-counts/desired-state` — stale If-Match: 412' 0 op PUT /api/v1/jobs/user-counts/desired-state -H 'Content-Type: application/json' -H 'If-Match: "generation-1"' -d '{"state":"stopped"}'
+show '`POST /api/v1/jobs` — a bad spec: 422 with every path' 0 op POST /api/v1/jobs -H 'Content-Type: application/json' -d '{"spec":{"id":"bad","version":0,"operators":[{"id":"j","kind":"join"}]},"desired_state":"stopped"}'
+show '`GET /api/v1/jobs/ghost` — 404' 0 op GET /api/v1/jobs/ghost
+show '`GET /api/v1/jobs`' 0 op GET /api/v1/jobs
 
 echo "### An offline node, cancel, and an ambiguous legacy call"
 echo
@@ -376,7 +437,7 @@ stop_hub
 start_hub
 show '`GET /api/v1/system` — what the restore read' 0 op GET /api/v1/system
 show '`GET /api/v1/nodes/node-a` — no lease yet' 0 op GET /api/v1/nodes/node-a
-show '`POST /api/v1/agent/heartbeat` — the session survived the restart' 0 sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"input:generate\"]}"
+show '`POST /api/v1/agent/heartbeat` — the session survived the restart' 0 sess POST /api/v1/agent/heartbeat -H 'Content-Type: application/json' -d "{\"boot_id\":\"$BOOT\",\"capabilities\":[\"stream_control\",\"job_control\",\"input:generate\",\"output:drop\"]}"
 sleep 0.3
 show '`GET /api/v1/events?node_id=node-a&page_size=3`' 0 op GET '/api/v1/events?node_id=node-a&page_size=3'
 note "Until the node reports to the new process, what it reported before is stale: kept, with \`reported_at\` and \`\"stale\": true\`, and convergence is \`unknown\`, never \`in_sync\`:"
