@@ -277,8 +277,8 @@ show '`DELETE /api/v1/nodes` — 405' 0 op DELETE /api/v1/nodes
 
 echo "### Jobs"
 echo
-note "The submit flow of spec rule 5, with the fake Agent running the job's commands and observing it. The spec (\\\$SPEC below) is a keyed running count from generated events to the drop output, checkpointed to a file:// store:"
-SPEC='{"id":"user-counts","version":1,"operators":[{"id":"events","kind":"source"},{"id":"counts","kind":"aggregate","config":{"key":"this.user","aggregations":[{"name":"n","function":"count"}]}},{"id":"out","kind":"sink"}],"edges":[{"from":"events","to":"counts","partitioned":true},{"from":"counts","to":"out"}],"sources":[{"operator_id":"events","input_type":"generate","config":{"context":"{\\"user\\": \\"u{{random:5}}\\"}","interval":"10ms"}}],"sinks":[{"operator_id":"out","output_type":"drop"}],"state":{"backend":"embedded_kv"},"checkpoint":{"interval_ms":1000,"object_store_uri":"file:///var/lib/flowplane/checkpoints"}}'
+note "The submit flow of spec rule 5, with the fake Agent running the job's commands and observing it. The spec below is a keyed running count from generated events to the drop output, checkpointed to a file:// store:"
+SPEC='{"id":"user-counts","version":1,"operators":[{"id":"events","kind":"source"},{"id":"counts","kind":"aggregate","config":{"key":"this.user","aggregations":[{"name":"n","function":"count"}]}},{"id":"out","kind":"sink"}],"edges":[{"from":"events","to":"counts","partitioned":true},{"from":"counts","to":"out"}],"sources":[{"operator_id":"events","input_type":"generate","config":{"context":"{\"user\": \"u{{random:5}}\"}","interval":"10ms"}}],"sinks":[{"operator_id":"out","output_type":"drop"}],"state":{"backend":"embedded_kv"},"checkpoint":{"interval_ms":1000,"object_store_uri":"file:///var/lib/flowplane/checkpoints"}}'
 printf '```json\n%s\n```\n\n' "$(printf '%s' "$SPEC" | python3 -m json.tool --indent 2)"
 JSEQ=0
 declare -A JOBS=()
