@@ -194,7 +194,7 @@ func New(o Options) (*Agent, error) {
 	a.x = &executor{
 		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{}, unposted: map[string]*heldDesire{},
 		post:   func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
-		nodeID: o.NodeID, jobTail: map[string]chan struct{}{}, unpostedJobs: map[string]*heldJobDesire{}, triggers: map[string]string{},
+		nodeID: o.NodeID, jobTail: map[string]chan struct{}{}, unpostedJobs: map[string]*heldJobDesire{}, triggers: map[string]taken{}, taking: map[string]int{},
 	}
 	a.c.onRegister = a.rep.forceSend
 	if o.Engine != nil {

@@ -94,7 +94,9 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 		} else {
 			delete(r.errSeen, st.JobID)
 		}
-		if st.LastCheckpoint > r.sentUpTo[st.JobID] {
+		// While a command takes an artifact, the job's new ones wait: the
+		// command's own is observed after the command, with its id.
+		if st.LastCheckpoint > r.sentUpTo[st.JobID] && !r.x.takingArtifact(st.JobID) {
 			o.Artifacts = r.artifacts(ctx, st.JobID, st.ObjectStoreURI)
 			for _, a := range o.Artifacts {
 				sent[st.JobID] = max(sent[st.JobID], a.ID)
@@ -154,7 +156,10 @@ func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []w
 	}
 	out := make([]wire.JobArtifact, 0, len(all))
 	for _, m := range all {
-		out = append(out, r.x.artifactOf(storeURI, m, r.x.triggerOf(jobID, m.ID, m.Kind)))
+		by := r.x.takenBy(jobID, m.ID, m.Kind)
+		a := r.x.artifactOf(storeURI, m, by.trigger)
+		a.OperationID = by.commandID
+		out = append(out, a)
 	}
 	return out
 }

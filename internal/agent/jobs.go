@@ -243,6 +243,9 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 			// desire is recorded so that a restart starts nothing.
 			return succeed(nil, d)
 		}
+		if cmd.Payload.Savepoint {
+			defer x.take(id)()
+		}
 		m, err := eng.StopJob(ctx, id, cmd.Payload.Savepoint)
 		switch {
 		case ctx.Err() != nil:
@@ -255,7 +258,7 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		if m == nil {
 			return succeed(nil, d)
 		}
-		x.noteTrigger(id, m.ID, wire.TriggerStop)
+		x.noteTrigger(id, m.ID, wire.TriggerStop, cmd.CommandID)
 		return succeed(x.artifactOf(st.ObjectStoreURI, m, wire.TriggerStop), d)
 
 	case wire.CommandJobCheckpoint, wire.CommandJobSavepoint:
@@ -263,6 +266,7 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		if err != nil || !st.Hub {
 			return fail(permanentFailure(codeJobNotFound, "no Hub job %q on this node", id))
 		}
+		defer x.take(id)()
 		var m *state.Manifest
 		if cmd.Operation == wire.CommandJobCheckpoint {
 			m, err = eng.CheckpointJob(ctx, id)
@@ -275,7 +279,7 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		if err != nil {
 			return fail(x.artifactFailure(err, id))
 		}
-		x.noteTrigger(id, m.ID, wire.TriggerOperator)
+		x.noteTrigger(id, m.ID, wire.TriggerOperator, cmd.CommandID)
 		return succeed(x.artifactOf(st.ObjectStoreURI, m, wire.TriggerOperator), nil)
 	}
 	return fail(permanentFailure(codeUnsupported, "this Agent does not execute %q commands", cmd.Operation))
@@ -392,23 +396,54 @@ func (x *executor) jobDesires() map[string]JobDesire {
 	return ds
 }
 
-// noteTrigger remembers what took an artifact, for its observation.
-func (x *executor) noteTrigger(jobID string, id int64, trigger string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.triggers[jobID+"/"+fmt.Sprint(id)] = trigger
+// taken is what took an artifact: its trigger and the command.
+type taken struct {
+	trigger, commandID string
 }
 
-func (x *executor) triggerOf(jobID string, id int64, kind string) string {
+// take counts an artifact command under way on a job until the returned
+// function is called: observations hold back the job's new artifacts
+// meanwhile, so that the one the command takes is observed with its
+// command (after noteTrigger), never first as a periodic one.
+func (x *executor) take(jobID string) (done func()) {
+	x.mu.Lock()
+	x.taking[jobID]++
+	x.mu.Unlock()
+	return func() {
+		x.mu.Lock()
+		if x.taking[jobID]--; x.taking[jobID] <= 0 {
+			delete(x.taking, jobID)
+		}
+		x.mu.Unlock()
+	}
+}
+
+// takingArtifact reports whether an artifact command runs on the job.
+func (x *executor) takingArtifact(jobID string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.taking[jobID] > 0
+}
+
+// noteTrigger remembers what took an artifact, for its observation.
+func (x *executor) noteTrigger(jobID string, id int64, trigger, commandID string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.triggers[jobID+"/"+fmt.Sprint(id)] = taken{trigger: trigger, commandID: commandID}
+}
+
+// takenBy returns what took an artifact: the command's trigger and id, or
+// for one no command took, periodic (checkpoints) or operator.
+func (x *executor) takenBy(jobID string, id int64, kind string) taken {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if t, ok := x.triggers[jobID+"/"+fmt.Sprint(id)]; ok {
 		return t
 	}
 	if kind == state.KindCheckpoint {
-		return wire.TriggerPeriodic
+		return taken{trigger: wire.TriggerPeriodic}
 	}
-	return wire.TriggerOperator
+	return taken{trigger: wire.TriggerOperator}
 }
 
 // artifactOf is the Hub's record of a completed artifact.

@@ -331,7 +331,9 @@ func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error 
 				return httpapi.Validation([]httpapi.FieldProblem{{Path: path + ".artifacts", Message: "kind checkpoint or savepoint and a positive id"}})
 			}
 			a.JobID, a.NodeID, a.State = o.ID, id, wire.ArtifactCompleted
-			a.Location, a.OperationID = truncate(a.Location, 1024), ""
+			// OperationID, when the node says a command took it, ties it
+			// to that command's pending record.
+			a.Location, a.OperationID = truncate(a.Location, 1024), truncate(a.OperationID, maxIDLen)
 			if a.StatefulOperators == nil {
 				a.StatefulOperators = []string{}
 			}
