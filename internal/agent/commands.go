@@ -48,8 +48,8 @@ type executor struct {
 	jobWake      func()                   // a job's desire changed: observe
 	jobTail      map[string]chan struct{} // job id -> closed when its last queued command ended
 	unpostedJobs map[string]*heldJobDesire
-	triggers     map[string]taken  // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
-	taking       map[string]int    // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) under way
+	triggers     map[string]taken // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
+	taking       map[string]int   // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) under way
 
 	// unposted holds, by stream, the desire reports keep showing while a
 	// newer one is recorded but its command's outcome is still being
