@@ -150,6 +150,12 @@ func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []w
 			}
 		}
 	}
+	// A command that started taking an artifact while the list was read
+	// may have written it already: the next observation, after the
+	// command, sends it with the command's id.
+	if r.x.takingArtifact(jobID) {
+		return nil
+	}
 	slices.SortFunc(all, func(a, b *state.Manifest) int { return int(a.ID - b.ID) })
 	if len(all) > maxObservedArtifacts {
 		all = all[len(all)-maxObservedArtifacts:]

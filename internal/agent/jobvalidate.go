@@ -65,7 +65,8 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 	secretPaths := map[string]bool{}
 	if tree, err := config.Tree(doc, config.JSON); err == nil {
 		if _, _, err := x.jobs.resolver.ResolveValues(tree); err != nil {
-			for _, se := range secretErrors(err) {
+			refs, _ := secretref.Errors(err)
+			for _, se := range refs {
 				p := specProblems([]config.Problem{{Path: se.Path}})[0].Path
 				secretPaths[p] = true
 				add(checkSecrets, checkFailed, p, se.Ref+": "+se.Err.Error())
@@ -128,26 +129,6 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 	}
 	v.Valid = len(failed) == 0
 	return v
-}
-
-// secretErrors collects the *secretref.Error of a joined error.
-func secretErrors(err error) []*secretref.Error {
-	var out []*secretref.Error
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		var se *secretref.Error
-		if errors.As(err, &se) {
-			out = append(out, se)
-		}
-	}
-	walk(err)
-	return out
 }
 
 // writable checks, without changing anything that stays, that dir could

@@ -164,24 +164,14 @@ func dedupe(ps []Problem) []Problem {
 }
 
 func secretProblems(err error) []Problem {
-	var out []Problem
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		var se *secretref.Error
-		if errors.As(err, &se) {
-			msg := strings.TrimPrefix(se.Error(), se.Path+": ")
-			out = append(out, Problem{Path: se.Path, Message: msg})
-			return
-		}
-		out = append(out, Problem{Message: err.Error()})
+	refs, other := secretref.Errors(err)
+	out := make([]Problem, 0, len(refs)+len(other))
+	for _, se := range refs {
+		out = append(out, Problem{Path: se.Path, Message: strings.TrimPrefix(se.Error(), se.Path+": ")})
 	}
-	walk(err)
+	for _, e := range other {
+		out = append(out, Problem{Message: e.Error()})
+	}
 	return out
 }
 

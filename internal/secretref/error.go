@@ -69,3 +69,27 @@ func (f *fileError) Error() string {
 }
 
 func (f *fileError) Unwrap() []error { return []error{ErrFile, f.cause} }
+
+// Errors splits an error returned by Resolve (joined, possibly wrapped
+// again) into its *Error values and whatever else it joins, in order.
+func Errors(err error) (refs []*Error, other []error) {
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var se *Error
+		if errors.As(err, &se) {
+			refs = append(refs, se)
+			return
+		}
+		if err != nil {
+			other = append(other, err)
+		}
+	}
+	walk(err)
+	return refs, other
+}

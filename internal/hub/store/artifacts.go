@@ -167,8 +167,10 @@ func recordArtifact(ctx context.Context, q querier, a Artifact, now time.Time) e
 			return err
 		}
 		if op == "" {
-			_, err = q.ExecContext(ctx, `UPDATE job_artifacts SET operation_id = ?, trigger = CASE WHEN trigger = '' THEN ?
-				ELSE trigger END WHERE seq = ?`, a.OperationID, a.Trigger, seq)
+			// The command that took it says what took it, better than an
+			// observation that saw it first.
+			_, err = q.ExecContext(ctx, `UPDATE job_artifacts SET operation_id = ?, trigger = CASE WHEN ? = '' THEN trigger
+				ELSE ? END WHERE seq = ?`, a.OperationID, a.Trigger, a.Trigger, seq)
 		}
 		return err
 	}
