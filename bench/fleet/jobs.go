@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -153,19 +152,5 @@ func (w *watcher) waitOp(ctx context.Context, op, kind string, deadline time.Tim
 	c := make(chan time.Time, 1)
 	w.opWait[[2]string{op, kind}] = c
 	w.mu.Unlock()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case at, ok := <-c:
-		if !ok {
-			return time.Time{}, errors.New("the SSE stream ended")
-		}
-		return at, nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	w.mu.Lock()
-	delete(w.opWait, [2]string{op, kind})
-	w.mu.Unlock()
-	return time.Time{}, fmt.Errorf("no %s event", kind)
+	return w.await(ctx, c, deadline, func() { delete(w.opWait, [2]string{op, kind}) }, fmt.Errorf("no %s event", kind))
 }

@@ -408,6 +408,12 @@ func (w *watcher) wait(ctx context.Context, k key, deadline time.Time) (time.Tim
 	c := make(chan time.Time, 1)
 	w.waiters[k] = c
 	w.mu.Unlock()
+	return w.await(ctx, c, deadline, func() { delete(w.waiters, k) }, errNoEvent)
+}
+
+// await waits for c until deadline; on timeout it runs forget under w.mu
+// and returns timeout.
+func (w *watcher) await(ctx context.Context, c <-chan time.Time, deadline time.Time, forget func(), timeout error) (time.Time, error) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -420,9 +426,9 @@ func (w *watcher) wait(ctx context.Context, k key, deadline time.Time) (time.Tim
 	case <-ctx.Done():
 	}
 	w.mu.Lock()
-	delete(w.waiters, k)
+	forget()
 	w.mu.Unlock()
-	return time.Time{}, errNoEvent
+	return time.Time{}, timeout
 }
 
 // phases returns, by event kind, how long after its write began each

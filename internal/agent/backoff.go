@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,4 +40,16 @@ func (b backoff) delay(n int) time.Duration {
 	d = min(d, b.max)
 	half := d / 2
 	return half + time.Duration(b.rand()*float64(d-half))
+}
+
+// retryAfter handles a failed send of a reporter loop: the next pass sends
+// whatever it has (force), after the backoff of the failures so far. It
+// reports false when ctx ended.
+func retryAfter(ctx context.Context, failures *int, force *atomic.Bool, b backoff) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	*failures++
+	force.Store(true)
+	return sleep(ctx, b.delay(*failures))
 }

@@ -225,11 +225,18 @@ func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d 
 			x.wake()
 		}
 	}()
-	attrs := []any{"command_id", cmd.CommandID, "operation", cmd.Operation, "resource_id", cmd.ResourceID, "generation", cmd.Generation, "state", out.State}
+	x.answer(ctx, cmd, out, atts, "", "resource_id")
+}
+
+// answer logs a command's outcome ("command executed", or with what
+// prefixed, "job command executed") and posts it to every delivery attempt
+// waiting for it; idKey names the resource id in the log.
+func (x *executor) answer(ctx context.Context, cmd wire.Command, out Outcome, atts []string, what, idKey string) {
+	attrs := []any{"command_id", cmd.CommandID, "operation", cmd.Operation, idKey, cmd.ResourceID, "generation", cmd.Generation, "state", out.State}
 	if out.Failure != nil {
-		x.log.Warn("command did not succeed", append(attrs, "code", out.Failure.Code, "message", out.Failure.Message)...)
+		x.log.Warn(what+"command did not succeed", append(attrs, "code", out.Failure.Code, "message", out.Failure.Message)...)
 	} else {
-		x.log.Info("command executed", attrs...)
+		x.log.Info(what+"command executed", attrs...)
 	}
 	for _, a := range atts {
 		x.post(ctx, cmd.CommandID, out.result(a))

@@ -204,12 +204,7 @@ func (r *jobReporter) run(ctx context.Context, changes <-chan struct{}) {
 			seq++
 			obs.ReportSeq = seq
 			if err := r.send(ctx, obs); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				failures++
-				r.force.Store(true)
-				if !sleep(ctx, r.backoff.delay(failures)) {
+				if !retryAfter(ctx, &failures, &r.force, r.backoff) {
 					return
 				}
 				continue

@@ -363,15 +363,7 @@ func (x *executor) finishJob(ctx context.Context, cmd wire.Command, out Outcome,
 			x.jobWake()
 		}
 	}()
-	attrs := []any{"command_id", cmd.CommandID, "operation", cmd.Operation, "job_id", cmd.ResourceID, "generation", cmd.Generation, "state", out.State}
-	if out.Failure != nil {
-		x.log.Warn("job command did not succeed", append(attrs, "code", out.Failure.Code, "message", out.Failure.Message)...)
-	} else {
-		x.log.Info("job command executed", attrs...)
-	}
-	for _, a := range atts {
-		x.post(ctx, cmd.CommandID, out.result(a))
-	}
+	x.answer(ctx, cmd, out, atts, "job ", "job_id")
 }
 
 // heldJobDesire is heldDesire for a Hub job.

@@ -131,12 +131,7 @@ func (r *reporter) run(ctx context.Context) {
 			seq++
 			rep.ReportSeq = seq
 			if err := r.send(ctx, rep); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				failures++
-				r.force.Store(true)
-				if !sleep(ctx, r.backoff.delay(failures)) {
+				if !retryAfter(ctx, &failures, &r.force, r.backoff) {
 					return
 				}
 				continue
