@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/stream"
 )
@@ -33,6 +34,11 @@ type Options struct {
 	// OnJobState, when set, is called with every state a job enters, in
 	// order per job; it must not block.
 	OnJobState func(jobID string, state kernel.State)
+	// DataPlane is the node's data plane (health_check.data_port); nil
+	// without one, and then a Hub job with TaskNodes fails to start.
+	DataPlane *dataplane.Server
+	// NodeID is this node's id: which tasks of a split job run here.
+	NodeID string
 }
 
 // ErrStreamNotFound is returned for an unknown stream id.

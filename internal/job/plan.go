@@ -162,3 +162,13 @@ func (p *Plan) Operator(id string) *Operator {
 	}
 	return nil
 }
+
+// Coordinator is the node that coordinates a split job's checkpoints and
+// attempts: the node of the plan's first task ("" when taskNodes does not
+// place it).
+func (p *Plan) Coordinator(taskNodes map[string]string) string {
+	if len(p.Tasks) == 0 {
+		return ""
+	}
+	return taskNodes[p.Tasks[0].ID]
+}

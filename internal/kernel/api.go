@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/state"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	// OnState, when set, is called with every state the job enters; it must
 	// not block.
 	OnState func(State)
+	// Split, when set, runs only this node's share of a job placed on
+	// several nodes; the others are reached over Split.Mesh.
+	Split *Split
 	// Spec is the job's configuration the plan was built from. It is only
 	// used to name build problems by their index in sources[], sinks[] and
 	// operators[]; without it they are named by plan order.
@@ -71,6 +75,17 @@ type Options struct {
 	sleep       func(ctx context.Context, d time.Duration) error
 	tick        time.Duration // flush and watermark timer; 0 means 50 ms
 	ckptTimeout time.Duration // 0: 10 intervals, at least 1 min, at most 10 min
+}
+
+// Split is one node's share of a split job: the node of the plan's first
+// task coordinates (job.Plan.Coordinator) and every other node follows it.
+type Split struct {
+	// Self is this node's id.
+	Self string
+	// TaskNodes maps every task of the plan to the node running it.
+	TaskNodes map[string]string
+	// Mesh is the job's data plane on this node.
+	Mesh *dataplane.Mesh
 }
 
 // ArtifactRef names one checkpoint or savepoint of the job.

@@ -90,7 +90,30 @@ type JobCommand struct {
 	Restore *ArtifactRef `json:"restore,omitempty"`
 	// Savepoint asks job_stop to take a savepoint first.
 	Savepoint bool `json:"savepoint,omitempty"`
+
+	// Split placement (job_start only; absent for a colocated job). Every
+	// node involved gets the same three fields.
+	//
+	// TaskNodes maps every task of the plan ("<chain>#<subtask>") to the
+	// node that runs it.
+	TaskNodes map[string]string `json:"task_nodes,omitempty"`
+	// NodeDataPorts maps every node of TaskNodes to the data address its
+	// peers dial (host:port, its advertised data_address).
+	NodeDataPorts map[string]string `json:"node_data_ports,omitempty"`
+	// DataSecret authenticates the job's data-plane links (base64url, 32
+	// random bytes, one per job). It is a credential: never logged,
+	// evented, audited or shown in an operation.
+	DataSecret string `json:"data_secret,omitempty"`
 }
+
+// Placements of a job (the create body's placement; ArkFlow's names).
+const (
+	// PlacementColocated runs every task of the job on one node.
+	PlacementColocated = "colocated"
+	// PlacementSplit spreads the tasks over the candidate nodes, joined by
+	// the data plane.
+	PlacementSplit = "split"
+)
 
 // JobArtifact is one checkpoint or savepoint as the Hub records it: bound to
 // the job version and state format version it was taken with.
@@ -226,7 +249,16 @@ type JobObserved struct {
 
 // JobPlacement says where a job runs and who chose it.
 type JobPlacement struct {
+	// NodeID is the job's node; for a split job, the coordinating node
+	// (the node of the plan's first task), which takes checkpoints and
+	// savepoints.
 	NodeID string `json:"node_id"`
+	// Mode is colocated or split.
+	Mode string `json:"mode"`
+	// Nodes lists every node running a task of a split job, sorted.
+	Nodes []string `json:"nodes,omitempty"`
+	// TaskNodes maps each task to its node (split only).
+	TaskNodes map[string]string `json:"task_nodes,omitempty"`
 	// Strategy is requested (node_ids of the create body) or least_loaded
 	// (the Hub chose among capable nodes).
 	Strategy  string   `json:"strategy"`
@@ -294,12 +326,17 @@ type JobCreateRequest struct {
 	Spec         json.RawMessage `json:"spec"`
 	DesiredState string          `json:"desired_state"`
 	NodeIDs      []string        `json:"node_ids,omitempty"`
+	// Placement is colocated (default) or split; node_ids are then the
+	// candidate nodes (every capable online node when absent).
+	Placement string `json:"placement,omitempty"`
 }
 
 // JobValidateRequest is the body of POST /jobs/validate.
 type JobValidateRequest struct {
 	Spec    json.RawMessage `json:"spec"`
 	NodeIDs []string        `json:"node_ids"`
+	// Placement split checks network_shuffle on every node.
+	Placement string `json:"placement,omitempty"`
 }
 
 // JobValidateResponse answers POST /jobs/validate: the Hub's own checks of
