@@ -42,7 +42,7 @@ type Job struct {
 	Placement     string
 	TaskNodes     map[string]string
 	NodeDataPorts map[string]string
-	Version   int      // current version
+	Version       int // current version
 	// Generation, DesiredState and ActionID are the job's desired state.
 	Generation   int64
 	DesiredState string
@@ -150,8 +150,8 @@ type JobWrite struct {
 	// then one fence per node the write leaves (sorted), as FenceIntentID.
 	// Too few is ErrInvalid; ids left over are unused.
 	ExtraIntentIDs []string
-	State         string // desired state after the write: running or stopped
-	ActionID      string
+	State          string // desired state after the write: running or stopped
+	ActionID       string
 	// Version, when not 0, becomes the current version (an upgrade or a
 	// rollback); NewVersion is stored first when not nil (an upgrade).
 	Version    int
