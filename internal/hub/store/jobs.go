@@ -144,14 +144,15 @@ type JobWrite struct {
 	// create, or a move of a split job); NodeID must then be one of its
 	// nodes (the coordinator). nil keeps the job's placement.
 	Split *JobSplit
-	// ExtraIntentIDs name the intents at nodes other than NodeID, used in
-	// order after FenceIntentID: first one per other node the job runs on
-	// after the write (sorted by node id), each with the write's payload;
-	// then one fence per node the write leaves (sorted), as FenceIntentID.
-	// Too few is ErrInvalid; ids left over are unused.
-	ExtraIntentIDs []string
-	State          string // desired state after the write: running or stopped
-	ActionID       string
+	// NewIntentID names the intents at nodes other than NodeID: one per
+	// other node the job runs on after the write (a split job's peers, each
+	// with the write's payload), and one fence per node the write leaves
+	// beyond the first, which is FenceIntentID when set. The caller
+	// provides it (the store makes no ids); nil when no such intent is
+	// expected, and then one needed is ErrInvalid.
+	NewIntentID func() string
+	State       string // desired state after the write: running or stopped
+	ActionID    string
 	// Version, when not 0, becomes the current version (an upgrade or a
 	// rollback); NewVersion is stored first when not nil (an upgrade).
 	Version    int

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,12 @@ import (
 )
 
 const testSecret = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I"
+
+// ids returns an id maker: prefix-1, prefix-2, ...
+func ids(prefix string) func() string {
+	n := 0
+	return func() string { n++; return prefix + "-" + strconv.Itoa(n) }
+}
 
 // splitNew is the creation of job id split over the nodes of taskNodes,
 // coordinated by coord.
@@ -21,7 +28,7 @@ func splitNew(id, coord string, taskNodes map[string]string) JobWrite {
 		ports[n] = n + ":7000"
 	}
 	w.Split = &JobSplit{TaskNodes: taskNodes, NodeDataPorts: ports, DataSecret: testSecret}
-	w.ExtraIntentIDs = []string{"x-1", "x-2", "x-3", "x-4"}
+	w.NewIntentID = ids("x")
 	return w
 }
 
@@ -58,7 +65,7 @@ func TestWriteJobSplit(t *testing.T) {
 	}
 
 	stop := jobSet("stop", "j1", wire.JobStopped, t0.Add(1))
-	stop.ExtraIntentIDs = []string{"stop-n2", "stop-n3"}
+	stop.NewIntentID = ids("stop")
 	mustWriteJob(t, s, stop)
 	js, err := s.GetJobState(ctx, "j1")
 	if err != nil || js.Latest == nil || js.Latest.ID != "stop" || len(js.Peers) != 2 {
@@ -77,10 +84,10 @@ func TestWriteJobSplit(t *testing.T) {
 	move.Action, move.NodeID = "job_move", "n4"
 	move.Split = &JobSplit{TaskNodes: map[string]string{"a#0": "n4", "b#0": "n2", "b#1": "n4", "c#0": "n4"},
 		NodeDataPorts: map[string]string{"n2": "n2:7000", "n4": "n4:7000"}, DataSecret: "new-secret"}
-	move.FenceIntentID, move.ExtraIntentIDs = "m-1", []string{"m-2", "m-3", "m-4"}
+	move.FenceIntentID, move.NewIntentID = "fence", ids("m")
 	res = mustWriteJob(t, s, move)
 	if len(res.Peers) != 1 || res.Peers[0].NodeID != "n2" || res.Peers[0].ID != "m-1" || len(res.Fences) != 2 ||
-		res.Fences[0].NodeID != "n1" || res.Fences[1].NodeID != "n3" || res.FenceIntent == nil || !res.Fences[0].ExpiresAt.IsZero() {
+		res.Fences[0].NodeID != "n1" || res.Fences[0].ID != "fence" || res.Fences[1].ID != "m-2" || res.Fences[1].NodeID != "n3" || res.FenceIntent == nil || !res.Fences[0].ExpiresAt.IsZero() {
 		t.Fatalf("move = %+v", res)
 	}
 	for n, want := range map[string]string{"n1": wire.JobStopped, "n2": wire.JobStopped, "n3": wire.JobStopped, "n4": wire.JobStopped} {
@@ -131,7 +138,7 @@ func TestWriteJobSplit(t *testing.T) {
 		w    JobWrite
 	}{
 		{"coordinator runs no task", func() JobWrite { w := splitNew("j2", "n9", tasks); return w }()},
-		{"too few ids", func() JobWrite { w := splitNew("j3", "n1", tasks); w.ExtraIntentIDs = w.ExtraIntentIDs[:1]; return w }()},
+		{"no ids", func() JobWrite { w := splitNew("j3", "n1", tasks); w.NewIntentID = nil; return w }()},
 		{"no secret", func() JobWrite { w := splitNew("j4", "n1", tasks); w.Split.DataSecret = ""; return w }()},
 	}
 	for _, tc := range tests {

@@ -98,9 +98,11 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 				fences = append(fences, n)
 			}
 		}
-		ids := append([]string{w.FenceIntentID}, w.ExtraIntentIDs...)
-		ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
-		if len(ids) < len(peers)+len(fences) {
+		extra := len(peers) + len(fences)
+		if w.FenceIntentID != "" && len(fences) > 0 {
+			extra--
+		}
+		if extra > 0 && w.NewIntentID == nil {
 			if len(fences) > 0 {
 				return fmt.Errorf("%w: a move needs a fence intent id", ErrInvalid)
 			}
@@ -118,9 +120,9 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		if err := s.at("after_intent"); err != nil {
 			return err
 		}
-		for i, n := range peers {
+		for _, n := range peers {
 			peer := in
-			peer.ID, peer.NodeID = ids[i], n
+			peer.ID, peer.NodeID = w.NewIntentID(), n
 			p, err := s.desireJob(ctx, q, peer)
 			if err != nil {
 				return err
@@ -129,7 +131,10 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		}
 		for i, n := range fences {
 			fence := in
-			fence.ID, fence.Operation, fence.NodeID, fence.DesiredState = ids[len(peers)+i], wire.CommandJobStop, n, wire.JobStopped
+			fence.Operation, fence.NodeID, fence.DesiredState = wire.CommandJobStop, n, wire.JobStopped
+			if fence.ID = w.FenceIntentID; i > 0 || fence.ID == "" {
+				fence.ID = w.NewIntentID()
+			}
 			// The fence never expires: it stops the job on the old node
 			// whenever that node comes back.
 			fence.Payload, fence.ExpiresAt = json.RawMessage(fmt.Sprintf(fencePayload, in.ConfigVersion)), time.Time{}
