@@ -20,6 +20,9 @@ type Candidate struct {
 	Mode         string // active, draining, maintenance
 	Capabilities []string
 	Jobs         int
+	// DataAddress is the host:port the node's data plane listens on ("":
+	// none); a split placement needs it.
+	DataAddress string
 }
 
 // Request is one placement decision's input. Requested, when not empty,
@@ -60,6 +63,9 @@ const (
 	ReasonMaintenance       = "maintenance"
 	ReasonExcluded          = "excluded"
 	ReasonMissingCapability = "missing capability"
+	// ReasonNoDataAddress: the node advertises no data address, so no
+	// peer can reach its data plane (split placement only).
+	ReasonNoDataAddress = "no data address"
 )
 
 // Choose picks a node for a job (the rules are in the package

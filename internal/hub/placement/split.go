@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/flowplane/flowplane/internal/job"
@@ -113,3 +115,44 @@ func lateUpstreams(p *job.Plan) map[string]job.Chain {
 
 // taskID is the id of a chain's subtask ("<chain>#<subtask>").
 func taskID(chain string, subtask int) string { return chain + "#" + strconv.Itoa(subtask) }
+
+// Eligible returns the candidates a split placement may use, and why each
+// other node considered may not. Considered are the requested nodes (in
+// that order), or else every candidate, least loaded first, ties by node
+// id. A node is eligible when Choose would qualify it for req and it
+// advertises a data address.
+func Eligible(cands []Candidate, req Request) ([]Candidate, map[string]string) {
+	byID := make(map[string]Candidate, len(cands))
+	for _, c := range cands {
+		if _, dup := byID[c.NodeID]; !dup {
+			byID[c.NodeID] = c
+		}
+	}
+	considered := unique(req.Requested)
+	if len(considered) == 0 {
+		all := make([]Candidate, 0, len(byID))
+		for _, c := range byID {
+			all = append(all, c)
+		}
+		slices.SortFunc(all, func(a, b Candidate) int { return cmp.Or(cmp.Compare(a.Jobs, b.Jobs), cmp.Compare(a.NodeID, b.NodeID)) })
+		for _, c := range all {
+			considered = append(considered, c.NodeID)
+		}
+	}
+	var out []Candidate
+	reasons := map[string]string{}
+	for _, id := range considered {
+		c, known := byID[id]
+		switch {
+		case !known:
+			reasons[id] = ReasonUnknown
+		case disqualified(c, req) != "":
+			reasons[id] = disqualified(c, req)
+		case c.DataAddress == "":
+			reasons[id] = ReasonNoDataAddress
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, reasons
+}

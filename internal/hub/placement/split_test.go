@@ -122,3 +122,46 @@ func TestPropSplit(t *testing.T) {
 		}
 	})
 }
+
+func TestEligible(t *testing.T) {
+	node := func(id string, jobs int, addr string, caps ...string) Candidate {
+		return Candidate{NodeID: id, Status: "online", Mode: "active", Capabilities: caps, Jobs: jobs, DataAddress: addr}
+	}
+	shuffle := []string{"job_control", "network_shuffle"}
+	cands := []Candidate{
+		node("n1", 2, "h1:7000", shuffle...),
+		node("n2", 0, "h2:7000", shuffle...),
+		node("n3", 0, "", shuffle...),
+		node("n4", 0, "h4:7000", "job_control"),
+		{NodeID: "n5", Status: "unavailable", Mode: "active", Capabilities: shuffle, DataAddress: "h5:7000"},
+		node("n0", 1, "h0:7000", shuffle...),
+	}
+	tests := []struct {
+		name    string
+		req     Request
+		want    []string
+		reasons map[string]string
+	}{
+		{"every node, least loaded first", Request{Required: shuffle}, []string{"n2", "n0", "n1"},
+			map[string]string{"n3": ReasonNoDataAddress, "n4": ReasonMissingCapability + " network_shuffle", "n5": ReasonUnavailable}},
+		{"requested order kept", Request{Required: shuffle, Requested: []string{"n1", "n9", "n2", "n1"}}, []string{"n1", "n2"},
+			map[string]string{"n9": ReasonUnknown}},
+		{"excluded", Request{Required: shuffle, Requested: []string{"n1", "n2"}, Exclude: []string{"n2"}}, []string{"n1"},
+			map[string]string{"n2": ReasonExcluded}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reasons := Eligible(cands, tt.req)
+			var ids []string
+			for _, c := range got {
+				ids = append(ids, c.NodeID)
+			}
+			if diff := cmp.Diff(tt.want, ids); diff != "" {
+				t.Errorf("eligible (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.reasons, reasons); diff != "" {
+				t.Errorf("reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
