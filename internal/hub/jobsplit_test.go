@@ -157,11 +157,13 @@ func TestJobSplit(t *testing.T) {
 		}
 	}
 
-	// A stop reaches every node, without the placement.
-	th.op(t, "PUT", "/jobs/j1/desired-state", `{"state": "stopped"}`, http.StatusAccepted)
+	// A stop reaches every node, without the placement; its savepoint is
+	// the coordinator's to take.
+	th.op(t, "PUT", "/jobs/j1/desired-state", `{"state": "stopped", "savepoint": true}`, http.StatusAccepted)
 	for _, id := range []string{"n1", "n2", "n3"} {
 		cmds := only(agents[id].runAll(t), "j1")
-		if len(cmds) != 1 || cmds[0].Operation != wire.CommandJobStop || cmds[0].Payload.DataSecret != "" || cmds[0].Payload.TaskNodes != nil {
+		if len(cmds) != 1 || cmds[0].Operation != wire.CommandJobStop || cmds[0].Payload.DataSecret != "" || cmds[0].Payload.TaskNodes != nil ||
+			cmds[0].Payload.Savepoint != (id == "n1") {
 			t.Fatalf("%s: %+v", id, cmds)
 		}
 		opIDs = append(opIDs, cmds[0].CommandID)
