@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"slices"
@@ -216,19 +217,27 @@ func (f *fleet) takeLocked(nodeID string, now time.Time) ([]wire.Command, <-chan
 // sessionKey is the cache key of a session token.
 func sessionKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
 
-// commandOf is the command an outbox row turns into.
-func commandOf(e store.OutboxEntry, attemptID string, expires time.Time) wire.Command {
+// commandOf is the command an outbox row turns into (split: the job's
+// split placement when the row is a split job's job_start, else nil).
+func commandOf(e store.OutboxEntry, split *store.JobSplit, attemptID string, expires time.Time) wire.Command {
 	return commandFromIntent(store.Intent{ID: e.IntentID, Operation: e.Operation, NodeID: e.NodeID, Kind: e.Kind,
 		ResourceID: e.ResourceID, Generation: e.Generation, DesiredState: e.DesiredState, ConfigVersion: e.ConfigVersion,
-		ActionID: e.ActionID, Payload: e.Payload}, attemptID, expires)
+		ActionID: e.ActionID, Payload: e.Payload}, split, attemptID, expires)
 }
 
-func commandFromIntent(i store.Intent, attemptID string, expires time.Time) wire.Command {
+// commandFromIntent is the command of an intent's attempt. A job_start of
+// a split job gets the job's split placement (task_nodes, node_data_ports
+// and data_secret) here, at dispatch, from the jobs row: the secret is
+// never part of the stored intent.
+func commandFromIntent(i store.Intent, split *store.JobSplit, attemptID string, expires time.Time) wire.Command {
 	if jobKind(i.Kind) {
 		var p wire.CommandPayload
 		// The Hub wrote the payload itself; one it cannot read is sent empty
 		// and the Agent refuses the command.
 		_ = json.Unmarshal(i.Payload, &p)
+		if split != nil && i.Kind == store.KindJob && i.Operation == wire.CommandJobStart {
+			p.TaskNodes, p.NodeDataPorts, p.DataSecret = split.TaskNodes, split.NodeDataPorts, split.DataSecret
+		}
 		return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: i.Operation, NodeID: i.NodeID, ResourceID: i.ResourceID,
 			Generation: i.Generation, ActionID: i.ActionID, ExpiresAt: wire.At(expires), Payload: p}
 	}
@@ -239,6 +248,29 @@ func commandFromIntent(i store.Intent, attemptID string, expires time.Time) wire
 	return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: op, NodeID: i.NodeID, ResourceID: i.ResourceID,
 		Generation: i.Generation, ActionID: i.ActionID, ConfigVersion: i.ConfigVersion, ExpiresAt: wire.At(expires),
 		Payload: wire.CommandPayload{State: i.DesiredState}}
+}
+
+// splitsOf reads the split placements of the split jobs whose job_start
+// intents are among kinds/ops/ids (parallel slices), by job id.
+func (h *Hub) splitsOf(ctx context.Context, kinds, ops, jobIDs []string) (map[string]store.JobSplit, error) {
+	var ids []string
+	for i := range kinds {
+		if kinds[i] == store.KindJob && ops[i] == wire.CommandJobStart && !slices.Contains(ids, jobIDs[i]) {
+			ids = append(ids, jobIDs[i])
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return h.st.JobSplits(ctx, ids)
+}
+
+// splitFor is the split placement of a job among splits, or nil.
+func splitFor(splits map[string]store.JobSplit, jobID string) *store.JobSplit {
+	if sp, ok := splits[jobID]; ok {
+		return &sp
+	}
+	return nil
 }
 
 // jobKind reports whether an intent kind is a job's (desired state or

@@ -233,8 +233,16 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	for _, e := range snap.PendingOutbox {
 		f.markLocked(e.NodeID)
 	}
+	var kinds, ops, jobIDs []string
 	for _, c := range active {
-		fl := &flight{cmd: commandFromIntent(c.Intent, c.Attempt.ID, c.Attempt.ExpiresAt), state: c.Attempt.State,
+		kinds, ops, jobIDs = append(kinds, c.Intent.Kind), append(ops, c.Intent.Operation), append(jobIDs, c.Intent.ResourceID)
+	}
+	splits, err := h.splitsOf(ctx, kinds, ops, jobIDs)
+	if err != nil {
+		return err
+	}
+	for _, c := range active {
+		fl := &flight{cmd: commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt), state: c.Attempt.State,
 			dispatchedAt: c.Attempt.CreatedAt, expiresAt: c.Attempt.ExpiresAt}
 		f.enqueueLocked(fl)
 	}

@@ -112,9 +112,19 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 	if jw.NodeID != "" && jw.FenceIntentID == "" {
 		jw.FenceIntentID = h.opts.NewID()
 	}
+	jw.NewIntentID = h.opts.NewID
 	jw.Payload, err = json.Marshal(jw.payload)
 	if err != nil {
 		return err
+	}
+	if jw.payload.Savepoint {
+		// A split job's savepoint at a stop is its coordinator's to take:
+		// the other nodes only stop.
+		peer := jw.payload
+		peer.Savepoint = false
+		if jw.PeerPayload, err = json.Marshal(peer); err != nil {
+			return err
+		}
 	}
 	jw.CorrelationID, jw.Actor = httpapi.CorrelationID(r.Context()), httpapi.Principal(r.Context())
 	jw.Now, jw.ExpiresAt = now, now.Add(h.opts.Settings.IntentTTL)
@@ -132,10 +142,11 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 	}
 	h.metrics.accepted.Inc()
 	node := res.Intent.NodeID
+	others := append(slices.Clone(res.Peers), res.Fences...)
 	h.fleet.mu.Lock()
 	h.fleet.markLocked(node)
-	if res.FenceIntent != nil {
-		h.fleet.markLocked(res.FenceIntent.NodeID)
+	for _, in := range others {
+		h.fleet.markLocked(in.NodeID)
 	}
 	status := h.fleet.nodes[node].status()
 	h.fleet.mu.Unlock()
@@ -146,8 +157,8 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 	}
 	h.nudge()
 	h.converge(node, jw.JobID)
-	if res.FenceIntent != nil {
-		h.converge(res.FenceIntent.NodeID, jw.JobID)
+	for _, in := range others {
+		h.converge(in.NodeID, jw.JobID)
 	}
 	version, _ := strconv.Atoi(res.Intent.ConfigVersion)
 	w.Header().Set("Location", h.prefix+"/operations/"+res.Intent.ID)
@@ -183,7 +194,7 @@ func (h *Hub) postJob(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
 		return err
 	}
-	probs := checkNodeIDs(body.NodeIDs)
+	probs := append(checkNodeIDs(body.NodeIDs), checkPlacement(body.Placement)...)
 	if body.DesiredState != "running" && body.DesiredState != "stopped" {
 		probs = append(probs, httpapi.FieldProblem{Path: "desired_state", Message: "must be running or stopped"})
 	}
@@ -191,13 +202,22 @@ func (h *Hub) postJob(w http.ResponseWriter, r *http.Request) error {
 	if probs = append(probs, sp...); len(probs) > 0 {
 		return httpapi.Validation(probs)
 	}
-	dec, err := h.place(r.Context(), placement.Request{Required: m.required, Requested: body.NodeIDs})
-	if err != nil {
-		return err
-	}
 	v := store.JobVersion{JobID: m.job.ID, Version: m.job.Version, Spec: body.Spec, Plan: m.explain}
-	jw := jobWrite{JobWrite: store.JobWrite{JobID: m.job.ID, Action: ActionJobCreate, State: body.DesiredState, NodeID: dec.NodeID,
-		Create: &store.JobCreate{Strategy: dec.Strategy, Requested: body.NodeIDs, Version: v}}}
+	jw := jobWrite{JobWrite: store.JobWrite{JobID: m.job.ID, Action: ActionJobCreate, State: body.DesiredState,
+		Create: &store.JobCreate{Requested: body.NodeIDs, Version: v}}}
+	if body.Placement == wire.PlacementSplit {
+		split, err := h.placeSplit(r.Context(), m, body.NodeIDs, nil)
+		if err != nil {
+			return err
+		}
+		jw.NodeID, jw.Create.Strategy, jw.Split = split.coordinator, split.strategy, &split.split
+	} else {
+		dec, err := h.place(r.Context(), placement.Request{Required: m.required, Requested: body.NodeIDs})
+		if err != nil {
+			return err
+		}
+		jw.NodeID, jw.Create.Strategy = dec.NodeID, dec.Strategy
+	}
 	if body.DesiredState == "running" {
 		jw.Operation, jw.payload = wire.CommandJobStart, startPayload(v, nil)
 	} else {
@@ -270,14 +290,16 @@ func (h *Hub) candidates(ctx context.Context) ([]placement.Candidate, error) {
 	}
 	load := map[string]int{}
 	for _, j := range jobs {
-		load[j.NodeID]++
+		for _, n := range j.Nodes() {
+			load[n]++
+		}
 	}
 	h.fleet.mu.Lock()
 	defer h.fleet.mu.Unlock()
 	out := make([]placement.Candidate, 0, len(h.fleet.nodes))
 	for id, n := range h.fleet.nodes {
 		out = append(out, placement.Candidate{NodeID: id, Status: n.status(), Mode: n.node.Mode,
-			Capabilities: slices.Clone(n.node.Capabilities), Jobs: load[id]})
+			Capabilities: slices.Clone(n.node.Capabilities), Jobs: load[id], DataAddress: n.node.DataAddress})
 	}
 	slices.SortFunc(out, func(a, b placement.Candidate) int { return cmpString(a.NodeID, b.NodeID) })
 	return out, nil
@@ -333,6 +355,15 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 	if move.NodeID != "" && (action != "move" || !wire.ValidID(move.NodeID)) {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "node_id", Message: "a valid node id, only for move"}})
 	}
+	if len(move.NodeIDs) > 0 {
+		probs := checkNodeIDs(move.NodeIDs)
+		if action != "move" || move.NodeID != "" {
+			probs = append(probs, httpapi.FieldProblem{Path: "node_ids", Message: "only for move, and not with node_id"})
+		}
+		if len(probs) > 0 {
+			return httpapi.Validation(probs)
+		}
+	}
 	js, err := h.st.GetJobState(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return jobProblem(err)
@@ -351,6 +382,12 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 		m, probs := h.materializeJob(js.Version.Spec)
 		if len(probs) > 0 {
 			return httpapi.Validation(probs)
+		}
+		if js.Job.Placement == wire.PlacementSplit {
+			return h.moveSplit(w, r, js, m, move)
+		}
+		if len(move.NodeIDs) > 0 {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: "node_ids", Message: "only for a split job; name node_id"}})
 		}
 		req := placement.Request{Required: m.required, Exclude: []string{js.Job.NodeID}}
 		if move.NodeID != "" {
@@ -376,19 +413,28 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 		// The new node resumes from the newest checkpoint or savepoint; the
 		// old one gets a stop that never expires, and the generation fences
 		// its artifact store.
-		jw.Action, jw.NodeID, jw.State = ActionJobMove, dec.NodeID, js.Job.DesiredState
-		restore := &wire.JobRestore{Recovery: wire.RecoveryNewest}
-		if js.Job.Restore != nil {
-			restore = js.Job.Restore
-		}
-		if jw.State == "running" {
-			jw.Operation, jw.payload, jw.SetRestore = wire.CommandJobStart, startPayload(js.Version, restore), true
-		} else {
-			jw.Operation, jw.payload = wire.CommandJobStop, stopPayload(js.Job.Version, false)
-			jw.Restore, jw.SetRestore = restore, true
-		}
+		jw.NodeID = dec.NodeID
+		jw = movedWrite(jw, js)
 	}
 	return h.writeJob(w, r, jw)
+}
+
+// movedWrite finishes a move's write (jw names the new node): the job
+// keeps its desired state and resumes from the newest checkpoint or
+// savepoint unless a restore was chosen already.
+func movedWrite(jw jobWrite, js store.JobState) jobWrite {
+	jw.Action, jw.State = ActionJobMove, js.Job.DesiredState
+	restore := &wire.JobRestore{Recovery: wire.RecoveryNewest}
+	if js.Job.Restore != nil {
+		restore = js.Job.Restore
+	}
+	if jw.State == "running" {
+		jw.Operation, jw.payload, jw.SetRestore = wire.CommandJobStart, startPayload(js.Version, restore), true
+	} else {
+		jw.Operation, jw.payload = wire.CommandJobStop, stopPayload(js.Job.Version, false)
+		jw.Restore, jw.SetRestore = restore, true
+	}
+	return jw
 }
 
 // stoppedAndConverged is the upgrade precondition: desired stopped and

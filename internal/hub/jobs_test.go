@@ -3,6 +3,7 @@ package hub
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -79,8 +80,17 @@ func (a *jobAgent) runAll(t *testing.T) []wire.Command {
 			if len(c.Payload.Spec) == 0 {
 				t.Fatalf("job_start without a spec: %+v", c)
 			}
+			tasks := []wire.JobTask{{ID: "src#0", State: "running"}}
+			if len(c.Payload.TaskNodes) > 0 { // split: the tasks placed here
+				tasks = nil
+				for _, id := range slices.Sorted(maps.Keys(c.Payload.TaskNodes)) {
+					if c.Payload.TaskNodes[id] == a.nodeID {
+						tasks = append(tasks, wire.JobTask{ID: id, State: "running"})
+					}
+				}
+			}
 			a.jobs[c.ResourceID] = wire.JobObservation{ID: c.ResourceID, State: wire.JobRunning, Generation: c.Generation,
-				Version: c.Payload.JobVersion, ActionID: c.ActionID, Tasks: []wire.JobTask{{ID: "src#0", State: "running"}}}
+				Version: c.Payload.JobVersion, ActionID: c.ActionID, Tasks: tasks}
 		case wire.CommandJobStop:
 			o := a.jobs[c.ResourceID]
 			if c.Payload.Savepoint && o.State == wire.JobRunning {

@@ -41,7 +41,7 @@ func (h *Hub) postJobValidate(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
 		return err
 	}
-	probs := checkNodeIDs(body.NodeIDs)
+	probs := append(checkNodeIDs(body.NodeIDs), checkPlacement(body.Placement)...)
 	if len(body.NodeIDs) == 0 {
 		probs = append(probs, httpapi.FieldProblem{Path: "node_ids", Message: "name at least one node to validate against"})
 	}
@@ -61,7 +61,7 @@ func (h *Hub) postJobValidate(w http.ResponseWriter, r *http.Request) error {
 	ids := slices.Compact(slices.Sorted(slices.Values(body.NodeIDs)))
 	resp.Valid = m != nil
 	for _, id := range ids {
-		v := h.validateOn(id, m)
+		v := h.validateOn(id, m, body.Placement == wire.PlacementSplit)
 		if m != nil && v.Valid {
 			payload, err := json.Marshal(wire.CommandPayload{JobCommand: wire.JobCommand{Spec: body.Spec}})
 			if err != nil {
@@ -91,8 +91,10 @@ func (h *Hub) postJobValidate(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.WriteJSON(w, http.StatusOK, resp)
 }
 
-// validateOn is the Hub's part of one node's report.
-func (h *Hub) validateOn(nodeID string, m *materialized) wire.JobValidation {
+// validateOn is the Hub's part of one node's report; split checks the
+// node can take part in a split placement (network_shuffle and a data
+// address).
+func (h *Hub) validateOn(nodeID string, m *materialized, split bool) wire.JobValidation {
 	v := wire.JobValidation{NodeID: nodeID, Valid: true}
 	add := func(check, status, path, msg string) {
 		v.Checks = append(v.Checks, wire.JobCheck{Check: check, Status: status, Path: path, Message: msg})
@@ -107,10 +109,10 @@ func (h *Hub) validateOn(nodeID string, m *materialized) wire.JobValidation {
 	}
 	h.fleet.mu.Lock()
 	n := h.fleet.nodes[nodeID]
-	var status, mode string
+	var status, mode, dataAddress string
 	var caps []string
 	if n != nil {
-		status, mode, caps = n.status(), n.node.Mode, slices.Clone(n.node.Capabilities)
+		status, mode, caps, dataAddress = n.status(), n.node.Mode, slices.Clone(n.node.Capabilities), n.node.DataAddress
 	}
 	h.fleet.mu.Unlock()
 	switch {
@@ -139,9 +141,18 @@ func (h *Hub) validateOn(nodeID string, m *materialized) wire.JobValidation {
 			add(checkComponents, checkPassed, "", "every source and sink component is present")
 		}
 	}
-	// Every job runs colocated on one node in this release: no edge crosses
-	// the network.
-	add(checkNetworkShuffle, checkSkipped, "", "the job runs on one node; no edge needs the data plane")
+	switch {
+	case !split:
+		add(checkNetworkShuffle, checkSkipped, "", "placement colocated: the job runs on one node; no edge needs the data plane")
+	case n == nil:
+		add(checkNetworkShuffle, checkFailed, "", "an unknown node advertises no data plane")
+	case !slices.Contains(caps, wire.CapabilityNetworkShuffle):
+		add(checkNetworkShuffle, checkFailed, "", "the node does not advertise network_shuffle (no health_check.data_port)")
+	case dataAddress == "":
+		add(checkNetworkShuffle, checkFailed, "", "the node advertises no data address its peers can dial")
+	default:
+		add(checkNetworkShuffle, checkPassed, "", "data plane at "+dataAddress)
+	}
 	if st := m.job.State; st != nil && st.Backend != "" && !slices.Contains(stateBackends, st.Backend) {
 		add(checkStateBackend, checkFailed, "spec.state.backend", "unsupported state backend "+quote(st.Backend)+"; nodes run embedded_kv")
 	} else {

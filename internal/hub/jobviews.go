@@ -22,21 +22,51 @@ func jobResource(js store.JobState) store.ResourceState {
 		ActionID: js.Job.ActionID, UpdatedAt: js.Job.UpdatedAt}, Latest: js.Latest, ObservedJob: js.Observed}
 }
 
+// peerResource is a split job's desired state as one of its other nodes
+// holds it (the same desired state, generation and version: every write
+// sets them at each node).
+func peerResource(js store.JobState, p store.JobPeer) store.ResourceState {
+	rs := jobResource(js)
+	rs.NodeID, rs.Latest, rs.ObservedJob = p.NodeID, p.Latest, p.Observed
+	return rs
+}
+
+// convergenceRank orders convergence values from best to worst.
+var convergenceRank = map[string]int{wire.ConvergenceInSync: 0, wire.ConvergenceApplying: 1, wire.ConvergencePending: 2,
+	wire.ConvergenceUnknown: 3, wire.ConvergenceDegraded: 4, wire.ConvergenceBlocked: 5}
+
 // jobConvergence is the one convergence rule applied to a job.
 func (h *Hub) jobConvergence(js store.JobState, now time.Time) reconcile.Result {
-	return h.convergenceOf(jobResource(js), now)
+	r, _ := h.jobConvergenceAt(js, now)
+	return r
+}
+
+// jobConvergenceAt is a job's convergence and the node it is measured at:
+// its node's, or for a split job the worst of its nodes' (in_sync only
+// when every node is), the coordinator's among equals.
+func (h *Hub) jobConvergenceAt(js store.JobState, now time.Time) (reconcile.Result, string) {
+	worst, node := h.convergenceOf(jobResource(js), now), js.Job.NodeID
+	for _, p := range js.Peers {
+		if r := h.convergenceOf(peerResource(js, p), now); convergenceRank[r.Value] > convergenceRank[worst.Value] {
+			worst, node = r, p.NodeID
+		}
+	}
+	return worst, node
 }
 
 // jobView is the desired, observed and convergence views of a job.
 func (h *Hub) jobView(js store.JobState, now time.Time) wire.Job {
 	j := js.Job
-	conv := h.jobConvergence(js, now)
+	conv, convNode := h.jobConvergenceAt(js, now)
 	v := wire.Job{
 		ID: j.ID, NodeID: j.NodeID, Version: j.Version,
-		Placement:   wire.JobPlacement{NodeID: j.NodeID, Strategy: j.Strategy, Requested: j.Requested},
+		Placement:   jobPlacement(j),
 		Desired:     wire.JobDesired{State: j.DesiredState, Generation: j.Generation, Version: j.Version, ActionID: j.ActionID, Restore: j.Restore},
 		Convergence: conv.Value, ConvergenceReason: conv.Reason,
 		CreatedAt: wire.At(j.CreatedAt), UpdatedAt: wire.At(j.UpdatedAt),
+	}
+	if j.Placement == wire.PlacementSplit && conv.Value != wire.ConvergenceInSync {
+		v.ConvergenceNode = convNode
 	}
 	if o := js.Observed; o != nil {
 		v.Observed = h.jobObserved(*o)
@@ -48,6 +78,15 @@ func (h *Hub) jobView(js store.JobState, now time.Time) wire.Job {
 		v.LatestOperation = &op
 	}
 	return v
+}
+
+// jobPlacement is the placement view of a job.
+func jobPlacement(j store.Job) wire.JobPlacement {
+	p := wire.JobPlacement{NodeID: j.NodeID, Mode: wire.PlacementColocated, Strategy: j.Strategy, Requested: j.Requested}
+	if j.Placement == wire.PlacementSplit {
+		p.Mode, p.Nodes, p.TaskNodes = wire.PlacementSplit, j.Nodes(), j.TaskNodes
+	}
+	return p
 }
 
 // observation is the wire form of a stored job observation.
@@ -89,7 +128,7 @@ func (h *Hub) getJobs(w http.ResponseWriter, r *http.Request) error {
 	out := make([]wire.Job, 0, len(states))
 	for _, js := range states {
 		v := h.jobView(js, now)
-		if (q.Get("node_id") != "" && v.NodeID != q.Get("node_id")) || (q.Get("convergence") != "" && v.Convergence != q.Get("convergence")) ||
+		if (q.Get("node_id") != "" && v.NodeID != q.Get("node_id") && !slices.Contains(v.Placement.Nodes, q.Get("node_id"))) || (q.Get("convergence") != "" && v.Convergence != q.Get("convergence")) ||
 			(q.Get("desired_state") != "" && v.Desired.State != q.Get("desired_state")) {
 			continue
 		}
@@ -108,8 +147,9 @@ func (h *Hub) getJob(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getJobDetail is the job with its assignment (every task of the current
-// version's plan on the job's node, merged with the node's observation of
-// it, or marked not observed) and its measured gauges.
+// version's plan on its node, the job's or, split, the task's own, merged
+// with that node's observation of it, or marked not observed) and its
+// measured gauges (the job's node's: a split job's coordinator's).
 func (h *Hub) getJobDetail(w http.ResponseWriter, r *http.Request) error {
 	js, err := h.st.GetJobState(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -120,14 +160,26 @@ func (h *Hub) getJobDetail(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := wire.JobDetail{Job: h.jobView(js, h.opts.Now()), Assignment: []wire.JobTaskAssignment{}}
-	observed := map[string]wire.JobTask{}
-	// Only an observation of the current version describes its tasks.
-	if o := js.Observed; o != nil && o.Version == js.Job.Version {
-		obs := observation(*o)
-		for _, t := range obs.Tasks {
-			observed[t.ID] = t
+	// observed[node][task]: each task is merged from its own node's
+	// observation, and only an observation of the current version
+	// describes its tasks. The gauges are the coordinator's.
+	observed := map[string]map[string]wire.JobTask{}
+	add := func(o *store.ObservedJob) *wire.JobObservation {
+		if o == nil || o.Version != js.Job.Version {
+			return nil
 		}
+		obs := observation(*o)
+		observed[o.NodeID] = map[string]wire.JobTask{}
+		for _, t := range obs.Tasks {
+			observed[o.NodeID][t.ID] = t
+		}
+		return &obs
+	}
+	if obs := add(js.Observed); obs != nil {
 		d.WatermarkLagMS, d.CheckpointDurationMS, d.CheckpointFailures = &obs.WatermarkLagMS, &obs.CheckpointDurationMS, &obs.CheckpointFailures
+	}
+	for _, p := range js.Peers {
+		add(p.Observed)
 	}
 	statefulChain := map[string]bool{}
 	for _, s := range plan.StatefulOperators {
@@ -136,11 +188,15 @@ func (h *Hub) getJobDetail(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range plan.Chains {
 		keyed := slices.ContainsFunc(c.Operators, func(id string) bool { return statefulChain[id] })
 		for _, t := range c.Tasks {
-			a := wire.JobTaskAssignment{TaskID: t.ID, NodeID: js.Job.NodeID, Operators: c.Operators, Subtask: t.Subtask, State: wire.TaskNotObserved}
+			node := js.Job.NodeID
+			if n, ok := js.Job.TaskNodes[t.ID]; ok && js.Job.Placement == wire.PlacementSplit {
+				node = n
+			}
+			a := wire.JobTaskAssignment{TaskID: t.ID, NodeID: node, Operators: c.Operators, Subtask: t.Subtask, State: wire.TaskNotObserved}
 			if keyed {
 				a.KeyGroups = []int{t.KeyGroups.Start, t.KeyGroups.End}
 			}
-			if ot, ok := observed[t.ID]; ok {
+			if ot, ok := observed[node][t.ID]; ok {
 				a.Observed, a.State, a.Watermark, a.RecordsIn, a.RecordsOut = true, ot.State, ot.Watermark, ot.RecordsIn, ot.RecordsOut
 				d.TasksObserved++
 			}

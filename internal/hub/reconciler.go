@@ -177,6 +177,17 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 		return
 	}
 	plan := reconcile.PlanDispatch(in)
+	var kinds, ops, jobIDs []string
+	for i, d := range plan.Decisions {
+		if d.Action == reconcile.ActionDispatch {
+			kinds, ops, jobIDs = append(kinds, rows[i].Kind), append(ops, rows[i].Operation), append(jobIDs, rows[i].ResourceID)
+		}
+	}
+	splits, err := h.splitsOf(ctx, kinds, ops, jobIDs)
+	if err != nil {
+		h.storeFailed(err)
+		return
+	}
 	var starts []store.AttemptStart
 	var cmds []*flight
 	for i, d := range plan.Decisions {
@@ -185,7 +196,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 		case reconcile.ActionDispatch:
 			aid := newUUIDv7()
 			starts = append(starts, store.AttemptStart{IntentID: e.IntentID, AttemptID: aid, NodeID: e.NodeID, Now: now, ExpiresAt: d.AttemptExpiresAt})
-			cmds = append(cmds, &flight{cmd: commandOf(e, aid, d.AttemptExpiresAt), state: wire.OpDispatched, dispatchedAt: now, expiresAt: d.AttemptExpiresAt})
+			cmds = append(cmds, &flight{cmd: commandOf(e, splitFor(splits, e.ResourceID), aid, d.AttemptExpiresAt), state: wire.OpDispatched, dispatchedAt: now, expiresAt: d.AttemptExpiresAt})
 		case reconcile.ActionFail:
 			err := h.st.FailIntent(ctx, e.IntentID, d.Code, failMessage(d.Code), now)
 			if err != nil && !errors.Is(err, store.ErrNotPending) {
@@ -196,7 +207,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 				if in, ierr := h.st.GetIntent(ctx, e.IntentID); ierr == nil {
 					h.jobCommandDone(ctx, in, wire.ResultFailed, nil, nil, now)
 				}
-				h.metrics.command(commandLabel(commandOf(e, "", time.Time{})), failOutcome(d.Code))
+				h.metrics.command(commandLabel(commandOf(e, nil, "", time.Time{})), failOutcome(d.Code))
 				h.converge(e.NodeID, e.ResourceID)
 			}
 		case reconcile.ActionWait:
@@ -246,7 +257,7 @@ func (h *Hub) capacityWait(e store.OutboxEntry) {
 	n.capacityHit[e.IntentID] = true
 	h.fleet.mu.Unlock()
 	if first {
-		h.metrics.command(commandLabel(commandOf(e, "", time.Time{})), outcomeCapacity)
+		h.metrics.command(commandLabel(commandOf(e, nil, "", time.Time{})), outcomeCapacity)
 	}
 }
 

@@ -276,9 +276,12 @@ type Job struct {
 	Observed          JobObserved  `json:"observed,omitzero"`
 	Convergence       string       `json:"convergence"`
 	ConvergenceReason string       `json:"convergence_reason,omitempty"`
-	LatestOperation   *Operation   `json:"latest_operation,omitempty"`
-	CreatedAt         Time         `json:"created_at"`
-	UpdatedAt         Time         `json:"updated_at"`
+	// ConvergenceNode names, for a split job, the node whose convergence
+	// (the worst of its nodes') is reported; empty when colocated.
+	ConvergenceNode string     `json:"convergence_node,omitempty"`
+	LatestOperation *Operation `json:"latest_operation,omitempty"`
+	CreatedAt       Time       `json:"created_at"`
+	UpdatedAt       Time       `json:"updated_at"`
 }
 
 // JobTaskAssignment is one task of the job's plan on its node, merged with
@@ -446,4 +449,7 @@ const (
 // node to move to (empty: the Hub chooses a capable, least-loaded one).
 type JobMoveRequest struct {
 	NodeID string `json:"node_id,omitempty"`
+	// NodeIDs are the candidate nodes a split job is placed over again
+	// (split jobs only; not with NodeID).
+	NodeIDs []string `json:"node_ids,omitempty"`
 }

@@ -10,6 +10,11 @@
 // requested). Otherwise the least loaded qualified candidate is chosen,
 // ties going to the smaller node id (strategy least_loaded).
 //
+// Split places the tasks of a split job over the eligible nodes the caller
+// chose: balanced by task count, a chain's subtasks spread before any node
+// gets a second one, late-event side edges kept on their upstream's node
+// (see Split).
+//
 // The package must not do I/O, read the clock, keep state or depend on the
 // order of the candidates it is given: the same input always yields the
 // same decision.

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-
-	"github.com/flowplane/flowplane/internal/job"
 )
 
 // Strategies of a placement.
@@ -22,6 +20,9 @@ type Candidate struct {
 	Mode         string // active, draining, maintenance
 	Capabilities []string
 	Jobs         int
+	// DataAddress is the host:port the node's data plane listens on ("":
+	// none); a split placement needs it.
+	DataAddress string
 }
 
 // Request is one placement decision's input. Requested, when not empty,
@@ -62,6 +63,9 @@ const (
 	ReasonMaintenance       = "maintenance"
 	ReasonExcluded          = "excluded"
 	ReasonMissingCapability = "missing capability"
+	// ReasonNoDataAddress: the node advertises no data address, so no
+	// peer can reach its data plane (split placement only).
+	ReasonNoDataAddress = "no data address"
 )
 
 // Choose picks a node for a job (the rules are in the package
@@ -145,19 +149,6 @@ func unique(ids []string) []string {
 		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
-	}
-	return out
-}
-
-// Split places the tasks of a split job on nodes (the eligible
-// candidates; at least one): each task on one node, balanced by task
-// count, every subtask of a chain spread before any node gets a second
-// one, and the downstream end of a late-event edge on the node of its
-// upstream subtask. It returns task id -> node id for every task of p.
-func Split(p *job.Plan, nodes []string) map[string]string {
-	out := make(map[string]string, len(p.Tasks))
-	for i, t := range p.Tasks {
-		out[t.ID] = nodes[i%len(nodes)]
 	}
 	return out
 }

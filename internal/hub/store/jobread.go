@@ -6,20 +6,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
 const jobCols = `job_id, node_id, strategy, requested, version, generation, desired_state, action_id, restore,
-	created_at, updated_at`
+	created_at, updated_at, placement, task_nodes, node_data_ports`
 
 func scanJob(r scanner) (Job, error) {
 	var j Job
-	var requested, restore string
+	var requested, restore, taskNodes, ports string
 	var c, u int64
 	if err := r.Scan(&j.ID, &j.NodeID, &j.Strategy, &requested, &j.Version, &j.Generation, &j.DesiredState, &j.ActionID,
-		&restore, &c, &u); err != nil {
+		&restore, &c, &u, &j.Placement, &taskNodes, &ports); err != nil {
 		return j, err
+	}
+	if err := optUnmarshal(taskNodes, &j.TaskNodes); err != nil {
+		return j, fmt.Errorf("job %q task_nodes: %w", j.ID, err)
+	}
+	if err := optUnmarshal(ports, &j.NodeDataPorts); err != nil {
+		return j, fmt.Errorf("job %q node_data_ports: %w", j.ID, err)
 	}
 	if err := json.Unmarshal([]byte(requested), &j.Requested); err != nil {
 		return j, fmt.Errorf("job %q requested: %w", j.ID, err)
@@ -35,6 +42,14 @@ func scanJob(r scanner) (Job, error) {
 	}
 	j.CreatedAt, j.UpdatedAt = tm(c), tm(u)
 	return j, nil
+}
+
+// optUnmarshal decodes s into v unless s is empty.
+func optUnmarshal(s string, v any) error {
+	if s == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(s), v)
 }
 
 func getJob(ctx context.Context, q querier, id string) (Job, error) {
@@ -176,7 +191,8 @@ func (s *Store) GetJobState(ctx context.Context, id string) (JobState, error) {
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
-		return nil
+		out.Peers, err = jobPeers(ctx, q, out.Job)
+		return err
 	})
 	if err != nil {
 		return JobState{}, err
@@ -185,7 +201,7 @@ func (s *Store) GetJobState(ctx context.Context, id string) (JobState, error) {
 }
 
 // JobStates returns the state of every job by id, read in one transaction
-// with four queries whatever their number.
+// with four queries whatever their number, and two more per split job.
 func (s *Store) JobStates(ctx context.Context) ([]JobState, error) {
 	var out []JobState
 	err := s.readTx(ctx, func(q querier) error {
@@ -254,6 +270,9 @@ func (s *Store) JobStates(ctx context.Context) ([]JobState, error) {
 			if o, ok := observed[j.ID]; ok {
 				st.Observed = &o
 			}
+			if st.Peers, err = jobPeers(ctx, q, j); err != nil {
+				return err
+			}
 			out = append(out, st)
 		}
 		return nil
@@ -317,4 +336,86 @@ func (s *Store) GetUpgrade(ctx context.Context, jobID, upgradeID string) (Upgrad
 		return err
 	})
 	return u, err
+}
+
+// jobPeers reads a split job's other nodes: the latest desired intent at
+// each and its observation of the job (nil for a colocated job).
+func jobPeers(ctx context.Context, q querier, j Job) ([]JobPeer, error) {
+	var out []JobPeer
+	for _, n := range j.Nodes() {
+		if n != j.NodeID {
+			out = append(out, JobPeer{NodeID: n})
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, "SELECT "+intentCols+` FROM intents WHERE seq IN (SELECT MAX(seq) FROM intents
+		WHERE resource_kind = 'job' AND resource_id = ? AND node_id != ? GROUP BY node_id)`, j.ID, j.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		in, err := scanIntent(rows)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(out, func(p JobPeer) bool { return p.NodeID == in.NodeID }); i >= 0 {
+			out[i].Latest = &in
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	orows, err := q.QueryContext(ctx, "SELECT "+observedJobCols+" FROM observed_jobs WHERE job_id = ? AND node_id != ?", j.ID, j.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	defer orows.Close()
+	for orows.Next() {
+		o, err := scanObservedJob(orows)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(out, func(p JobPeer) bool { return p.NodeID == o.NodeID }); i >= 0 {
+			out[i].Observed = &o
+		}
+	}
+	return out, orows.Err()
+}
+
+// JobSplits returns the split placement, data secret included, of each
+// of the given jobs that is split, by job id: what the Hub adds to the
+// job_start commands it dispatches. Unknown and colocated jobs are absent.
+func (s *Store) JobSplits(ctx context.Context, jobIDs []string) (map[string]JobSplit, error) {
+	out := map[string]JobSplit{}
+	if len(jobIDs) == 0 {
+		return out, nil
+	}
+	ids, err := json.Marshal(jobIDs)
+	if err != nil {
+		return nil, err
+	}
+	err = s.read(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT job_id, task_nodes, node_data_ports, data_secret FROM jobs
+			WHERE placement = ? AND job_id IN (SELECT value FROM json_each(?))`, wire.PlacementSplit, string(ids))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, taskNodes, ports string
+			var sp JobSplit
+			if err := rows.Scan(&id, &taskNodes, &ports, &sp.DataSecret); err != nil {
+				return err
+			}
+			if err := errors.Join(optUnmarshal(taskNodes, &sp.TaskNodes), optUnmarshal(ports, &sp.NodeDataPorts)); err != nil {
+				return fmt.Errorf("job %q placement: %w", id, err)
+			}
+			out[id] = sp
+		}
+		return rows.Err()
+	})
+	return out, err
 }

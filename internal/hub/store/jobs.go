@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/wire"
@@ -10,10 +11,12 @@ import (
 
 // Jobs: the job resource (placement, versions, desired state with one
 // generation per job across nodes), its recovery artifacts, upgrades and
-// the nodes' job observations. Migration 0005 creates their tables.
+// the nodes' job observations. Migration 0005 creates their tables;
+// migration 0006 adds split placement.
 //
-// A job's desired state is also a row of resources (kind job) at its
-// current node, so that the intent -> outbox -> attempt pipeline and
+// A job's desired state is also a row of resources (kind job) at each node
+// it runs on (its node, and for a split job every node of its task_nodes),
+// so that the intent -> outbox -> attempt pipeline and
 // ResourceStates treat jobs as they treat streams. Its generation is the
 // job's: it keeps increasing across moves.
 
@@ -29,10 +32,17 @@ var ErrExists = errors.New("already exists")
 // Job is one job's stored record.
 type Job struct {
 	ID        string
-	NodeID    string   // current placement
+	NodeID    string   // current placement; a split job's coordinator
 	Strategy  string   // requested or least_loaded
 	Requested []string // node_ids of the create body
-	Version   int      // current version
+	// Placement is wire.PlacementColocated or wire.PlacementSplit; a split
+	// job's TaskNodes maps every task to its node and NodeDataPorts every
+	// such node to its data address (both nil when colocated). The job's
+	// data secret is not part of Job: only JobSplits reads it.
+	Placement     string
+	TaskNodes     map[string]string
+	NodeDataPorts map[string]string
+	Version       int // current version
 	// Generation, DesiredState and ActionID are the job's desired state.
 	Generation   int64
 	DesiredState string
@@ -43,6 +53,35 @@ type Job struct {
 	Restore   *wire.JobRestore
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Nodes returns every node the job runs on, sorted: its node, or for a
+// split job the nodes of its task_nodes.
+func (j Job) Nodes() []string {
+	if j.Placement != wire.PlacementSplit || len(j.TaskNodes) == 0 {
+		if j.NodeID == "" {
+			return nil
+		}
+		return []string{j.NodeID}
+	}
+	var out []string
+	for _, n := range j.TaskNodes {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// JobSplit is a split placement as a write sets it and as a job_start
+// command carries it: the task -> node map, each node's data address and
+// the job's data-plane secret (a credential: never logged, evented,
+// audited or shown).
+type JobSplit struct {
+	TaskNodes     map[string]string
+	NodeDataPorts map[string]string
+	DataSecret    string
 }
 
 // JobVersion is one stored version of a job: the spec as submitted and the
@@ -101,8 +140,19 @@ type JobWrite struct {
 	// never expires (it reaches the old node whenever it comes back).
 	NodeID        string
 	FenceIntentID string
-	State         string // desired state after the write: running or stopped
-	ActionID      string
+	// Split, when not nil, makes the job split over Split.TaskNodes (a
+	// create, or a move of a split job); NodeID must then be one of its
+	// nodes (the coordinator). nil keeps the job's placement.
+	Split *JobSplit
+	// NewIntentID names the intents at nodes other than NodeID: one per
+	// other node the job runs on after the write (a split job's peers, each
+	// with the write's payload), and one fence per node the write leaves
+	// beyond the first, which is FenceIntentID when set. The caller
+	// provides it (the store makes no ids); nil when no such intent is
+	// expected, and then one needed is ErrInvalid.
+	NewIntentID func() string
+	State       string // desired state after the write: running or stopped
+	ActionID    string
 	// Version, when not 0, becomes the current version (an upgrade or a
 	// rollback); NewVersion is stored first when not nil (an upgrade).
 	Version    int
@@ -115,7 +165,10 @@ type JobWrite struct {
 	Restore    *wire.JobRestore
 	SetRestore bool
 	// Payload is the command payload the intent carries (wire.CommandPayload JSON).
-	Payload       json.RawMessage
+	Payload json.RawMessage
+	// PeerPayload is the payload of the intents at a split job's other
+	// nodes; nil: Payload.
+	PeerPayload   json.RawMessage
 	CorrelationID string
 	Actor         string
 	Now           time.Time
@@ -132,10 +185,15 @@ type JobCreate struct {
 
 // JobWriteResult is what WriteJob committed.
 type JobWriteResult struct {
-	Generation  int64
-	Intent      Intent
+	Generation int64
+	Intent     Intent
+	// FenceIntent is the first of Fences (nil when none).
 	FenceIntent *Intent
-	Txn         int64
+	// Peers are the intents at the job's other nodes (split), Fences the
+	// job_stop intents at the nodes a move left, both by node id.
+	Peers  []Intent
+	Fences []Intent
+	Txn    int64
 }
 
 // JobCommandWrite is one one-shot job command (job_checkpoint,
@@ -159,10 +217,21 @@ type JobCommandWrite struct {
 
 // JobState is everything the Hub's job views need of one job, read in one
 // transaction: the job, its current version, its latest desired intent at
-// its node, and the observation of the job by its node (nil when none).
+// its node, and the observation of the job by its node (nil when none);
+// for a split job, the same of each of its other nodes (Peers, by node id).
 type JobState struct {
 	Job      Job
 	Version  JobVersion
+	Latest   *Intent
+	Observed *ObservedJob
+	Peers    []JobPeer
+}
+
+// JobPeer is a split job at one of its nodes other than the coordinator:
+// the latest desired intent there and the node's observation (nil when
+// none).
+type JobPeer struct {
+	NodeID   string
 	Latest   *Intent
 	Observed *ObservedJob
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,13 +26,16 @@ func (w JobWrite) check() error {
 	if w.Create != nil && (w.NodeID == "" || w.Create.Version.Version < 1) {
 		return fmt.Errorf("%w: a new job needs a node and a version", ErrInvalid)
 	}
+	if sp := w.Split; sp != nil && (len(sp.TaskNodes) == 0 || sp.DataSecret == "") {
+		return fmt.Errorf("%w: a split placement needs task nodes and a data secret", ErrInvalid)
+	}
 	if w.NewVersion != nil && w.NewVersion.Version < 1 {
 		return fmt.Errorf("%w: version %d", ErrInvalid, w.NewVersion.Version)
 	}
 	if w.Upgrade != nil && (w.Upgrade.UpgradeID == "" || w.Upgrade.Mode == "") {
 		return fmt.Errorf("%w: an upgrade needs an id and a mode", ErrInvalid)
 	}
-	return checkJSON("payload", w.Payload)
+	return errors.Join(checkJSON("payload", w.Payload), checkJSON("peer payload", w.PeerPayload))
 }
 
 func checkJSON(what string, b json.RawMessage) error {
@@ -42,12 +46,13 @@ func checkJSON(what string, b json.RawMessage) error {
 }
 
 // WriteJob commits one job mutation (see JobWrite). The resources row of
-// the job at its node after the write holds its desired state, generation
-// and action id, and its current version as the decimal config_version.
-// Superseded are the pending intents of the resources rows the write sets:
-// the job's at its node and, on a move, at the old node; a fence intent of
-// an earlier move, pending for a third node, stays: it is what stops the
-// job there when that node comes back.
+// the job at each node it runs on after the write (its node; a split
+// job's every node) holds its desired state, generation and action id,
+// and its current version as the decimal config_version; each gets an
+// intent. Superseded are the pending intents of the resources rows the
+// write sets: the job's at its nodes and, on a move, at the nodes it
+// leaves; a fence intent of an earlier move, pending for a third node,
+// stays: it is what stops the job there when that node comes back.
 func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error) {
 	var res JobWriteResult
 	if err := w.check(); err != nil {
@@ -68,13 +73,40 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		if w.IfMatch != nil && *w.IfMatch != j.Generation {
 			return &GenerationConflictError{Expected: *w.IfMatch, Current: j.Generation}
 		}
-		oldNode := j.NodeID
+		var oldNodes []string
+		if w.Create == nil {
+			oldNodes = j.Nodes()
+		}
 		if w.NodeID != "" {
 			j.NodeID = w.NodeID
 		}
-		moved := w.Create == nil && j.NodeID != oldNode
-		if moved && w.FenceIntentID == "" {
-			return fmt.Errorf("%w: a move needs a fence intent id", ErrInvalid)
+		if w.Split != nil {
+			j.Placement, j.TaskNodes, j.NodeDataPorts = wire.PlacementSplit, w.Split.TaskNodes, w.Split.NodeDataPorts
+		}
+		nodes := j.Nodes()
+		if !slices.Contains(nodes, j.NodeID) {
+			return fmt.Errorf("%w: node %q runs no task of the job's split placement", ErrInvalid, j.NodeID)
+		}
+		var peers, fences []string
+		for _, n := range nodes {
+			if n != j.NodeID {
+				peers = append(peers, n)
+			}
+		}
+		for _, n := range oldNodes {
+			if !slices.Contains(nodes, n) {
+				fences = append(fences, n)
+			}
+		}
+		extra := len(peers) + len(fences)
+		if w.FenceIntentID != "" && len(fences) > 0 {
+			extra--
+		}
+		if extra > 0 && w.NewIntentID == nil {
+			if len(fences) > 0 {
+				return fmt.Errorf("%w: a move needs a fence intent id", ErrInvalid)
+			}
+			return fmt.Errorf("%w: a split job needs an intent id per node", ErrInvalid)
 		}
 		if err := s.writeJobRecords(ctx, q, w, &j); err != nil {
 			return err
@@ -88,9 +120,24 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		if err := s.at("after_intent"); err != nil {
 			return err
 		}
-		if moved {
+		for _, n := range peers {
+			peer := in
+			peer.ID, peer.NodeID = w.NewIntentID(), n
+			if w.PeerPayload != nil {
+				peer.Payload = w.PeerPayload
+			}
+			p, err := s.desireJob(ctx, q, peer)
+			if err != nil {
+				return err
+			}
+			res.Peers = append(res.Peers, p)
+		}
+		for i, n := range fences {
 			fence := in
-			fence.ID, fence.Operation, fence.NodeID, fence.DesiredState = w.FenceIntentID, wire.CommandJobStop, oldNode, wire.JobStopped
+			fence.Operation, fence.NodeID, fence.DesiredState = wire.CommandJobStop, n, wire.JobStopped
+			if fence.ID = w.FenceIntentID; i > 0 || fence.ID == "" {
+				fence.ID = w.NewIntentID()
+			}
 			// The fence never expires: it stops the job on the old node
 			// whenever that node comes back.
 			fence.Payload, fence.ExpiresAt = json.RawMessage(fmt.Sprintf(fencePayload, in.ConfigVersion)), time.Time{}
@@ -98,7 +145,10 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 			if err != nil {
 				return err
 			}
-			res.FenceIntent = &f
+			res.Fences = append(res.Fences, f)
+		}
+		if len(res.Fences) > 0 {
+			res.FenceIntent = &res.Fences[0]
 		}
 		action := w.Action
 		if action == "" {
@@ -160,14 +210,32 @@ func (s *Store) writeJobRecords(ctx context.Context, q querier, w JobWrite, j *J
 	if err != nil {
 		return err
 	}
+	if j.Placement == "" {
+		j.Placement = wire.PlacementColocated
+	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO jobs (job_id, node_id, strategy, requested, version, generation,
-		desired_state, action_id, restore, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+		desired_state, action_id, restore, created_at, updated_at, placement) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (job_id) DO UPDATE SET node_id = excluded.node_id, version = excluded.version,
 		generation = excluded.generation, desired_state = excluded.desired_state, action_id = excluded.action_id,
 		restore = excluded.restore, updated_at = excluded.updated_at`,
 		j.ID, j.NodeID, j.Strategy, string(requested), j.Version, j.Generation, j.DesiredState, j.ActionID, restore,
-		ms(j.CreatedAt), now); err != nil {
+		ms(j.CreatedAt), now, j.Placement); err != nil {
 		return err
+	}
+	if sp := w.Split; sp != nil {
+		taskNodes, err := json.Marshal(sp.TaskNodes)
+		if err != nil {
+			return err
+		}
+		ports, err := json.Marshal(nonNilMap(sp.NodeDataPorts))
+		if err != nil {
+			return err
+		}
+		// The secret goes to this row only (see migration 0006).
+		if _, err := q.ExecContext(ctx, `UPDATE jobs SET placement = ?, task_nodes = ?, node_data_ports = ?, data_secret = ?
+			WHERE job_id = ?`, wire.PlacementSplit, string(taskNodes), string(ports), sp.DataSecret, j.ID); err != nil {
+			return err
+		}
 	}
 	if w.Upgrade != nil {
 		if err := insertUpgrade(ctx, q, j.ID, *w.Upgrade, w.IntentID, now); err != nil {
@@ -228,6 +296,14 @@ func insertUpgrade(ctx context.Context, q querier, jobID string, u Upgrade, inte
 		u.UpgradeID, jobID, u.FromVersion, u.ToVersion, u.Mode, u.Strict, restore, u.Fallback, u.State, u.OperationID,
 		at, ms(u.RolledBackAt.Time))
 	return err
+}
+
+// nonNilMap is m, or an empty map for nil (JSON {} rather than null).
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // optJSON is v as JSON text, or "" for a nil pointer.

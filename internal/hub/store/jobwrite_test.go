@@ -54,7 +54,7 @@ func TestWriteJobCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Job{ID: "j1", NodeID: "n1", Strategy: "requested", Requested: []string{"n1"}, Version: 1, Generation: 1,
-		DesiredState: wire.JobRunning, ActionID: "act-1", CreatedAt: t0, UpdatedAt: t0}
+		DesiredState: wire.JobRunning, ActionID: "act-1", Placement: wire.PlacementColocated, CreatedAt: t0, UpdatedAt: t0}
 	if d := cmp.Diff(want, j); d != "" {
 		t.Errorf("job (-want +got):\n%s", d)
 	}
