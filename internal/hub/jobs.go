@@ -117,15 +117,9 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 	if err != nil {
 		return err
 	}
-	if jw.payload.Savepoint {
-		// A split job's savepoint at a stop is its coordinator's to take:
-		// the other nodes only stop.
-		peer := jw.payload
-		peer.Savepoint = false
-		if jw.PeerPayload, err = json.Marshal(peer); err != nil {
-			return err
-		}
-	}
+	// A split job's other nodes get the same stop: asked for a savepoint,
+	// a follower waits for its coordinator to take it and end the job
+	// (stopping first would fail the savepoint's barrier).
 	jw.CorrelationID, jw.Actor = httpapi.CorrelationID(r.Context()), httpapi.Principal(r.Context())
 	jw.Now, jw.ExpiresAt = now, now.Add(h.opts.Settings.IntentTTL)
 	res, err := h.st.WriteJob(r.Context(), jw.JobWrite)

@@ -157,13 +157,13 @@ func TestJobSplit(t *testing.T) {
 		}
 	}
 
-	// A stop reaches every node, without the placement; its savepoint is
-	// the coordinator's to take.
+	// A stop reaches every node, without the placement; every node is told
+	// of the savepoint (the coordinator takes it, the others wait for it).
 	th.op(t, "PUT", "/jobs/j1/desired-state", `{"state": "stopped", "savepoint": true}`, http.StatusAccepted)
 	for _, id := range []string{"n1", "n2", "n3"} {
 		cmds := only(agents[id].runAll(t), "j1")
 		if len(cmds) != 1 || cmds[0].Operation != wire.CommandJobStop || cmds[0].Payload.DataSecret != "" || cmds[0].Payload.TaskNodes != nil ||
-			cmds[0].Payload.Savepoint != (id == "n1") {
+			!cmds[0].Payload.Savepoint {
 			t.Fatalf("%s: %+v", id, cmds)
 		}
 		opIDs = append(opIDs, cmds[0].CommandID)

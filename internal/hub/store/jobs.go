@@ -165,10 +165,7 @@ type JobWrite struct {
 	Restore    *wire.JobRestore
 	SetRestore bool
 	// Payload is the command payload the intent carries (wire.CommandPayload JSON).
-	Payload json.RawMessage
-	// PeerPayload is the payload of the intents at a split job's other
-	// nodes; nil: Payload.
-	PeerPayload   json.RawMessage
+	Payload       json.RawMessage
 	CorrelationID string
 	Actor         string
 	Now           time.Time

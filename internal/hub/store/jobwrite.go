@@ -35,7 +35,7 @@ func (w JobWrite) check() error {
 	if w.Upgrade != nil && (w.Upgrade.UpgradeID == "" || w.Upgrade.Mode == "") {
 		return fmt.Errorf("%w: an upgrade needs an id and a mode", ErrInvalid)
 	}
-	return errors.Join(checkJSON("payload", w.Payload), checkJSON("peer payload", w.PeerPayload))
+	return checkJSON("payload", w.Payload)
 }
 
 func checkJSON(what string, b json.RawMessage) error {
@@ -123,9 +123,6 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		for _, n := range peers {
 			peer := in
 			peer.ID, peer.NodeID = w.NewIntentID(), n
-			if w.PeerPayload != nil {
-				peer.Payload = w.PeerPayload
-			}
 			p, err := s.desireJob(ctx, q, peer)
 			if err != nil {
 				return err
