@@ -35,7 +35,7 @@ type link struct {
 	failure sync.Once
 	err     error // why the link ended, wraps ErrLinkBroken; set before done closes
 
-	waiting atomic.Int32 // senders waiting for credit now
+	waiting atomic.Int32  // senders waiting for credit now
 	wake    chan struct{} // buffered(1): the control queue has something
 	lastW   atomic.Int64  // unix nanos of the last write
 
@@ -44,7 +44,7 @@ type link struct {
 	bufs    [2][]byte
 	writers atomic.Int32 // data writers holding or waiting for wmu
 
-	cmu     sync.Mutex // guards the control queue
+	cmu     sync.Mutex        // guards the control queue
 	ctl     []byte            // encoded frames, in order
 	credits map[uint32]uint32 // credit to grant per peer stream id
 

@@ -38,7 +38,7 @@ type peer struct {
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
-	cur     *link // the up link, if any
+	cur     *link         // the up link, if any
 	upc     chan struct{} // closed while a link is up
 	state   string
 	since   time.Time
