@@ -1,12 +1,20 @@
 package dataplane
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
-// BenchmarkStream sends 64 KiB batches over one stream on loopback.
+// BenchmarkStream sends batches over one stream on loopback: 64 KiB ones
+// (the figure of record) and small ones (the flush and credit path).
 func BenchmarkStream(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) { benchStream(b, size) })
+	}
+}
+
+func benchStream(b *testing.B, size int) {
 	p := newPair(b, nil)
 	ctx := ctxT(b, 5*time.Minute)
 	r, err := p.mb.Receive("a", "bench", "bench")
@@ -17,8 +25,8 @@ func BenchmarkStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	payload := make([]byte, 64<<10)
-	b.SetBytes(int64(len(payload)))
+	payload := make([]byte, size)
+	b.SetBytes(int64(size))
 	b.ResetTimer()
 	errc := make(chan error, 1)
 	go func() {

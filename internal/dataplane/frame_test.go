@@ -33,8 +33,8 @@ func frameSeeds() [][]byte {
 		appendFrame(nil, 0, typeHeartbeat, nil),
 		appendFrame(nil, 0, typeRefuse, []byte("bad_secret\x00\xff")),
 		appendFrame(nil, 2, uint8(KindControl), bytes.Repeat([]byte{7}, 300)),
-		appendHeader(nil, 1<<31, 1, uint8(KindBatch)),         // hostile length
-		appendHeader(nil, 0xffffffff, 0, typeHello),           // hostile handshake length
+		appendHeader(nil, 1<<31, 1, uint8(KindBatch)),          // hostile length
+		appendHeader(nil, 0xffffffff, 0, typeHello),            // hostile handshake length
 		appendHeader(nil, 5, 1, typeCredit),                    // credit of the wrong size
 		appendFrame(nil, 1, typeOpen, []byte{0xff, 0xff, 'x'}), // string longer than its frame
 		appendFrame(nil, 1, 0x99, nil),                         // unknown type

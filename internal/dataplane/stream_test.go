@@ -332,3 +332,30 @@ func TestSendValidation(t *testing.T) {
 		t.Errorf("stream Send after mesh Close: %v, want ErrLinkBroken and ErrClosed", err)
 	}
 }
+
+func TestStatusAndLinkGauge(t *testing.T) {
+	p := newPair(t, nil)
+	up := func() float64 {
+		return metricValue(t, p.reg, "svc_dataplane_links", map[string]string{"state": LinkUp})
+	}
+	waitFor(t, 5*time.Second, "both ends up", func() bool { return up() == 2 })
+	if _, err := p.mb.Receive("a", "x", "e"); err != nil {
+		t.Fatal(err)
+	}
+	st := p.b.Status()
+	if st.Address != p.b.Addr() || len(st.Jobs) != 1 || st.Jobs[0].Job != testJob {
+		t.Fatalf("status %+v", st)
+	}
+	l := st.Jobs[0].Links[0]
+	if l.Node != "a" || l.State != LinkUp || l.Streams != 1 || l.Since.IsZero() {
+		t.Fatalf("link status %+v", l)
+	}
+	_ = p.ma.Close()
+	_ = p.mb.Close()
+	if got := up(); got != 0 {
+		t.Fatalf("links{up} = %v after both meshes closed", got)
+	}
+	if n := len(p.a.Status().Jobs); n != 0 {
+		t.Fatalf("%d jobs after Close", n)
+	}
+}
