@@ -103,6 +103,7 @@ type Job struct {
 	log    *slog.Logger
 
 	triggers chan *trigger // on-demand checkpoints, served by the running attempt's coordinator
+	split    *splitRun     // nil unless Options.Split
 	stopOnce sync.Once
 	stopc    chan struct{} // closed by Stop
 	done     chan struct{} // closed when Run returns
@@ -163,6 +164,13 @@ func Build(prefix string, p *job.Plan, opts Options) (*Job, error) {
 		done:     make(chan struct{}),
 		st:       Starting,
 	}
+	if opts.Split != nil {
+		sp, err := newSplitRun(j, opts.Split)
+		if err != nil {
+			return nil, &BuildError{Problems: []config.Problem{{Path: prefix, Message: err.Error()}}}
+		}
+		j.split = sp
+	}
 	inst, err := j.construct()
 	if err != nil {
 		return nil, err
@@ -182,7 +190,15 @@ type StopOptions struct {
 // the job keeps running and the error is returned.
 func (j *Job) Stop(ctx context.Context, o StopOptions) (*state.Manifest, error) {
 	var m *state.Manifest
-	if o.Savepoint {
+	if sp := j.split; sp != nil && !sp.coordinator() && o.Savepoint {
+		// The coordinator takes the savepoint, then ends the job here.
+		select {
+		case <-sp.endedCh:
+		case <-j.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	} else if o.Savepoint {
 		var err error
 		if m, err = j.Savepoint(ctx); err != nil {
 			return nil, err
@@ -221,6 +237,9 @@ var ErrNotRunning = errors.New("the job is not running")
 func (j *Job) trigger(ctx context.Context, savepoint bool) (*state.Manifest, error) {
 	if j.plan.Checkpoint == nil {
 		return nil, ErrNoCheckpointing
+	}
+	if j.split != nil && !j.split.coordinator() {
+		return nil, ErrNotCoordinator
 	}
 	t := &trigger{savepoint: savepoint, reply: make(chan triggerResult, 1)}
 	select {

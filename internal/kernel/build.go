@@ -117,6 +117,9 @@ func (j *Job) construct() (*instances, error) {
 	inst := &instances{tasks: make([]taskInstances, len(p.Tasks))}
 	res := component.Resources{StreamID: p.JobID, Logger: j.log}
 	for ti, t := range p.Tasks {
+		if !j.local(t.ID) {
+			continue // another node builds it
+		}
 		ch := chains[t.Chain]
 		if ch == nil {
 			problem(j.prefix, "task %s names no chain of the plan", t.ID)

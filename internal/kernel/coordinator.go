@@ -107,7 +107,7 @@ func (c *coordinator) run(ctx context.Context) {
 			c.abandon(ctx, fmt.Errorf("%s %d timed out after %v", c.cur.b.kind(), c.cur.b.id, c.timeout()))
 		case id := <-c.r.ended:
 			c.ended[id] = true
-			if len(c.ended) == len(c.r.sources) {
+			if len(c.ended) == c.r.sourceTotal {
 				c.final = true
 				c.next(ctx)
 			}
@@ -137,6 +137,7 @@ func (c *coordinator) start(ctx context.Context, savepoint bool, t *trigger) {
 			return
 		}
 	}
+	c.r.remoteBarrier(b)
 }
 
 // next starts what is due once no checkpoint is in flight: a queued
@@ -174,6 +175,7 @@ func (c *coordinator) finish(ctx context.Context) {
 			return
 		}
 	}
+	c.r.remoteFinish()
 }
 
 func (c *coordinator) onAck(ctx context.Context, a taskAck) {
@@ -185,7 +187,7 @@ func (c *coordinator) onAck(ctx context.Context, a taskAck) {
 		return
 	}
 	c.cur.acks[a.task] = a
-	if len(c.cur.acks) == len(c.r.tasks) {
+	if len(c.cur.acks) == c.r.taskTotal {
 		c.complete(ctx)
 	}
 }
@@ -229,8 +231,8 @@ func (c *coordinator) complete(ctx context.Context) {
 		m.Operators = append(m.Operators, op.ID)
 	}
 	var stateBytes int64
-	for _, t := range c.r.tasks {
-		a := cur.acks[t.spec.ID]
+	for _, t := range p.Tasks { // every task, on every node
+		a := cur.acks[t.ID]
 		if a.artifact != nil {
 			m.Tasks = append(m.Tasks, *a.artifact)
 			m.Bytes += a.artifact.Bytes
@@ -281,6 +283,7 @@ func (c *coordinator) complete(ctx context.Context) {
 		default:
 		}
 	}
+	c.r.remoteCommit(m.ID)
 	c.retain(ctx, m)
 	for _, w := range cur.waiters {
 		w.reply <- triggerResult{m: m}

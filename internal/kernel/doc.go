@@ -115,4 +115,35 @@
 //
 // Stop with a savepoint takes it first (an error leaves the job running),
 // then cancels every task: Stopping, then Stopped.
+//
+// # Split placement
+//
+// With Options.Split the job runs on several nodes and each builds and
+// runs only its own tasks. An edge whose two subtasks are on different
+// nodes is a data-plane stream (package dataplane) instead of a channel:
+// the router writes to a netOutlet, the receiving task's input reads frames
+// (codec.go: records in a tagged binary form, watermarks, barriers, idle and
+// end in band and in order), and the stream's credits bound it as the
+// channel's capacity does.
+//
+// The node of the plan's first task coordinates (job.Plan.Coordinator):
+// it runs the coordinator over every task of every node. The others
+// follow. They keep a control session with the coordinator (a stream each
+// way). Every attempt is global: once every follower's session is up, the
+// coordinator chooses the artifact (as above), names the attempt with a
+// random epoch and sends start to each follower with the artifact's kind
+// and id; barriers, commits and finish go to the followers' tasks as
+// messages, their acknowledgements and ended sources come back, and the
+// manifest, written last by the coordinator, lists every task of every
+// node (artifacts are in the shared object store, so any node can restore
+// any task, and a new placement redistributes key groups as a rescale
+// does). A failure anywhere — a task, a stream whose link broke (heartbeats
+// bound how long that takes to notice), a lost control session — fails the
+// attempt on the coordinator, which sends abort and, once every follower
+// is back, starts the next attempt from the newest artifact. The job ends
+// when the coordinator's Run ends: it sends end with the final state, and
+// the followers end in it. Control messages carry the fence generation:
+// another placement's are ignored. A follower refuses Checkpoint and
+// Savepoint (ErrNotCoordinator); its Stop with a savepoint waits for the
+// coordinator to end the job.
 package kernel

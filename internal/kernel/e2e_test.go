@@ -85,6 +85,13 @@ func TestGenerateAggregateFileExactlyOnce(t *testing.T) {
 		t.Fatalf("second run: %+v", o)
 	}
 
+	checkExactlyOnce(t, outDir, n, keys)
+}
+
+// checkExactlyOnce reads the committed part files of outDir: every key's
+// running count appears exactly once per value, n records in all.
+func checkExactlyOnce(t *testing.T, outDir string, n, keys int) {
+	t.Helper()
 	seen := map[string]map[int]int{}
 	total := 0
 	files, _ := filepath.Glob(filepath.Join(outDir, "counts-out-*.jsonl"))

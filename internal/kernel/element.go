@@ -2,7 +2,11 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+
+	"github.com/flowplane/flowplane/internal/dataplane"
 
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
@@ -53,13 +57,25 @@ type keyer interface {
 	Eval(r *operator.Record, dst []byte) (canonical []byte, value any, err error)
 }
 
+// outlet is where a router sends the elements for one downstream subtask:
+// a channel to a task of this node, or a data-plane stream to another node
+// (netOutlet). Same code path, different writer.
+type outlet interface {
+	send(ctx context.Context, e element) error
+}
+
+// chanOutlet is a channel to a task of this node.
+type chanOutlet chan element
+
+func (c chanOutlet) send(ctx context.Context, e element) error { return send(ctx, c, e) }
+
 // router writes what one operator of a task emits on one edge to the
-// channels of the downstream subtasks this sender is connected to. It is
+// outlets of the downstream subtasks this sender is connected to. It is
 // owned by the task's goroutine.
 type router struct {
 	edge    *job.Edge
-	outs    []chan element // by downstream subtask; nil where not connected
-	targets []int          // downstream subtasks connected, for broadcasts
+	outs    []outlet // by downstream subtask; nil where not connected
+	targets []int    // downstream subtasks connected, for broadcasts
 	bufs    [][]operator.Record
 	subtask int
 	rr      int
@@ -135,7 +151,7 @@ func (r *router) flushOne(ctx context.Context, t int) error {
 	}
 	e := element{kind: elemData, recs: r.bufs[t]}
 	r.bufs[t] = nil
-	return send(ctx, r.outs[t], e)
+	return r.outs[t].send(ctx, e)
 }
 
 // flush sends every partial batch.
@@ -154,7 +170,7 @@ func (r *router) broadcast(ctx context.Context, e element) error {
 		return err
 	}
 	for _, t := range r.targets {
-		if err := send(ctx, r.outs[t], e); err != nil {
+		if err := r.outs[t].send(ctx, e); err != nil {
 			return err
 		}
 	}
@@ -175,9 +191,11 @@ func send(ctx context.Context, ch chan element, e element) error {
 	}
 }
 
-// input is one channel into a task, from one upstream subtask on one edge.
+// input is one channel into a task, from one upstream subtask on one edge:
+// ch from a task of this node, or rcv from a task on another node.
 type input struct {
 	ch      chan element
+	rcv     *dataplane.Receiver
 	node    *node         // the operator of the task it feeds
 	release chan struct{} // lets the forwarder read past a barrier
 	wm      int64
@@ -196,28 +214,44 @@ type inElem struct {
 // forward moves elements of one input to the task's merged channel. After
 // a barrier it waits for release, so the task aligns without buffering: an
 // input that delivered barrier N is not read until N arrived on all.
-func (in *input) forward(ctx context.Context, idx int, merged chan<- inElem) {
+func (in *input) forward(ctx context.Context, idx int, merged chan<- inElem) error {
 	for {
 		var e element
-		select {
-		case e = <-in.ch:
-		case <-ctx.Done():
-			return
+		if in.rcv != nil {
+			f, err := in.rcv.Recv(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if errors.Is(err, io.EOF) {
+					err = errors.New("the stream ended before its end of input")
+				}
+				return fmt.Errorf("input from another node: %w", err)
+			}
+			if e, err = decodeElement(f); err != nil {
+				return fmt.Errorf("input from another node: %w", err)
+			}
+		} else {
+			select {
+			case e = <-in.ch:
+			case <-ctx.Done():
+				return nil
+			}
 		}
 		select {
 		case merged <- inElem{idx, e}:
 		case <-ctx.Done():
-			return
+			return nil
 		}
 		switch e.kind {
 		case elemBarrier:
 			select {
 			case <-in.release:
 			case <-ctx.Done():
-				return
+				return nil
 			}
 		case elemEnd:
-			return
+			return nil
 		}
 	}
 }

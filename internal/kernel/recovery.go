@@ -71,6 +71,9 @@ func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.
 		}
 	case RecoverArtifact:
 		ref := j.opts.Restore
+		if r.restoreRef != nil {
+			ref = r.restoreRef
+		}
 		if ref == nil {
 			return nil, &permanentError{errors.New("recovery artifact names no artifact to restore")}
 		}

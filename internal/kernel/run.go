@@ -60,6 +60,32 @@ func (j *Job) Run(ctx context.Context) error {
 		}
 	}()
 
+	if sp := j.split; sp != nil {
+		if !sp.coordinator() {
+			return j.follow(ctx)
+		}
+		var wg sync.WaitGroup
+		sctx, stopSessions := context.WithCancel(context.WithoutCancel(ctx))
+		sp.start(sctx, &wg)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sp.lead(sctx)
+		}()
+		defer func() {
+			// Tell the followers how the job ended, then close the sessions.
+			j.mu.Lock()
+			m := ctlMsg{Type: msgEnd, State: j.st}
+			if j.err != nil && j.st == Failed {
+				m.Error = j.err.Error()
+			}
+			j.mu.Unlock()
+			sp.broadcast(m)
+			sp.flush(2 * time.Second)
+			stopSessions()
+			wg.Wait()
+		}()
+	}
 	mode := j.opts.Recovery
 	if mode == "" {
 		mode = j.plan.Recovery
@@ -94,7 +120,14 @@ func (j *Job) Run(ctx context.Context) error {
 			// be another version's.
 			restoreFrom = RecoverNewest
 		}
-		out, progressed, err := j.attempt(ctx, inst, restoreFrom)
+		if sp := j.split; sp != nil {
+			if err := sp.waitPeers(ctx); err != nil {
+				inst.close()
+				j.setState(Stopped, nil)
+				return nil
+			}
+		}
+		out, progressed, err := j.attempt(ctx, j.newRun(newEpoch(), nil), inst, restoreFrom)
 		inst = nil
 		switch out {
 		case outCompleted:
@@ -188,6 +221,18 @@ type run struct {
 
 	acks  chan taskAck
 	ended chan string
+	over  chan struct{} // closed when the attempt is over
+	wired chan struct{} // closed once the tasks and channels exist
+
+	// split placement (split nil otherwise)
+	split       *splitRun
+	epoch       uint64
+	restoreRef  *ArtifactRef    // a follower restores what the coordinator chose
+	taskTotal   int             // tasks of the plan, on every node
+	sourceTotal int             // source tasks of the plan, on every node
+	closers     []func()        // data-plane streams to close at the end
+	waiting     map[string]bool // followers whose tasks have not finished; guarded by readyMu
+	allDone     chan struct{}   // closed when waiting emptied
 
 	wg         sync.WaitGroup // every goroutine but the tasks
 	readyMu    sync.Mutex
@@ -243,15 +288,40 @@ func (j *Job) stateRoot() string {
 	return filepath.Join(root, ns)
 }
 
-func (j *Job) attempt(ctx context.Context, inst *instances, mode string) (outcome, bool, error) {
+// newRun prepares an attempt: epoch names it on the data plane, ref is
+// what a follower restores (the coordinator's choice).
+func (j *Job) newRun(epoch uint64, ref *ArtifactRef) *run {
 	p := j.plan
 	r := &run{
 		j: j, p: p,
 		checkpointing: p.Checkpoint != nil,
 		acks:          make(chan taskAck, len(p.Tasks)),
 		ended:         make(chan string, len(p.Tasks)),
+		over:          make(chan struct{}),
+		wired:         make(chan struct{}),
 		nextID:        1,
+		split:         j.split,
+		epoch:         epoch,
+		restoreRef:    ref,
+		taskTotal:     len(p.Tasks),
 	}
+	for _, t := range p.Tasks {
+		for _, c := range p.Chains {
+			if c.ID == t.Chain && p.Operator(c.Operators[0]).Kind == "source" {
+				r.sourceTotal++
+			}
+		}
+	}
+	return r
+}
+
+func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string) (outcome, bool, error) {
+	defer close(r.over)
+	defer func() {
+		for _, c := range r.closers {
+			c()
+		}
+	}()
 	restore, err := j.prepareRecovery(ctx, r, mode)
 	if err == nil {
 		err = j.wire(r, inst, restore)
@@ -263,6 +333,7 @@ func (j *Job) attempt(ctx context.Context, inst *instances, mode string) (outcom
 		}
 		return outFailed, false, err
 	}
+	close(r.wired)
 	j.mu.Lock()
 	j.tasks = r.tasks
 	if restore != nil {
@@ -285,19 +356,43 @@ func (j *Job) attempt(ctx context.Context, inst *instances, mode string) (outcom
 			}
 		}()
 	}
+	lead := r.split != nil && r.split.coordinator()
+	if lead {
+		r.waiting, r.allDone = map[string]bool{}, make(chan struct{})
+		for _, p := range r.split.peers {
+			r.waiting[p] = true
+		}
+		r.split.setCurrent(r)
+		defer r.split.setCurrent(nil)
+		r.split.broadcast(ctlMsg{Type: msgStart, Epoch: r.epoch, Restore: refOf(restore)})
+	}
 	cctx, stopCoord := context.WithCancel(rctx)
 	coordDone := make(chan struct{})
 	go func() {
 		defer close(coordDone)
+		if r.split != nil && !lead {
+			r.relay(cctx)
+			return
+		}
 		newCoordinator(r).run(cctx)
 	}()
 	tasks.Wait()
+	if lead {
+		// The job is done when the followers' tasks are too.
+		select {
+		case <-r.allDone:
+		case <-rctx.Done():
+		}
+	}
 	stopCoord()
 	<-coordDone
 	cancel(errAttemptOver)
 	r.wg.Wait()
 	for _, t := range r.tasks {
 		t.teardown()
+	}
+	if lead && (r.failErr != nil || ctx.Err() != nil) {
+		r.split.broadcast(ctlMsg{Type: msgAbort, Epoch: r.epoch})
 	}
 	switch {
 	case r.failErr != nil:
@@ -319,13 +414,21 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 	for i := range p.Chains {
 		chains[p.Chains[i].ID] = &p.Chains[i]
 	}
+	// byChain holds a chain's tasks by subtask; nil where the task runs on
+	// another node (split placement).
 	byChain := map[string][]*task{}
+	for _, c := range p.Chains {
+		byChain[c.ID] = make([]*task, c.Parallelism)
+	}
 	maxPending := 4096
 	if p.State != nil && p.State.MaxPendingTransactions > 0 {
 		maxPending = p.State.MaxPendingTransactions
 	}
 	m := j.opts.Metrics
 	for ti, spec := range p.Tasks {
+		if !j.local(spec.ID) {
+			continue
+		}
 		ch := chains[spec.Chain]
 		t := &task{
 			r: r, spec: spec, wm: operator.NoTime,
@@ -367,7 +470,7 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			return &permanentError{fmt.Errorf("%s: the job keeps state but no state root is set (state.root or SVC_STATE_ROOT)", j.prefix)}
 		}
 		r.tasks = append(r.tasks, t)
-		byChain[spec.Chain] = append(byChain[spec.Chain], t)
+		byChain[spec.Chain][spec.Subtask] = t
 		if t.src != nil {
 			r.sources = append(r.sources, t)
 		}
@@ -388,6 +491,9 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			// A late edge between two operators of one chain is a direct
 			// call too: a channel would feed the task its own barriers.
 			for _, t := range ups {
+				if t == nil {
+					continue
+				}
 				n, nx := nodeOf(t, e.From), nodeOf(t, e.To)
 				if e.Mode == job.Late {
 					n.late = append(n.late, nx)
@@ -398,19 +504,40 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			continue
 		}
 		pu, pd := len(ups), len(downs)
-		chans := make([][]chan element, pu)
-		for i := range chans {
-			chans[i] = make([]chan element, pd)
-			for k := 0; k < pd; k++ {
-				if connected(e.Mode, i, k, pu, pd) {
-					chans[i][k] = make(chan element, channelCapacity)
+		outs := make([][]outlet, pu)
+		for i := range outs {
+			outs[i] = make([]outlet, pd)
+		}
+		for k, down := range downs {
+			for i, up := range ups {
+				if !connected(e.Mode, i, k, pu, pd) || up == nil && down == nil {
+					continue
 				}
+				if down == nil {
+					outs[i][k] = r.netOutlet(ei, e, i, k, to.Chain)
+					continue
+				}
+				in := &input{node: nodeOf(down, e.To), release: make(chan struct{}, 1), wm: operator.NoTime}
+				if up != nil {
+					ch := make(chan element, channelCapacity)
+					outs[i][k], in.ch = chanOutlet(ch), ch
+				} else {
+					rcv, err := r.netInlet(ei, e, i, k, from.Chain)
+					if err != nil {
+						return err
+					}
+					in.rcv = rcv
+				}
+				down.inputs = append(down.inputs, in)
 			}
 		}
 		for i, t := range ups {
-			rt := &router{edge: e, outs: chans[i], bufs: make([][]operator.Record, pd), subtask: i, maxPar: p.MaxParallelism}
-			for k := range chans[i] {
-				if chans[i][k] != nil {
+			if t == nil {
+				continue
+			}
+			rt := &router{edge: e, outs: outs[i], bufs: make([][]operator.Record, pd), subtask: i, maxPar: p.MaxParallelism}
+			for k := range outs[i] {
+				if outs[i][k] != nil {
 					rt.targets = append(rt.targets, k)
 				}
 			}
@@ -424,13 +551,6 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 				n.routers = append(n.routers, rt)
 			}
 			t.routers = append(t.routers, rt)
-		}
-		for k, t := range downs {
-			for i := range ups {
-				if chans[i][k] != nil {
-					t.inputs = append(t.inputs, &input{ch: chans[i][k], node: nodeOf(t, e.To), release: make(chan struct{}, 1), wm: operator.NoTime})
-				}
-			}
 		}
 	}
 	if restore != nil {

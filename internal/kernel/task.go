@@ -334,7 +334,11 @@ func (t *task) run(ctx context.Context) (err error) {
 func (t *task) runInputs(ctx context.Context) error {
 	merged := make(chan inElem)
 	for i, in := range t.inputs {
-		t.r.goroutine(func() { in.forward(ctx, i, merged) })
+		t.r.goroutine(func() {
+			if err := in.forward(ctx, i, merged); err != nil {
+				t.r.fail(fmt.Errorf("task %s: %w", t.spec.ID, err))
+			}
+		})
 	}
 	tick := time.NewTicker(t.r.j.opts.tick)
 	defer tick.Stop()

@@ -45,7 +45,7 @@ func bareTask(n int) (*task, *recorder, chan element) {
 	r := &run{j: j, acks: make(chan taskAck, 8)}
 	rec := &recorder{}
 	out := make(chan element, 64)
-	rt := &router{edge: &job.Edge{Mode: job.Forward}, outs: []chan element{out}, targets: []int{0}, bufs: make([][]operator.Record, 1)}
+	rt := &router{edge: &job.Edge{Mode: job.Forward}, outs: []outlet{chanOutlet(out)}, targets: []int{0}, bufs: make([][]operator.Record, 1)}
 	nd := &node{pop: &job.Operator{ID: "op"}, op: rec, routers: []*router{rt}}
 	t := &task{r: r, spec: job.Task{ID: "op#0", Chain: "op"}, nodes: []*node{nd}, routers: []*router{rt}, wm: operator.NoTime}
 	nd.t = t
