@@ -437,6 +437,7 @@ type netOutlet struct {
 	mesh              *dataplane.Mesh
 	peer, name, label string
 	snd               *dataplane.Sender
+	buf               []byte // reused: Send keeps no payload once it returned
 }
 
 func (o *netOutlet) send(ctx context.Context, e element) error {
@@ -447,10 +448,11 @@ func (o *netOutlet) send(ctx context.Context, e element) error {
 		}
 		o.snd = s
 	}
-	f, err := encodeElement(e, nil)
+	f, err := encodeElement(e, o.buf)
 	if err != nil {
 		return fmt.Errorf("edge %s: %w", o.label, err)
 	}
+	o.buf = f.Payload[:0]
 	if err := o.snd.Send(ctx, f); err != nil {
 		return fmt.Errorf("edge %s to node %s: %w", o.label, o.peer, err)
 	}
