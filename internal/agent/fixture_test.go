@@ -81,7 +81,7 @@ type nodeOptions struct {
 	// dataPlane gives the engine a data plane on 127.0.0.1:0, whose
 	// address the Agent advertises (needs the real internal/dataplane).
 	dataPlane bool
-	tune     func(*agent.Options)
+	tune      func(*agent.Options)
 }
 
 func startNode(t testing.TB, o nodeOptions) *testNode {
