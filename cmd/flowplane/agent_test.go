@@ -25,19 +25,36 @@ type stubHub struct {
 	streams map[string]wire.ReportStream // latest reported state by stream
 	results map[string]string            // command id -> final state
 	queue   []wire.Command
+	// registers and heartbeats are the bodies received, in order.
+	registers  []wire.RegisterRequest
+	heartbeats []wire.HeartbeatRequest
+	// heartbeatMS is the heartbeat interval sessions get (5000 unless set
+	// before the node registers).
+	heartbeatMS int64
 }
 
 func newStubHub(t *testing.T, token string) *stubHub {
-	h := &stubHub{streams: map[string]wire.ReportStream{}, results: map[string]string{}}
+	h := &stubHub{streams: map[string]wire.ReportStream{}, results: map[string]string{}, heartbeatMS: 5000}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/agent/register", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(wire.RegisterResponse{SessionToken: "s1", SessionExpiresAt: wire.At(time.Now().Add(time.Hour)), LeaseTTLMS: 15000, HeartbeatIntervalMS: 5000})
+		var reg wire.RegisterRequest
+		_ = json.NewDecoder(r.Body).Decode(&reg)
+		h.mu.Lock()
+		h.registers = append(h.registers, reg)
+		interval := h.heartbeatMS
+		h.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(wire.RegisterResponse{SessionToken: "s1", SessionExpiresAt: wire.At(time.Now().Add(time.Hour)), LeaseTTLMS: 15000, HeartbeatIntervalMS: interval})
 	})
 	mux.HandleFunc("POST /api/v1/agent/heartbeat", func(w http.ResponseWriter, r *http.Request) {
+		var hb wire.HeartbeatRequest
+		_ = json.NewDecoder(r.Body).Decode(&hb)
+		h.mu.Lock()
+		h.heartbeats = append(h.heartbeats, hb)
+		h.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(wire.HeartbeatResponse{})
 	})
 	mux.HandleFunc("POST /api/v1/agent/report", func(w http.ResponseWriter, r *http.Request) {

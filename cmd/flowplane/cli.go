@@ -259,6 +259,20 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	metrics := telemetry.NewRegistry()
+	// The data plane is closed last, after the engine stopped the jobs
+	// that use it.
+	dp, err := startDataPlane(hc, nodeID, log, metrics)
+	if err != nil {
+		log.Error("start-up failed", "err", err)
+		return exitFailed
+	}
+	if dp != nil {
+		defer func() {
+			if err := dp.Close(); err != nil {
+				log.Warn("close the data plane", "err", err)
+			}
+		}()
+	}
 	// Event ids continue across restarts: they start from the clock.
 	events := eventlog.New(eventlog.Options{LastID: time.Now().UnixMilli() * 1000})
 	var nd atomic.Pointer[node.Node]
@@ -268,6 +282,8 @@ func runNode(ctx context.Context, o nodeOptions, stdout, stderr io.Writer) int {
 		StateDir:   stateDir,
 		Metrics:    stream.NewMetrics(metrics),
 		JobMetrics: kernel.NewMetrics(metrics),
+		DataPlane:  dp,
+		NodeID:     nodeID,
 		OnState: func(id string, st stream.State) {
 			if n := nd.Load(); n != nil {
 				n.OnStreamState(id, st)

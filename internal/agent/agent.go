@@ -59,6 +59,9 @@ type Options struct {
 	LeaseTTL   time.Duration
 	SessionTTL time.Duration
 	// DataAddress is data_host:data_port, or empty without a data plane.
+	// It and network_shuffle are advertised only when Engine has a data
+	// plane (engine.Options.DataPlane): a node whose data plane is not
+	// listening is never offered a split job.
 	DataAddress string
 	// StateDir is the node's state directory; the Agent keeps its own
 	// state under StateDir/agent.
@@ -182,6 +185,9 @@ func New(o Options) (*Agent, error) {
 	st, err := openStore(filepath.Join(o.StateDir, "agent"), o.NodeID, log)
 	if err != nil {
 		return nil, err
+	}
+	if o.Engine == nil || o.Engine.DataPlane() == nil {
+		o.DataAddress = ""
 	}
 	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand)}
 	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil)
@@ -332,7 +338,8 @@ func (a *Agent) reapply(ctx context.Context) {
 // is running: from the newest artifact of either kind, fenced with its
 // recorded generation, so that a node the job moved away from while it
 // was down is refused by the fence (a newer generation took the store).
-// Jobs the Hub wants stopped are not started.
+// A split job starts its share again on its recorded placement. Jobs the
+// Hub wants stopped are not started.
 func (a *Agent) reapplyJobs(ctx context.Context) {
 	for id, d := range a.st.allJobs() {
 		if d.State != jobDesiredRunning {
@@ -343,12 +350,17 @@ func (a *Agent) reapplyJobs(ctx context.Context) {
 			a.log.Error("could not re-apply the Hub's job: its spec no longer materializes", "job_id", id, "generation", d.Generation, "problems", problemsMessage(probs))
 			continue
 		}
-		err := a.o.Engine.StartHubJob(ctx, engine.HubJob{Spec: cfg.Jobs[0], Path: specPath, Generation: d.Generation, Recovery: kernel.RecoverNewest})
+		h := engine.HubJob{Spec: cfg.Jobs[0], Path: specPath, Generation: d.Generation, Recovery: kernel.RecoverNewest}
+		a.x.jobs.redactSecret(d.DataSecret)
+		err := d.applySplit(&h)
+		if err == nil {
+			err = a.o.Engine.StartHubJob(ctx, h)
+		}
 		if err != nil {
 			a.log.Error("could not re-apply the Hub's job", "job_id", id, "generation", d.Generation, "err", a.x.jobs.redact(err.Error()))
 			continue
 		}
-		a.log.Info("re-applied the Hub's job", "job_id", id, "generation", d.Generation, "recovery", kernel.RecoverNewest)
+		a.log.Info("re-applied the Hub's job", "job_id", id, "generation", d.Generation, "recovery", kernel.RecoverNewest, "split", len(h.TaskNodes) > 0)
 	}
 }
 

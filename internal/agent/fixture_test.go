@@ -18,6 +18,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	_ "github.com/flowplane/flowplane/internal/connect/all"
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/node"
@@ -66,6 +67,7 @@ type testNode struct {
 	eng    *engine.Engine
 	events *eventlog.Log
 	agent  *agent.Agent
+	dp     *dataplane.Server // nil without nodeOptions.dataPlane
 	logs   *syncBuffer
 	stop   func() // stops the Agent, then the engine (idempotent)
 }
@@ -76,7 +78,10 @@ type nodeOptions struct {
 	streams  []string // stream ids, each a genStream
 	extra    string   // more streams, as YAML list items
 	jobs     bool     // the Agent runs Hub jobs on the engine
-	tune     func(*agent.Options)
+	// dataPlane gives the engine a data plane on 127.0.0.1:0, whose
+	// address the Agent advertises (needs the real internal/dataplane).
+	dataPlane bool
+	tune      func(*agent.Options)
 }
 
 func startNode(t testing.TB, o nodeOptions) *testNode {
@@ -108,7 +113,14 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 	events := eventlog.New(eventlog.Options{})
 	tn := &testNode{events: events, logs: logs}
 	var nd atomic.Pointer[node.Node]
-	eng := engine.New(engine.Options{Registry: reg, StateDir: o.stateDir, StopTimeout: 5 * time.Second, OnState: func(id string, st stream.State) {
+	if o.dataPlane {
+		dp, err := dataplane.Listen(dataplane.Options{Addr: "127.0.0.1:0", NodeID: testNodeID, Logger: log})
+		if err != nil {
+			t.Fatalf("dataplane.Listen: %v", err)
+		}
+		tn.dp = dp
+	}
+	eng := engine.New(engine.Options{Registry: reg, StateDir: o.stateDir, StopTimeout: 5 * time.Second, NodeID: testNodeID, DataPlane: tn.dp, OnState: func(id string, st stream.State) {
 		if n := nd.Load(); n != nil {
 			n.OnStreamState(id, st)
 		}
@@ -126,6 +138,9 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 	}
 	if o.jobs {
 		ao.Engine, ao.Registry, ao.Resolver = eng, reg, secretref.Resolver{}
+	}
+	if tn.dp != nil {
+		ao.DataAddress = tn.dp.Addr()
 	}
 	if o.tune != nil {
 		o.tune(&ao)
@@ -156,6 +171,11 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 			sctx, scancel := context.WithTimeout(context.Background(), waitFor)
 			defer scancel()
 			eng.Shutdown(sctx)
+			if tn.dp != nil {
+				if err := tn.dp.Close(); err != nil {
+					t.Errorf("close the data plane: %v", err)
+				}
+			}
 			if strings.Contains(logs.String(), testNodeToken) {
 				t.Errorf("the node token is in the logs")
 			}

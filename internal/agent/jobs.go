@@ -200,6 +200,11 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		default:
 			return fail(permanentFailure(codeInvalidPayload, "recovery %q is not latest_checkpoint, latest_savepoint, fail, none or artifact", p.Recovery))
 		}
+		d := JobDesire{State: jobDesiredRunning, Generation: cmd.Generation, Version: p.JobVersion, ActionID: cmd.ActionID, Spec: p.Spec, CommandID: cmd.CommandID}.withSplit(p)
+		x.jobs.redactSecret(d.DataSecret)
+		if err := d.applySplit(&h); err != nil {
+			return fail(permanentFailure(codeInvalidPayload, "job %q: %v", id, err))
+		}
 		err := eng.StartHubJob(ctx, h)
 		var be *kernel.BuildError
 		switch {
@@ -207,12 +212,13 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 			return jobResult{}
 		case errors.Is(err, engine.ErrJobConfigured):
 			return fail(permanentFailure(codeJobConfigured, "job %q is configured on this node; the Hub cannot run a job of that id here", id))
+		case x.jobs.splitFailure(err, h) != nil:
+			return fail(x.jobs.splitFailure(err, h))
 		case errors.As(err, &be):
 			return fail(permanentFailure(codeInvalidSpec, "%s", problemsMessage(specProblems(cfg.Redact(be.Problems)))))
 		case err != nil:
 			return fail(permanentFailure(codeInvalidSpec, "%s", problemsMessage(specProblems(cfg.Redact(config.Problems(err))))))
 		}
-		d := &JobDesire{State: jobDesiredRunning, Generation: cmd.Generation, Version: p.JobVersion, ActionID: cmd.ActionID, Spec: p.Spec, CommandID: cmd.CommandID}
 		st, ok := x.waitStarted(ctx, id)
 		switch {
 		case !ok:
@@ -224,9 +230,9 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 			if errors.Is(st.Err, state.ErrFenced) {
 				code = codeFenced
 			}
-			return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: permanentFailure(code, "%s", st.Error)}, desire: d, done: true}
+			return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: permanentFailure(code, "%s", st.Error)}, desire: &d, done: true}
 		}
-		return succeed(nil, d)
+		return succeed(nil, &d)
 
 	case wire.CommandJobStop:
 		d := &JobDesire{State: jobDesiredStopped, Generation: cmd.Generation, Version: cmd.Payload.JobVersion, ActionID: cmd.ActionID, CommandID: cmd.CommandID}

@@ -19,9 +19,12 @@ const maxOutcomes = 1024
 // stateFileName is the Agent's durable state under <state dir>/agent.
 const stateFileName = "hub-state.json"
 
-// stateVersion is the version of the state file written. Version 1 (no
-// jobs) is read and migrated forward: it holds no Hub jobs.
-const stateVersion = 2
+// stateVersion is the version of the state file written. Versions 1 (no
+// jobs) and 2 (no split placements) are read and migrated forward: they
+// hold no Hub jobs, and no split ones. A version 3 file is refused (moved
+// aside) by an Agent that knows only version 2, which would otherwise
+// start a split job whole.
+const stateVersion = 3
 
 // Desire is the Hub desire the Agent last applied to one stream. Its
 // generation and action id are what the Agent reports for the stream.
@@ -47,6 +50,14 @@ type JobDesire struct {
 	// ran.
 	Spec      json.RawMessage `json:"spec,omitempty"`
 	CommandID string          `json:"command_id,omitempty"`
+
+	// The split placement of a running job (job_start's task_nodes,
+	// node_data_ports and data_secret; since version 3), absent for a
+	// colocated one. DataSecret is base64url as the Hub sent it: a
+	// credential, kept only in this 0600 file, never logged or reported.
+	TaskNodes     map[string]string `json:"task_nodes,omitempty"`
+	NodeDataPorts map[string]string `json:"node_data_ports,omitempty"`
+	DataSecret    string            `json:"data_secret,omitempty"`
 }
 
 // Outcome is the final result of one executed command, kept so that a
@@ -68,7 +79,7 @@ type stateFile struct {
 	Version  int                  `json:"version"`
 	NodeID   string               `json:"node_id"`
 	Streams  map[string]Desire    `json:"streams"`
-	Jobs     map[string]JobDesire `json:"jobs,omitempty"` // since version 2
+	Jobs     map[string]JobDesire `json:"jobs,omitempty"` // since version 2; split placements since 3
 	Outcomes []Outcome            `json:"outcomes"`
 }
 

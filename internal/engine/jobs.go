@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -38,6 +39,9 @@ type jobInstance struct {
 	generation int64
 	recovery   string
 	restore    *kernel.ArtifactRef
+	// split is the placement of a job whose tasks run on several nodes;
+	// nil when the whole job runs here. Each start joins its mesh anew.
+	split *split
 
 	plan    *job.Plan
 	rt      *kernel.Job
@@ -154,6 +158,21 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 	if ji.hub {
 		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore
 	}
+	// A split job's mesh lives as long as this run: it is closed when Run
+	// returns (the job ended, was stopped, removed or restarted).
+	closeMesh := func() {}
+	if ji.split != nil {
+		sp, err := e.joinSplit(id, plan, ji.split)
+		if err != nil {
+			return fail(err)
+		}
+		opts.Split = sp
+		closeMesh = func() {
+			if err := sp.Mesh.Close(); err != nil {
+				log.Warn("close the job's data-plane mesh", "err", err)
+			}
+		}
+	}
 	hook := e.opts.OnJobState
 	opts.OnState = func(st kernel.State) {
 		if hook != nil {
@@ -163,6 +182,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 	}
 	rt, err := kernel.Build(ji.path, plan, opts)
 	if err != nil {
+		closeMesh()
 		return fail(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,6 +193,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		if cerr := rt.Close(); cerr != nil {
 			log.Warn("close the job's artifact store", "err", cerr)
 		}
+		closeMesh()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("job ended with an error", "err", err)
 		} else {
@@ -263,6 +284,14 @@ type HubJob struct {
 // node's configuration uses is refused with ErrJobConfigured. Problems
 // building the job are returned (a *config.Error or *kernel.BuildError);
 // the job is then held, failed, until the next StartHubJob or RemoveHubJob.
+//
+// A job with TaskNodes runs only the tasks placed on this node (NodeID):
+// it needs the node's data plane (an error wrapping ErrNoDataPlane
+// otherwise), a placement of exactly the plan's tasks with at least one of
+// them here, a data address for every other node and a data secret (an
+// error wrapping ErrSplitPlacement otherwise; the job is held, failed, as
+// for a build problem). Each start joins the job's mesh on the data plane;
+// the mesh is closed when that run ends.
 // Failures of the run itself (a fence, an artifact that cannot be
 // restored) show in Job's observation.
 func (e *Engine) StartHubJob(ctx context.Context, h HubJob) error {
@@ -287,7 +316,7 @@ func (e *Engine) StartHubJob(ctx context.Context, h HubJob) error {
 	if path == "" {
 		path = "spec"
 	}
-	ji := &jobInstance{conf: h.Spec, path: path, hub: true, generation: h.Generation, recovery: h.Recovery, restore: h.Restore}
+	ji := &jobInstance{conf: h.Spec, path: path, hub: true, generation: h.Generation, recovery: h.Recovery, restore: h.Restore, split: splitOf(h)}
 	e.mu.Lock()
 	e.jobs[id] = ji
 	if old == nil {
@@ -420,6 +449,9 @@ type JobStatus struct {
 	// ObjectStoreURI is the job's checkpoint store (empty without
 	// checkpointing); it may hold credentials in its query.
 	ObjectStoreURI string `json:"-"`
+	// TaskNodes is a split job's placement, task -> node (a copy); nil for
+	// a job that runs whole here.
+	TaskNodes map[string]string `json:"-"`
 }
 
 // Jobs returns every job's status: the configured ones in configuration
@@ -484,6 +516,9 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 	st := JobStatus{Path: ji.path, Hub: ji.hub, Generation: ji.generation}
 	if ji.conf.Checkpoint != nil {
 		st.ObjectStoreURI = ji.conf.Checkpoint.ObjectStoreURI
+	}
+	if ji.split != nil {
+		st.TaskNodes = maps.Clone(ji.split.taskNodes)
 	}
 	if ji.rt != nil {
 		st.Observation = ji.rt.Observe()

@@ -22,6 +22,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	_ "github.com/flowplane/flowplane/internal/connect/all"
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
@@ -119,6 +120,8 @@ type harness struct {
 	hopts  node.HandlerOptions
 	// token is sent as Authorization: Bearer unless a request sets its own.
 	token string
+	// dp is the engine's data plane (harnessOptions.dataPlane), or nil.
+	dp *dataplane.Server
 }
 
 type harnessOptions struct {
@@ -137,6 +140,9 @@ type harnessOptions struct {
 	// redactor.
 	logs      io.Writer
 	logFormat string
+	// dataPlane gives the engine a data plane on 127.0.0.1:0 (needs the
+	// real internal/dataplane); it is closed after the engine.
+	dataPlane bool
 }
 
 func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
@@ -178,8 +184,14 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	metrics := telemetry.NewRegistry()
 	events := eventlog.New(eventlog.Options{LastID: time.Now().UnixMilli() * 1000})
 	var nd atomic.Pointer[node.Node]
+	var dp *dataplane.Server
+	if o.dataPlane {
+		if dp, err = dataplane.Listen(dataplane.Options{Addr: "127.0.0.1:0", NodeID: testNodeID, Logger: log, Registerer: metrics}); err != nil {
+			t.Fatalf("dataplane.Listen: %v", err)
+		}
+	}
 	eng := engine.New(engine.Options{
-		Registry: reg, Logger: log, StateDir: dir, Metrics: stream.NewMetrics(metrics),
+		Registry: reg, Logger: log, StateDir: dir, Metrics: stream.NewMetrics(metrics), NodeID: testNodeID, DataPlane: dp,
 		OnState: func(id string, st stream.State) {
 			if n := nd.Load(); n != nil {
 				n.OnStreamState(id, st)
@@ -199,7 +211,7 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, hopts: hopts,
+	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, hopts: hopts, dp: dp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -224,6 +236,11 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer scancel()
 		eng.Shutdown(sctx)
+		if dp != nil {
+			if err := dp.Close(); err != nil {
+				t.Errorf("close the data plane: %v", err)
+			}
+		}
 	})
 	events.Append(wire.Event{Kind: wire.EventNodeStarted, NodeID: testNodeID, Message: "node started with configuration " + version.ID})
 	if err := eng.Apply(context.Background(), cfg); err != nil {

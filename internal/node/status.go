@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -119,15 +120,27 @@ type Status struct {
 	UptimeMs      int64        `json:"uptime_ms"`
 	Streams       StreamTotals `json:"streams"`
 	Jobs          JobTotals    `json:"jobs"`
+	// DataPlane is the state of the engine's data plane: its address, the
+	// meshes of the split jobs joined and their links; absent on a node
+	// without one (no health_check.data_port).
+	DataPlane *dataplane.Status `json:"data_plane,omitempty"`
 }
 
 // Status reports the node's runtime status.
 func (n *Node) Status() Status {
-	return Status{
+	st := Status{
 		NodeID: n.opts.NodeID, Ready: n.opts.Engine.Ready(), Version: n.opts.Version,
 		ConfigVersion: n.ConfigVersion(), UptimeMs: n.opts.Now().Sub(n.started).Milliseconds(), Streams: n.totals(),
 		Jobs: n.jobTotals(),
 	}
+	if dp := n.opts.Engine.DataPlane(); dp != nil {
+		ds := dp.Status()
+		if ds.Jobs == nil {
+			ds.Jobs = []dataplane.MeshStatus{}
+		}
+		st.DataPlane = &ds
+	}
+	return st
 }
 
 // View is the node as GET /node and the items of GET /nodes show it.

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/dataplane"
+)
+
+// startDataPlane starts the node's data plane when health_check.data_port
+// is set (nil, nil without it: no data plane, and network_shuffle is never
+// advertised). It binds data_host:data_port, the address peers dial. When
+// data_host is not an address of this host (EADDRNOTAVAIL: a NAT, load
+// balancer or relay address that forwards to it) it binds every interface
+// on data_port instead, with a warning: the data plane still refuses any
+// connection that does not prove the job's secret.
+func startDataPlane(hc config.HealthCheck, nodeID string, log *slog.Logger, reg prometheus.Registerer) (*dataplane.Server, error) {
+	if hc.DataPort == 0 {
+		return nil, nil
+	}
+	port := strconv.Itoa(hc.DataPort)
+	opts := dataplane.Options{Addr: net.JoinHostPort(hc.DataHost, port), NodeID: nodeID, Logger: log, Registerer: reg}
+	dp, err := dataplane.Listen(opts)
+	if err != nil && notLocal(hc.DataHost, err) {
+		wildcard := net.JoinHostPort("", port)
+		log.Warn("health_check.data_host is not an address of this host; the data plane listens on every interface on data_port, and peers still dial data_host",
+			"data_host", hc.DataHost, "listen", wildcard)
+		opts.Addr = wildcard
+		dp, err = dataplane.Listen(opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("data plane (health_check.data_port): %w", err)
+	}
+	log.Info("data plane listening", "address", dp.Addr(), "data_address", net.JoinHostPort(hc.DataHost, port))
+	return dp, nil
+}
+
+// notLocal reports whether binding host failed because host is not an
+// address of this host: the bind error says so, or a bind of host on an
+// ephemeral port fails with EADDRNOTAVAIL.
+func notLocal(host string, err error) bool {
+	if errors.Is(err, syscall.EADDRNOTAVAIL) {
+		return true
+	}
+	l, perr := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if perr == nil {
+		l.Close()
+		return false
+	}
+	return errors.Is(perr, syscall.EADDRNOTAVAIL)
+}
