@@ -741,3 +741,49 @@ func (r *delayRelay) close() {
 	r.mu.Unlock()
 	r.wg.Wait()
 }
+
+// TestDelayRelay checks the relay the split test falls back to: bytes
+// arrive intact and in order, toward the target no sooner than its delay.
+func TestDelayRelay(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }()
+		}
+	}()
+	const delay = 150 * time.Millisecond
+	r := startDelayRelay(t, "127.0.0.1:0", echo.Addr().String(), delay)
+	c, err := net.Dial("tcp", r.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 4<<20) // more than the relay buffers
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	began := time.Now()
+	go func() { _, _ = c.Write(msg); _ = c.(*net.TCPConn).CloseWrite() }()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < delay {
+		t.Errorf("echo through the relay took %v, less than its delay %v", took, delay)
+	}
+	if !slices.Equal(got, msg) {
+		t.Fatalf("echo through the relay: %d bytes, want the %d sent, in order", len(got), len(msg))
+	}
+	if r.toTarget.Load() != int64(len(msg)) || r.fromTarget.Load() != int64(len(msg)) {
+		t.Fatalf("relay counted %d bytes toward the target, %d back; want %d each", r.toTarget.Load(), r.fromTarget.Load(), len(msg))
+	}
+}
