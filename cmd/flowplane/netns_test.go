@@ -58,7 +58,7 @@ func newNetnsLab(t *testing.T, names ...string) *netnsLab {
 		t.Skip("network namespaces need root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("network namespaces need ip(8) (iproute2): ", err)
+		t.Skipf("network namespaces need ip(8) (iproute2): %v", err)
 	}
 	removeNetnsLeftovers(t)
 	l := &netnsLab{pid: os.Getpid(), hosts: map[string]*netnsHost{}}
