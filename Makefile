@@ -66,3 +66,10 @@ fuzz:
 		echo "== $$fn ($$pkg)"; \
 		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+
+# Split placement (bench/split, bench/split/README.md): a Hub and three
+# Agents in network namespaces (root and ip(8) needed); a keyed window job
+# colocated on one node, split over two, and checkpointed across three.
+.PHONY: bench-split
+bench-split:
+	$(GO) run ./bench/split
