@@ -439,21 +439,29 @@ func TestSplitJobNetns(t *testing.T) {
 		return // the other runs need what the baseline showed broken
 	}
 
-	t.Run("SIGKILL of a node mid-run costs no record and duplicates none", func(t *testing.T) {
-		r := c.create(t, "split-kill", 12)
-		d := c.waitPlaced(t, r)
-		victim := c.node(t, lastOther(splitNodes, d.Placement.NodeID))
-		c.waitFor(t, r, "some committed output", 60*time.Second, func() bool { return committedLines(r.out) > 0 })
-		before := committedLines(r.out)
-		victim.kill(t)
-		t.Logf("SIGKILLed %s (coordinator %s) with %d committed windows", victim.id, d.Placement.NodeID, before)
-		victim.start(t)
-		h.waitStatus(t, victim.id, "online")
-		c.waitDone(t, r, 120*time.Second)
-		var j wire.Job
-		h.call(t, "GET", "/jobs/"+r.id, "", http.StatusOK, &j)
-		t.Logf("after recovery: restarts %d, restored from %q", j.Observed.Restarts, j.Observed.RestoredFrom)
-	})
+	for _, kill := range []struct {
+		name, job string
+		victim    func(coordinator string) string
+	}{
+		{"a follower", "split-kill", func(c string) string { return lastOther(splitNodes, c) }},
+		{"the coordinator", "split-kill-coordinator", func(c string) string { return c }},
+	} {
+		t.Run("SIGKILL of "+kill.name+" mid-run costs no record and duplicates none", func(t *testing.T) {
+			r := c.create(t, kill.job, 12)
+			d := c.waitPlaced(t, r)
+			victim := c.node(t, kill.victim(d.Placement.NodeID))
+			c.waitFor(t, r, "some committed output", 60*time.Second, func() bool { return committedLines(r.out) > 0 })
+			before := committedLines(r.out)
+			victim.kill(t)
+			t.Logf("SIGKILLed %s (coordinator %s) with %d committed windows", victim.id, d.Placement.NodeID, before)
+			victim.start(t)
+			h.waitStatus(t, victim.id, "online")
+			c.waitDone(t, r, 120*time.Second)
+			var j wire.Job
+			h.call(t, "GET", "/jobs/"+r.id, "", http.StatusOK, &j)
+			t.Logf("after recovery: restarts %d, restored from %q", j.Observed.Restarts, j.Observed.RestoredFrom)
+		})
+	}
 
 	t.Run("200 ms on one link keeps memory bounded", func(t *testing.T) {
 		slow := c.node(t, "n3")
