@@ -83,24 +83,14 @@ func samples(text, name string) []sample {
 	return out
 }
 
-// sentBytes sums svc_dataplane_bytes_total of a node's exposition: the
-// bytes it sent when the metric tells directions apart (a direction
-// label), else every sample.
-func sentBytes(text string) float64 {
-	ss := samples(text, "svc_dataplane_bytes_total")
-	var all, sent float64
-	directed := false
-	for _, s := range ss {
-		all += s.value
-		if d, ok := s.labels["direction"]; ok {
-			directed = true
-			if d == "sent" || d == "out" || d == "tx" || d == "send" {
-				sent += s.value
-			}
+// sentBytes sums the svc_dataplane_bytes_total{direction="sent"} samples
+// of job in a node's exposition.
+func sentBytes(text, job string) float64 {
+	var sent float64
+	for _, s := range samples(text, "svc_dataplane_bytes_total") {
+		if s.labels["job"] == job && s.labels["direction"] == "sent" {
+			sent += s.value
 		}
 	}
-	if directed {
-		return sent
-	}
-	return all
+	return sent
 }

@@ -80,7 +80,6 @@ func (c *cluster) run(ctx context.Context, r jobRun, timeout time.Duration) (res
 	if err != nil {
 		return res, err
 	}
-	sent0, _ := c.sentBytes()
 	nodes, _ := json.Marshal(r.nodes)
 	body := fmt.Sprintf(`{"spec": %s, "desired_state": "running", "node_ids": %s, "placement": %q}`, r.spec(id, c.store), nodes, r.placement)
 	began := time.Now()
@@ -106,6 +105,12 @@ func (c *cluster) run(ctx context.Context, r jobRun, timeout time.Duration) (res
 				lastMS = ms
 				res.ckpts = append(res.ckpts, int64(ms))
 			}
+			// A job's data-plane series go when its run ends: keep the
+			// largest total seen while it runs (the last poll interval's
+			// bytes may be missed).
+			if sent := c.sentBytes(id); sent > res.sent {
+				res.sent, res.haveBytes = sent, true
+			}
 			if d.Observed.State == wire.JobCompleted {
 				break
 			}
@@ -121,9 +126,6 @@ func (c *cluster) run(ctx context.Context, r jobRun, timeout time.Duration) (res
 		return res, err
 	}
 	res.cpu = cpu1 - cpu0
-	if sent1, ok := c.sentBytes(); ok {
-		res.sent, res.haveBytes = sent1-sent0, true
-	}
 	var generated int64
 	for _, t := range d.Assignment {
 		res.placed[t.NodeID]++
@@ -180,22 +182,15 @@ func (c *cluster) cpu() (float64, error) {
 	return sum, nil
 }
 
-// sentBytes is what every node sent over the data plane so far; false
-// when no node exposes svc_dataplane_bytes_total.
-func (c *cluster) sentBytes() (float64, bool) {
+// sentBytes is what every node sent over the data plane for job so far.
+func (c *cluster) sentBytes(job string) float64 {
 	var sum float64
-	found := false
 	for id := range c.nodes {
-		text, err := metrics(c.lab.host(id))
-		if err != nil {
-			continue
+		if text, err := metrics(c.lab.host(id)); err == nil {
+			sum += sentBytes(text, job)
 		}
-		if len(samples(text, "svc_dataplane_bytes_total")) > 0 {
-			found = true
-		}
-		sum += sentBytes(text)
 	}
-	return sum, found
+	return sum
 }
 
 // printHeader prints the table's header; printRow one run's line.
