@@ -226,27 +226,7 @@ func TestJobExactlyOnceUnderSIGKILL(t *testing.T) {
 		t.Fatal("the last run did not complete within 2 minutes")
 	}
 	want := oracle(t, src)
-	got := readParts(t, out)
-	var missing, wrong []string
-	for k, w := range want {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			missing = append(missing, k)
-		case g != w:
-			wrong = append(wrong, fmt.Sprintf("%s: got %+v, want %+v", k, g, w))
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			wrong = append(wrong, "unexpected window "+k)
-		}
-	}
-	if len(missing) > 0 || len(wrong) > 0 {
-		sort.Strings(missing)
-		t.Fatalf("%d windows expected, %d committed; missing %d: %s; wrong %d: %s",
-			len(want), len(got), len(missing), strings.Join(first(missing, 10), ", "), len(wrong), strings.Join(first(wrong, 10), "; "))
-	}
+	checkOracle(t, want, readParts(t, out))
 	pending, _ := filepath.Glob(filepath.Join(out, ".counts.jsonl.pending", "*"))
 	if len(pending) > 0 {
 		t.Errorf("pending files left after the job completed: %v", pending)
@@ -293,4 +273,29 @@ func slowS3(t *testing.T, delay time.Duration) *slowStore {
 		"AWS_CONFIG_FILE=" + none, "AWS_SHARED_CREDENTIALS_FILE=" + none, "AWS_EC2_METADATA_DISABLED=true"}
 	s.uri = "s3://checkpoints/crash?region=us-east-1&use_path_style=true&endpoint=" + srv.URL
 	return s
+}
+
+// checkOracle fails t unless the committed windows got are exactly want.
+func checkOracle(t *testing.T, want, got map[string]windowResult) {
+	t.Helper()
+	var missing, wrong []string
+	for k, w := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			missing = append(missing, k)
+		case g != w:
+			wrong = append(wrong, fmt.Sprintf("%s: got %+v, want %+v", k, g, w))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			wrong = append(wrong, "unexpected window "+k)
+		}
+	}
+	if len(missing) > 0 || len(wrong) > 0 {
+		sort.Strings(missing)
+		t.Fatalf("%d windows expected, %d committed; missing %d: %s; wrong %d: %s",
+			len(want), len(got), len(missing), strings.Join(first(missing, 10), ", "), len(wrong), strings.Join(first(wrong, 10), "; "))
+	}
 }

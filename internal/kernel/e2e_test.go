@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
-	"github.com/flowplane/flowplane/internal/config"
 	_ "github.com/flowplane/flowplane/internal/connect/all"
-	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/kernel"
 )
 
@@ -25,30 +23,8 @@ import (
 func TestGenerateAggregateFileExactlyOnce(t *testing.T) {
 	const n, keys = 3000, 7
 	outDir := t.TempDir()
-	spec := config.Job{
-		ID: "e2e", Version: 1, Parallelism: 2, MaxParallelism: 64,
-		Operators: []config.Operator{
-			{ID: "src", Kind: "source"},
-			{ID: "agg", Kind: "aggregate", Config: map[string]any{
-				"key": "int(this.id) % 7", "aggregations": []any{map[string]any{"name": "n", "function": "count"}},
-			}},
-			{ID: "out", Kind: "sink"},
-		},
-		Edges: []config.Edge{{From: "src", To: "agg", Partitioned: true}, {From: "agg", To: "out"}},
-		Sources: []config.Source{{OperatorID: "src", InputType: "generate", Config: map[string]any{
-			"context": `{"id": {{count}}}`, "interval": "1ms", "count": n, "batch_size": 5,
-		}}},
-		Sinks: []config.Sink{{OperatorID: "out", OutputType: "file", Config: map[string]any{
-			"path": filepath.Join(outDir, "counts.jsonl"), "append_newline": true,
-		}}},
-		State:      &config.JobState{Backend: "embedded_kv", Durability: "durable", Root: t.TempDir(), FormatVersion: 1, MaxPendingTransactions: 64},
-		Checkpoint: &config.Checkpoint{IntervalMs: 20, Retention: 2, ObjectStoreURI: "file://" + t.TempDir()},
-		Recovery:   "latest_checkpoint",
-	}
-	p, probs := job.Build("jobs[0]", spec)
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
+	spec, p := countJob(t, "e2e", n, outDir, t.TempDir(), 20)
+	spec.State.Root = t.TempDir()
 	build := func() *kernel.Job {
 		j, err := kernel.Build("jobs[0]", p, kernel.Options{Registry: component.Default, Spec: &spec})
 		if err != nil {

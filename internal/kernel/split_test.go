@@ -14,12 +14,12 @@ import (
 	"github.com/flowplane/flowplane/internal/kernel"
 )
 
-// splitJob is generate (p=2) -> partitioned keyed aggregate (p=2) -> file
-// sink (chained), checkpointed to a shared file:// store.
-func splitJob(t *testing.T, n int, outDir, store string) (config.Job, *job.Plan) {
+// countJob is generate (p=2) -> partitioned keyed aggregate (p=2) -> file
+// sink (chained), checkpointed every intervalMs to a file:// store.
+func countJob(t *testing.T, id string, n int, outDir, store string, intervalMs int) (config.Job, *job.Plan) {
 	t.Helper()
 	spec := config.Job{
-		ID: "split", Version: 1, Parallelism: 2, MaxParallelism: 64,
+		ID: id, Version: 1, Parallelism: 2, MaxParallelism: 64,
 		Operators: []config.Operator{
 			{ID: "src", Kind: "source"},
 			{ID: "agg", Kind: "aggregate", Config: map[string]any{
@@ -35,7 +35,7 @@ func splitJob(t *testing.T, n int, outDir, store string) (config.Job, *job.Plan)
 			"path": filepath.Join(outDir, "counts.jsonl"), "append_newline": true,
 		}}},
 		State:      &config.JobState{Backend: "embedded_kv", Durability: "durable", FormatVersion: 1, MaxPendingTransactions: 64},
-		Checkpoint: &config.Checkpoint{IntervalMs: 30, Retention: 2, ObjectStoreURI: "file://" + store},
+		Checkpoint: &config.Checkpoint{IntervalMs: intervalMs, Retention: 2, ObjectStoreURI: "file://" + store},
 		Recovery:   "latest_checkpoint",
 	}
 	p, probs := job.Build("jobs[0]", spec)
@@ -106,7 +106,7 @@ func wait(t *testing.T, what string, done <-chan error) error {
 func TestSplitJobExactlyOnce(t *testing.T) {
 	const n, keys = 4000, 7
 	outDir, store := t.TempDir(), t.TempDir()
-	spec, p := splitJob(t, n, outDir, store)
+	spec, p := countJob(t, "split", n, outDir, store, 30)
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	a := newSplitNode(t, "a", "127.0.0.1:0")
@@ -160,7 +160,7 @@ func TestSplitJobExactlyOnce(t *testing.T) {
 
 // TestSplitFollowerRefusesCheckpoints: only the coordinator takes them.
 func TestSplitFollowerRefusesCheckpoints(t *testing.T) {
-	spec, p := splitJob(t, 10, t.TempDir(), t.TempDir())
+	spec, p := countJob(t, "split", 10, t.TempDir(), t.TempDir(), 30)
 	b := newSplitNode(t, "b", "127.0.0.1:0")
 	taskNodes := map[string]string{}
 	for _, task := range p.Tasks {
