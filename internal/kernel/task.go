@@ -364,6 +364,7 @@ func (t *task) runInputs(ctx context.Context) error {
 				return err
 			}
 		case <-ctx.Done():
+			t.commitOnExit()
 			return context.Cause(ctx)
 		}
 	}
@@ -518,6 +519,7 @@ func (t *task) runSource(ctx context.Context) error {
 				return err
 			}
 		case <-ctx.Done():
+			t.commitOnExit()
 			return context.Cause(ctx)
 		}
 	}
@@ -683,6 +685,21 @@ func (t *task) commit(ctx context.Context) error {
 	}
 	t.ackGroups = t.ackGroups[k:]
 	return nil
+}
+
+// commitOnExit commits what a durable manifest covers when the task is
+// cancelled before it heard of it (a stop right after a savepoint): the
+// manifest is the commit point, so committing is always right, and the
+// output is visible without waiting for the next start.
+func (t *task) commitOnExit() {
+	if t.commitUpTo.Load() <= t.committed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.commit(ctx); err != nil {
+		t.r.j.log.Warn("commit at exit failed; the next start commits it", "task", t.spec.ID, "error", err)
+	}
 }
 
 // finish ends the task at the end of input: commit what is durable, close
