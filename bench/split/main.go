@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/netlab"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -79,7 +80,7 @@ func main() {
 
 // cluster is the Hub and the nodes, each in its namespace.
 type cluster struct {
-	lab   *lab
+	lab   *netlab.Lab
 	hub   *hubClient
 	nodes map[string]*exec.Cmd // node id -> its process (pid = the binary's)
 	store string
@@ -116,9 +117,9 @@ func run(ctx context.Context, o options) (err error) {
 	if bin, err = filepath.Abs(bin); err != nil {
 		return err
 	}
-	l, err := newLab("hub", "n1", "n2", "n3")
+	l, err := netlab.New(nil, "hub", "n1", "n2", "n3")
 	if l != nil {
-		defer l.remove()
+		defer l.Remove()
 	}
 	if err != nil {
 		return err
@@ -131,13 +132,13 @@ func run(ctx context.Context, o options) (err error) {
 			_ = p.Wait()
 		}
 	}()
-	start := func(h *host, env []string, args ...string) (*exec.Cmd, error) {
-		logf, err := os.Create(filepath.Join(dir, h.name+".log"))
+	start := func(h *netlab.Host, env []string, args ...string) (*exec.Cmd, error) {
+		logf, err := os.Create(filepath.Join(dir, h.Name+".log"))
 		if err != nil {
 			return nil, err
 		}
 		defer logf.Close()
-		cmd := h.command(bin, args...)
+		cmd := h.Command(bin, args...)
 		cmd.Env = append(os.Environ(), env...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		dieWithParent(cmd) // kept across ip's exec of the binary
@@ -147,9 +148,9 @@ func run(ctx context.Context, o options) (err error) {
 		procs = append(procs, cmd)
 		return cmd, nil
 	}
-	hh := l.host("hub")
-	c.hub = &hubClient{base: "http://" + hh.addr(hubPort), http: &http.Client{Timeout: 10 * time.Second}}
-	if _, err := start(hh, []string{"SVC_HUB_ADDRESS=" + hh.addr(hubPort), "SVC_HUB_STORAGE=" + filepath.Join(dir, "hub.db"),
+	hh := l.Host("hub")
+	c.hub = &hubClient{base: "http://" + hh.Addr(hubPort), http: &http.Client{Timeout: 10 * time.Second}}
+	if _, err := start(hh, []string{"SVC_HUB_ADDRESS=" + hh.Addr(hubPort), "SVC_HUB_STORAGE=" + filepath.Join(dir, "hub.db"),
 		"SVC_OPERATOR_TOKEN=" + operatorToken, "SVC_NODE_TOKEN=" + nodeToken}, "hub"); err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	for _, id := range []string{"n1", "n2", "n3"} {
-		h := l.host(id)
+		h := l.Host(id)
 		conf := filepath.Join(dir, id+".yaml")
 		if err := os.WriteFile(conf, []byte(nodeDoc(id, h, c.hub.base)), 0o600); err != nil {
 			return err
@@ -173,7 +174,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	fmt.Printf("flowplane split benchmark: keyed 1 s tumbling-window count over %d users, generate at full speed -> window -> drop;\n"+
 		"a Hub and three Agents in network namespaces on %s.0/24, data plane on port %d; %d CPUs\n\n",
-		o.users, l.subnet, dataPort, runtime.NumCPU())
+		o.users, l.Subnet, dataPort, runtime.NumCPU())
 	printHeader()
 	defer printNotes()
 	for _, name := range strings.Split(o.runs, ",") {
@@ -201,7 +202,7 @@ func run(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-func nodeDoc(id string, h *host, hubURL string) string {
+func nodeDoc(id string, h *netlab.Host, hubURL string) string {
 	return fmt.Sprintf(`logging: {level: warn}
 health_check:
   address: %q
@@ -212,7 +213,7 @@ health_check:
   data_port: %d
   data_host: %q
 streams: []
-`, h.addr(nodePort), apiToken, hubURL, id, dataPort, h.ip)
+`, h.Addr(nodePort), apiToken, hubURL, id, dataPort, h.IP)
 }
 
 // waitFor polls cond every 20 ms until it holds, limit passes or ctx ends.
@@ -295,8 +296,8 @@ func (h *hubClient) online() int {
 }
 
 // metrics reads a node's /metrics (public, no token).
-func metrics(h *host) (string, error) {
-	resp, err := http.Get("http://" + h.addr(nodePort) + "/metrics")
+func metrics(h *netlab.Host) (string, error) {
+	resp, err := http.Get("http://" + h.Addr(nodePort) + "/metrics")
 	if err != nil {
 		return "", err
 	}
@@ -306,7 +307,7 @@ func metrics(h *host) (string, error) {
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET /metrics of %s: %d", h.name, resp.StatusCode)
+		return "", fmt.Errorf("GET /metrics of %s: %d", h.Name, resp.StatusCode)
 	}
 	return string(b), nil
 }

@@ -153,7 +153,7 @@ func (c *cluster) run(ctx context.Context, r jobRun, timeout time.Duration) (res
 
 // checkpointMS reads svc_job_checkpoint_duration_ms of job on node.
 func (c *cluster) checkpointMS(node, job string) (float64, bool) {
-	h := c.lab.host(node)
+	h := c.lab.Host(node)
 	if h == nil {
 		return 0, false
 	}
@@ -186,7 +186,7 @@ func (c *cluster) cpu() (float64, error) {
 func (c *cluster) sentBytes(job string) float64 {
 	var sum float64
 	for id := range c.nodes {
-		if text, err := metrics(c.lab.host(id)); err == nil {
+		if text, err := metrics(c.lab.Host(id)); err == nil {
 			sum += sentBytes(text, job)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/hub"
+	"github.com/flowplane/flowplane/internal/netlab"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -107,14 +108,14 @@ func splitJobSpec(t *testing.T, id string, src map[string]any, out, store string
 type splitNode struct {
 	*fleetNode
 	lab      *netnsLab
-	host     *netnsHost
+	host     *netlab.Host
 	dataHost string // the advertised data host: its own address, or a relay's
 }
 
 func newSplitNode(t *testing.T, lab *netnsLab, dir, id, hubURL string) *splitNode {
 	t.Helper()
 	h := lab.host(t, id)
-	n := &splitNode{lab: lab, host: h, dataHost: h.ip, fleetNode: &fleetNode{owner: t, id: id, addr: h.addr(splitNodePort),
+	n := &splitNode{lab: lab, host: h, dataHost: h.IP, fleetNode: &fleetNode{owner: t, id: id, addr: h.Addr(splitNodePort),
 		conf: filepath.Join(dir, id+".yaml"), state: filepath.Join(dir, id)}}
 	n.writeConfig(t, hubURL)
 	return n
@@ -372,12 +373,12 @@ func TestSplitJobNetns(t *testing.T) {
 	dir := t.TempDir()
 	hubHost := lab.host(t, "hub")
 	c := &splitCluster{lab: lab, dir: dir, store: "file://" + filepath.Join(dir, "checkpoints"), nodes: map[string]*splitNode{},
-		hub: &fleetHub{owner: t, addr: hubHost.addr(splitHubPort), storage: filepath.Join(dir, "hub.db")}}
+		hub: &fleetHub{owner: t, addr: hubHost.Addr(splitHubPort), storage: filepath.Join(dir, "hub.db")}}
 	h := c.hub
 	h.proc = lab.start(t, t, hubHost, "hub", []string{hub.EnvAddress + "=" + h.addr, hub.EnvStorage + "=" + h.storage,
 		hub.EnvOperatorToken + "=" + fleetOperatorToken, hub.EnvNodeToken + "=" + fleetNodeToken}, "hub")
 	if !waitReadiness(h.url(), http.StatusOK, 20*time.Second) {
-		t.Fatalf("the Hub in namespace %s never answered /readiness 200 at %s", hubHost.ns, h.url())
+		t.Fatalf("the Hub in namespace %s never answered /readiness 200 at %s", hubHost.NS, h.url())
 	}
 	for _, id := range splitNodes {
 		n := newSplitNode(t, lab, dir, id, h.url())
@@ -485,7 +486,7 @@ func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
 	target := c.node(t, "n3")
 	refused := map[string]string{"reason": "bad_secret"}
 	before, _ := target.metric(t, "svc_dataplane_connections_refused_total", refused)
-	srv, err := dataplane.Listen(dataplane.Options{Addr: net.JoinHostPort(c.lab.hostIP, "0"), NodeID: "n1",
+	srv, err := dataplane.Listen(dataplane.Options{Addr: net.JoinHostPort(c.lab.HostIP, "0"), NodeID: "n1",
 		Logger: slog.New(slog.DiscardHandler), HeartbeatInterval: 200 * time.Millisecond, HeartbeatTimeout: time.Second})
 	if err != nil {
 		t.Fatalf("dataplane.Listen: %v", err)
@@ -552,15 +553,15 @@ func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
 func delayLink(t *testing.T, c *splitCluster, n *splitNode) string {
 	t.Helper()
 	ms := strconv.Itoa(int(splitDelay.Milliseconds())) + "ms"
-	out, err := exec.Command("tc", "qdisc", "add", "dev", n.host.veth, "root", "netem", "delay", ms).CombinedOutput()
+	out, err := exec.Command("tc", "qdisc", "add", "dev", n.host.Veth, "root", "netem", "delay", ms).CombinedOutput()
 	if err == nil {
-		t.Cleanup(func() { _ = exec.Command("tc", "qdisc", "del", "dev", n.host.veth, "root").Run() })
-		return "tc netem on " + n.host.veth
+		t.Cleanup(func() { _ = exec.Command("tc", "qdisc", "del", "dev", n.host.Veth, "root").Run() })
+		return "tc netem on " + n.host.Veth
 	}
 	t.Logf("tc netem unavailable (%v: %s); delaying through a relay", err, strings.TrimSpace(string(out)))
-	relay := startDelayRelay(t, net.JoinHostPort(c.lab.hostIP, strconv.Itoa(splitDataPort)), net.JoinHostPort(n.host.ip, strconv.Itoa(splitDataPort)), splitDelay)
+	relay := startDelayRelay(t, net.JoinHostPort(c.lab.HostIP, strconv.Itoa(splitDataPort)), net.JoinHostPort(n.host.IP, strconv.Itoa(splitDataPort)), splitDelay)
 	n.stop(t)
-	n.dataHost = c.lab.hostIP
+	n.dataHost = c.lab.HostIP
 	n.writeConfig(t, c.hub.url())
 	n.start(t)
 	c.hub.waitStatus(t, n.id, "online")
@@ -571,7 +572,7 @@ func delayLink(t *testing.T, c *splitCluster, n *splitNode) string {
 	t.Cleanup(func() {
 		t.Logf("relay carried %d bytes toward %s, %d back", relay.toTarget.Load(), n.id, relay.fromTarget.Load())
 	})
-	return "relay " + relay.ln.Addr().String() + " -> " + n.host.addr(splitDataPort)
+	return "relay " + relay.ln.Addr().String() + " -> " + n.host.Addr(splitDataPort)
 }
 
 // nodePeak is a node's memory peak while watched.
