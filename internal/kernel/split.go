@@ -524,10 +524,9 @@ func (j *Job) follow(ctx context.Context) error {
 			return
 		}
 		cancel()
-		res := <-results
+		<-results
 		running = false
 		cur = nil
-		_ = res
 	}
 	defer stop()
 	inst := j.first
