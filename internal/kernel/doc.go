@@ -88,7 +88,9 @@
 // end-of-input flows down, every task commits, closes its operators and
 // ends, and the job is Completed. Without a checkpoint configuration
 // nothing is checkpointed, source batches are acknowledged once processed
-// and transactional sinks prepare and commit every second and at the end.
+// and transactional sinks prepare and commit every second and at the end,
+// each commit numbered by the wall clock in nanoseconds (kept increasing)
+// where a checkpoint would give its id.
 //
 // # State and recovery
 //

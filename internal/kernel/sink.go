@@ -28,6 +28,7 @@ type sinkOp struct {
 
 	pending  []state.SinkTxn // prepared, not committed, oldest first
 	prepared []state.SinkTxn // prepared at the last Snapshot
+	lastNow  int64           // the number of the last commitNow
 }
 
 var _ operator.Operator = (*sinkOp)(nil)
@@ -105,12 +106,18 @@ func (s *sinkOp) Commit(ctx context.Context, checkpoint int64) error {
 }
 
 // commitNow prepares and commits at once: how a job without checkpoints
-// makes a transactional sink's output visible.
+// makes a transactional sink's output visible. Each such transaction takes
+// the place of a checkpoint id, so each needs its own number, increasing
+// within a run and above the last run's: a sink names its committed data
+// by it (the file output's part files), and a repeated number would replace
+// what an earlier commit made visible. The number is the wall clock in
+// nanoseconds, kept above the last one.
 func (s *sinkOp) commitNow(ctx context.Context) error {
 	if s.tx == nil {
 		return nil
 	}
-	txn, err := s.tx.Prepare(ctx, 0)
+	s.lastNow = max(s.lastNow+1, time.Now().UnixNano())
+	txn, err := s.tx.Prepare(ctx, s.lastNow)
 	if err != nil {
 		return fmt.Errorf("sink %s: prepare: %w", s.id, err)
 	}
