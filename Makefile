@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes fuzz
+.PHONY: test quickstart build lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes bench-rollout fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -47,6 +47,16 @@ HUB_WRITES ?= 1000
 bench-hub:
 	$(GO) run ./bench/hubload -mode agents -agents $(HUB_AGENTS) -duration $(HUB_DURATION)
 	$(GO) run ./bench/hubload -mode latency -writes $(HUB_WRITES)
+
+# Configuration rollouts (bench/hubload -mode rollout, bench/README.md):
+# ROLLOUT_RUNS rollouts of a new configuration to ROLLOUT_AGENTS simulated
+# agents in waves of ROLLOUT_BATCH, each timed create -> succeeded, with the
+# Hub's CPU. About a minute; not part of make test.
+ROLLOUT_AGENTS ?= 100
+ROLLOUT_BATCH ?= 10
+ROLLOUT_RUNS ?= 3
+bench-rollout:
+	$(GO) run ./bench/hubload -mode rollout -agents $(ROLLOUT_AGENTS) -batch $(ROLLOUT_BATCH) -runs $(ROLLOUT_RUNS)
 
 # Durable desired-state writes/s through the Hub's HTTP API against the
 # disk's raw fsync rate, three runs (bench/README.md).

@@ -23,6 +23,9 @@ type agentConfig struct {
 	reportEvery time.Duration // report period
 	changeProb  float64       // probability that a report carries a state change
 	waitMS      int           // long-poll wait_ms
+	// configControl: the agents advertise config_control, execute
+	// configuration commands and report their configuration (rollout mode).
+	configControl bool
 }
 
 // simAgent speaks the agent protocol over HTTP like a real Agent: it
@@ -50,6 +53,7 @@ type simAgent struct {
 	seq     int64
 	streams []wire.ReportStream
 	counter uint64
+	conf    simConfig // with cfg.configControl
 }
 
 func newSimAgent(c *client, rec *recorder, nodeToken string, cfg agentConfig, id string) *simAgent {
@@ -57,6 +61,7 @@ func newSimAgent(c *client, rec *recorder, nodeToken string, cfg agentConfig, id
 	for i := range cfg.streams {
 		a.streams = append(a.streams, wire.ReportStream{ID: "s" + strconv.Itoa(i), State: "running", ConfigVersion: "v1"})
 	}
+	a.conf.nodeVersion = 1 // the configuration it booted with
 	return a
 }
 
@@ -71,7 +76,7 @@ func (a *simAgent) register(ctx context.Context) error {
 	start := time.Now()
 	var out wire.RegisterResponse
 	_, err := a.c.do(ctx, "POST", apiPrefix+"/agent/register", a.nodeToken, wire.RegisterRequest{NodeID: a.id, BootID: a.boot,
-		Version: "hubload", ProtocolVersion: wire.ProtocolVersion, Capabilities: []string{wire.CapabilityStreamControl}}, &out)
+		Version: "hubload", ProtocolVersion: wire.ProtocolVersion, Capabilities: a.capabilities()}, &out)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.rec.fail("register", err)
@@ -139,7 +144,15 @@ func (a *simAgent) call(ctx context.Context, kind, method, path string, body, ou
 
 func (a *simAgent) heartbeat(ctx context.Context) error {
 	return a.call(ctx, "heartbeat", "POST", "/heartbeat",
-		wire.HeartbeatRequest{BootID: a.boot, Capabilities: []string{wire.CapabilityStreamControl}}, nil)
+		wire.HeartbeatRequest{BootID: a.boot, Capabilities: a.capabilities()}, nil)
+}
+
+// capabilities are what the agent advertises at register and heartbeat.
+func (a *simAgent) capabilities() []string {
+	if a.cfg.configControl {
+		return []string{wire.CapabilityStreamControl, wire.CapabilityConfigControl}
+	}
+	return []string{wire.CapabilityStreamControl}
 }
 
 // report sends the streams as they are; with probability changeProb one
@@ -159,6 +172,10 @@ func (a *simAgent) report(ctx context.Context, mayChange bool) error {
 	a.counter += 1000
 	rep := wire.Report{BootID: a.boot, ReportSeq: a.seq, ConfigurationVersion: "v1",
 		Metrics: map[string]float64{"streams_running": float64(len(a.streams)), "heap_bytes": 3.2e7, "goroutines": 42}}
+	if a.cfg.configControl {
+		rc := a.conf.report()
+		rep.ConfigurationVersion, rep.Configuration = rc.NodeVersion, &rc
+	}
 	for _, s := range a.streams {
 		s.Counters = &wire.StreamCounters{Received: a.counter, Sent: a.counter}
 		rep.Streams = append(rep.Streams, s)
@@ -232,11 +249,17 @@ func (a *simAgent) pollLoop(ctx context.Context) {
 
 var errEarlyPoll = errors.New("early empty poll")
 
-// execute acknowledges a command, applies it to the reported streams,
-// reports success and sends a report that shows it, as an Agent does.
+// execute acknowledges a command, applies it to the reported streams (or
+// to the simulated configuration), reports success and sends a report that
+// shows it, as an Agent does.
 func (a *simAgent) execute(ctx context.Context, c wire.Command) {
 	res := "/commands/" + c.CommandID + "/result"
 	if a.call(ctx, "result", "POST", res, wire.CommandResult{AttemptID: c.AttemptID, State: wire.ResultAcknowledged}, nil) != nil {
+		return
+	}
+	switch c.Operation {
+	case wire.CommandConfigApply, wire.CommandConfigValidate, wire.CommandConfigDiff:
+		a.executeConfig(ctx, c, res)
 		return
 	}
 	a.mu.Lock()

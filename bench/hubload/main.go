@@ -7,10 +7,13 @@
 // and measures the Hub's CPU and memory from /proc over a steady-state
 // window, plus the agents' call latencies and errors. Latency mode
 // measures the time from an operator's desired-state PUT to the Agent's
-// long-poll returning that command.
+// long-poll returning that command. Rollout mode measures rollouts of a
+// new configuration to a fleet of simulated Agents in waves: the time from
+// create to succeeded, and the Hub's CPU meanwhile.
 //
 //	go run ./bench/hubload -mode agents -agents 10000 -duration 60s
 //	go run ./bench/hubload -mode latency -writes 1000
+//	go run ./bench/hubload -mode rollout -agents 100 -batch 10 -runs 3
 //
 // Linux only (/proc). Every loop is bounded by count and time.
 package main
@@ -48,6 +51,12 @@ type options struct {
 	pollers    int
 	background int
 
+	runs           int
+	batch          int
+	gateTimeoutMS  int64
+	rolloutTimeout time.Duration
+	baseline       time.Duration
+
 	hubEnv     envList
 	bin        string
 	dir        string
@@ -60,10 +69,10 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "agents", "agents (simulated fleet: Hub CPU and RSS) or latency (write-to-delivery)")
-	flag.IntVar(&o.agents, "agents", 10000, "agents mode: simulated agents")
+	flag.StringVar(&o.mode, "mode", "agents", "agents (simulated fleet: Hub CPU and RSS), latency (write-to-delivery) or rollout (create-to-succeeded of configuration rollouts)")
+	flag.IntVar(&o.agents, "agents", 10000, "agents and rollout modes: simulated agents (rollout mode's default: 100)")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "agents mode: steady-state window measured after ramp and warm-up")
-	flag.DurationVar(&o.ramp, "ramp", 10*time.Second, "spread registrations over this long")
+	flag.DurationVar(&o.ramp, "ramp", 10*time.Second, "spread registrations over this long (rollout mode's default: 2s)")
 	flag.DurationVar(&o.warmup, "warmup", 10*time.Second, "wait after the last registration before measuring")
 	flag.DurationVar(&o.sample, "sample", 10*time.Second, "agents mode: print a progress line (and check /status) this often")
 	flag.IntVar(&o.streams, "streams", 3, "streams in each simulated agent's reports")
@@ -76,6 +85,11 @@ func main() {
 	flag.IntVar(&o.writers, "writers", 1, "latency mode: concurrent writers")
 	flag.IntVar(&o.pollers, "pollers", 1, "latency mode: long-polling agents that receive the writes")
 	flag.IntVar(&o.background, "background", 0, "latency mode: simulated agents running meanwhile, as in agents mode")
+	flag.IntVar(&o.runs, "runs", 3, "rollout mode: rollouts, one after the other, each of a new configuration to every agent")
+	flag.IntVar(&o.batch, "batch", 10, "rollout mode: batch_size, the nodes per wave")
+	flag.Int64Var(&o.gateTimeoutMS, "gate-timeout-ms", 60000, "rollout mode: gate_timeout_ms of each rollout")
+	flag.DurationVar(&o.rolloutTimeout, "rollout-timeout", 5*time.Minute, "rollout mode: give up on a rollout not finished after this long")
+	flag.DurationVar(&o.baseline, "baseline", 5*time.Second, "rollout mode: measure the Hub's CPU with the fleet idle this long before the first rollout (0: not)")
 	flag.Var(&o.hubEnv, "hub-env", "KEY=VALUE added to the Hub child's environment (repeatable), e.g. GOGC=100 or GOMEMLIMIT=400MiB")
 	flag.StringVar(&o.bin, "bin", "", "flowplane binary to run (default: go build ./cmd/flowplane from the module in the working directory)")
 	flag.StringVar(&o.dir, "dir", "", "parent of the run's temporary directory (database, log, binary); default $TMPDIR")
@@ -85,6 +99,16 @@ func main() {
 	flag.StringVar(&o.memProfile, "memprofile", "", "write a heap profile of this process at the end of the window (useful with -inprocess)")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "abort the whole run after this long")
 	flag.Parse()
+	if o.mode == "rollout" {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["agents"] {
+			o.agents = 100
+		}
+		if !set["ramp"] {
+			o.ramp = 2 * time.Second
+		}
+	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "hubload:", err)
 		os.Exit(2)
@@ -101,8 +125,11 @@ func main() {
 
 func (o options) validate() error {
 	var errs []error
-	if o.mode != "agents" && o.mode != "latency" {
-		errs = append(errs, fmt.Errorf("-mode must be agents or latency, got %q", o.mode))
+	if o.mode != "agents" && o.mode != "latency" && o.mode != "rollout" {
+		errs = append(errs, fmt.Errorf("-mode must be agents, latency or rollout, got %q", o.mode))
+	}
+	if o.runs < 1 || o.runs > 100 || o.batch < 1 || o.gateTimeoutMS < 0 || o.rolloutTimeout <= 0 || o.rolloutTimeout > time.Hour || o.baseline < 0 || o.baseline > 10*time.Minute {
+		errs = append(errs, errors.New("-runs must be 1 to 100, -batch positive, -gate-timeout-ms not negative, -rollout-timeout in (0, 1h], -baseline 0 to 10m"))
 	}
 	if o.agents < 1 || o.agents > 100000 {
 		errs = append(errs, errors.New("-agents must be 1 to 100000"))
@@ -189,9 +216,12 @@ func run(ctx context.Context, o options) error {
 		where = "in this process"
 	}
 	fmt.Printf("hub at %s, %s, storage %s\n", hut.base, where, filepath.Join(dir, "hub.db"))
-	if o.mode == "agents" {
+	switch o.mode {
+	case "agents":
 		err = runAgents(ctx, o, hut)
-	} else {
+	case "rollout":
+		err = runRollout(ctx, o, hut)
+	default:
 		err = runLatency(ctx, o, hut)
 	}
 	if serr := hut.stop(); serr != nil && err == nil && !hut.inProcess {

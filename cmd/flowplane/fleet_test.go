@@ -41,6 +41,7 @@ var fleetHTTP = &http.Client{Timeout: 10 * time.Second}
 type fleetHub struct {
 	owner         *testing.T // the test the process belongs to, across subtests
 	addr, storage string
+	env           []string // beside the address, storage and tokens
 	proc          *exec.Cmd
 }
 
@@ -50,6 +51,7 @@ func (h *fleetHub) start(t *testing.T) {
 	t.Helper()
 	env := []string{hub.EnvAddress + "=" + h.addr, hub.EnvStorage + "=" + h.storage,
 		hub.EnvOperatorToken + "=" + fleetOperatorToken, hub.EnvNodeToken + "=" + fleetNodeToken}
+	env = append(env, h.env...)
 	h.proc = startProcessFor(t, h.owner, "hub", env, "hub")
 	waitUntil(t, "the Hub to be ready", func() bool {
 		resp, err := fleetHTTP.Get(h.url() + "/readiness")

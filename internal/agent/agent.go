@@ -31,6 +31,11 @@ type Node interface {
 	StreamAction(id, action string, req node.Request) (wire.Operation, wire.StreamDesired, error)
 	AdoptHubDesire(id, state string, generation int64, actionID string) error
 	WaitOperation(ctx context.Context, id string) (wire.Operation, error)
+	// Configuration commands (node/hub.go).
+	ValidateHub(doc node.Document, secrets map[string]string) node.Report
+	ApplyHub(ctx context.Context, doc node.Document, secrets map[string]string, hubVersion string, req node.Request) (wire.ConfigApplyResult, error)
+	ReapplyVersion(ctx context.Context, versionID string, req node.Request) (wire.ConfigApplyResult, error)
+	DiffTexts(from, to wire.ConfigDiffSide) (node.DiffReport, error)
 }
 
 var _ Node = (*node.Node)(nil)
@@ -196,7 +201,7 @@ func New(o Options) (*Agent, error) {
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
 		registerBody: a.registerBody, regSem: make(chan struct{}, 1),
 	}
-	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
+	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), a.x.configuration(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
 	a.x = &executor{
 		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{}, unposted: map[string]*heldDesire{},
 		post:   func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
@@ -218,11 +223,11 @@ func New(o Options) (*Agent, error) {
 	return a, nil
 }
 
-// capabilities is what the Agent advertises: stream control, job control
-// with a job engine, the component set (kind:name, as GET /system lists
+// capabilities is what the Agent advertises: stream and configuration
+// control, job control with a job engine, the component set (kind:name, as GET /system lists
 // it) and, with a data address, the network shuffle.
 func capabilities(components []string, dataAddress string, jobs bool) []string {
-	caps := []string{wire.CapabilityStreamControl}
+	caps := []string{wire.CapabilityStreamControl, wire.CapabilityConfigControl}
 	if jobs {
 		caps = append(caps, wire.CapabilityJobControl)
 	}

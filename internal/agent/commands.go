@@ -51,6 +51,13 @@ type executor struct {
 	triggers     map[string]taken // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
 	taking       map[string]int   // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) under way
 
+	// Configuration commands (configuration.go), guarded by mu:
+	// configTail is closed when the last queued one ended; heldConfig,
+	// while an apply runs and until its outcome is posted, is the
+	// configuration reports keep showing.
+	configTail chan struct{}
+	heldConfig *wire.ReportConfiguration
+
 	// unposted holds, by stream, the desire reports keep showing while a
 	// newer one is recorded but its command's outcome is still being
 	// posted: the Hub learns a command succeeded before a report shows
@@ -119,6 +126,10 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 		x.queueJob(ctx, cmd, acked)
 		return
 	}
+	if isConfigCommand(cmd.Operation) {
+		x.queueConfig(ctx, cmd, acked)
+		return
+	}
 	opID, desire, fail := x.submit(cmd)
 	x.background(func() {
 		out := Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: fail}
@@ -167,9 +178,10 @@ func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
 		return permanent(codeUnsupported, "this Agent does not execute %q commands", cmd.Operation)
 	}
 	applied := x.node.ConfigVersion()
-	if cmd.ConfigVersion != "" && cmd.ConfigVersion != applied {
-		// Applying configurations through the Hub is not implemented yet.
-		return permanent(codeConfigVersion, "configuration version %s is not the applied version %s, and this Agent does not apply configurations", cmd.ConfigVersion, applied)
+	if cmd.ConfigVersion != "" && cmd.ConfigVersion != applied && cmd.ConfigVersion != x.currentConfiguration().HubVersion {
+		// Stream commands do not change the configuration: the Hub applies
+		// a version with configuration_apply first.
+		return permanent(codeConfigVersion, "configuration version %s is not the version this node runs (%s); apply it with configuration_apply first", cmd.ConfigVersion, applied)
 	}
 	if d.ConfigVersion == "" {
 		d.ConfigVersion = applied

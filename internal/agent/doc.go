@@ -16,6 +16,27 @@
 // Stopped), and a redelivered command is answered from the outcome cache
 // instead of being run twice.
 //
+// It advertises config_control and executes the Hub's configuration
+// commands (configuration.go) in delivery order, through the node's own
+// paths: configuration_validate answers the node's Report (a valid:false
+// report is a successful validation), configuration_diff its DiffReport,
+// and configuration_apply applies by the node's diff-apply (only changed
+// streams and jobs restart), resolving ${secret:NAME} from the secrets the
+// Hub resolved, and answers a wire.ConfigApplyResult. An invalid
+// configuration fails it (permanent, validation_failed, the report as
+// result); a node_version the node does not hold is
+// config_version_unavailable; a stream that fails to start does not
+// undo the apply. Validations and diffs change nothing and are not kept
+// in the outcome cache (a redelivery runs them again). Once an apply
+// succeeded, hub-state.json records the Hub
+// version and generation it made which node version; a redelivery, or
+// the same generation under another command id while the node still runs
+// that version, is answered from the record, not applied again. Every
+// report carries configuration {node_version, hub_version, generation},
+// the Hub fields only while the node runs the recorded node version, so a
+// local apply or a changed --config file shows as drift; a report follows
+// every apply at once.
+//
 // With a job engine (Options.Engine) it also runs the jobs the Hub places
 // on the node (jobs.go): job_start materializes the spec exactly as the
 // node materializes its configuration and starts it as a Hub job, fenced
@@ -34,7 +55,10 @@
 // types); send the node token anywhere but to register, or let it reach a
 // log, event, report or error; stop or revert streams on its own (lost
 // connectivity never stops a stream, and local Node API changes are
-// reported as drift, not undone); apply configurations (a command for a
-// configuration version other than the applied one fails with
-// config_version_unavailable until configuration dispatch lands).
+// reported as drift, not undone); change the configuration on a stream
+// command (one naming a configuration version the node does not run
+// fails with config_version_unavailable: the Hub applies it with
+// configuration_apply first); keep, log or report a secret value the Hub
+// sent (they live in memory for one command, and join the node's
+// redactor).
 package agent

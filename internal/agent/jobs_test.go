@@ -169,8 +169,8 @@ func TestJobCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := file.Jobs["elsewhere"]; file.Version != 3 || d.State != "stopped" || d.Generation != 5 || len(d.Spec) != 0 {
-		t.Errorf("state file version %d, fence-stopped job's desire %+v; want version 3, stopped at 5", file.Version, d)
+	if d := file.Jobs["elsewhere"]; file.Version != 4 || d.State != "stopped" || d.Generation != 5 || len(d.Spec) != 0 {
+		t.Errorf("state file version %d, fence-stopped job's desire %+v; want version 4, stopped at 5", file.Version, d)
 	}
 	if d := file.Jobs["counts"]; d.State != "stopped" || d.Generation != 2 || d.Version != 1 || len(d.Spec) == 0 {
 		t.Errorf("stopped job's desire %+v; want stopped at 2, version 1, its spec kept", d)

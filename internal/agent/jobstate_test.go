@@ -76,7 +76,7 @@ func TestStoreSplitDesire(t *testing.T) {
 	}
 	var f stateFile
 	b, _ := os.ReadFile(path)
-	if err := json.Unmarshal(b, &f); err != nil || f.Version != 3 {
+	if err := json.Unmarshal(b, &f); err != nil || f.Version != stateVersion {
 		t.Fatalf("migrated file %s (%v)", b, err)
 	}
 	want := JobDesire{State: "running", Generation: 3, Version: 1, Spec: json.RawMessage(`{"id":"s"}`),
@@ -135,4 +135,58 @@ func jsonEq(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestStoreMigratesVersion3: a version 3 file (no configuration record)
+// loads with its streams, jobs and outcomes, holds no configuration, and
+// is rewritten as version 4; a configuration record then survives a
+// reopen.
+func TestStoreMigratesVersion3(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, stateFileName)
+	v3 := `{"version":3,"node_id":"n1","streams":{"a":{"state":"running","generation":7}},` +
+		`"jobs":{"j":{"state":"running","generation":2,"version":1,"spec":{"id":"j"},"task_nodes":{"src#0":"n1"}}},` +
+		`"outcomes":[{"command_id":"c1","state":"succeeded"}]}`
+	if err := os.WriteFile(path, []byte(v3), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := openStore(dir, "n1", discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := st.desire("a"); !ok || d.Generation != 7 {
+		t.Errorf("stream desire %+v %v", d, ok)
+	}
+	if d, ok := st.job("j"); !ok || d.TaskNodes["src#0"] != "n1" {
+		t.Errorf("job desire %+v %v", d, ok)
+	}
+	if _, ok := st.outcome("c1"); !ok {
+		t.Error("outcome c1 lost")
+	}
+	if c, ok := st.configuration(); ok {
+		t.Errorf("a version 3 file has configuration %+v", c)
+	}
+	var f stateFile
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &f); err != nil || f.Version != 4 || f.Configuration != nil || f.Streams["a"].Generation != 7 {
+		t.Fatalf("migrated file %s (%v)", b, err)
+	}
+	rec := ConfigRecord{HubVersion: "v3", Generation: 9, NodeVersion: "v5", CommandID: "c2"}
+	if err := st.recordConfig(Outcome{CommandID: "c2", State: "succeeded", Result: json.RawMessage(`{"node_version":"v5"}`)}, &rec); err != nil {
+		t.Fatal(err)
+	}
+	// A failed command keeps the record.
+	if err := st.recordConfig(Outcome{CommandID: "c3", State: "failed"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openStore(dir, "n1", discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := again.configuration(); !ok || c != rec {
+		t.Errorf("configuration after reopen %+v %v, want %+v", c, ok, rec)
+	}
+	if o, ok := again.outcome("c2"); !ok || string(o.Result) != `{"node_version":"v5"}` {
+		t.Errorf("outcome c2 after reopen %+v %v", o, ok)
+	}
 }

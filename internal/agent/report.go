@@ -13,13 +13,14 @@ import (
 // sequence number): every stream's observed state with the generation and
 // action id of the Hub desire last applied to it (desires; 0 and none when
 // the Hub never commanded the stream), and a small bounded set of node
-// metrics.
-func snapshot(n Node, desires map[string]Desire, bootID string) wire.Report {
+// metrics, and the configuration the node runs (conf).
+func snapshot(n Node, desires map[string]Desire, conf *wire.ReportConfiguration, bootID string) wire.Report {
 	views := n.Streams()
 	rep := wire.Report{
 		BootID:               bootID,
 		Streams:              make([]wire.ReportStream, 0, len(views)),
 		ConfigurationVersion: n.ConfigVersion(),
+		Configuration:        conf,
 		Metrics:              map[string]float64{},
 	}
 	var running, failed, stopped, completed, received, sent, errs float64
@@ -61,10 +62,11 @@ func snapshot(n Node, desires map[string]Desire, bootID string) wire.Report {
 // counters, metrics and the sequence number.
 func changeKey(r wire.Report) string {
 	type key struct {
-		Streams []wire.ReportStream
-		Version string
+		Streams       []wire.ReportStream
+		Version       string
+		Configuration *wire.ReportConfiguration
 	}
-	k := key{Streams: make([]wire.ReportStream, len(r.Streams)), Version: r.ConfigurationVersion}
+	k := key{Streams: make([]wire.ReportStream, len(r.Streams)), Version: r.ConfigurationVersion, Configuration: r.Configuration}
 	for i, s := range r.Streams {
 		s.Counters = nil
 		k.Streams[i] = s

@@ -153,7 +153,7 @@ func TestSplitJobStartPersists(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := file.Jobs["split"]
-	if file.Version != 3 || !maps.Equal(d.TaskNodes, tasks) || !maps.Equal(d.NodeDataPorts, ports) || d.DataSecret != testDataSecret {
+	if file.Version != 4 || !maps.Equal(d.TaskNodes, tasks) || !maps.Equal(d.NodeDataPorts, ports) || d.DataSecret != testDataSecret {
 		t.Errorf("state file version %d, desire %v %v (secret kept: %v)", file.Version, d.TaskNodes, d.NodeDataPorts, d.DataSecret == testDataSecret)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {

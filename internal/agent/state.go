@@ -20,11 +20,13 @@ const maxOutcomes = 1024
 const stateFileName = "hub-state.json"
 
 // stateVersion is the version of the state file written. Versions 1 (no
-// jobs) and 2 (no split placements) are read and migrated forward: they
-// hold no Hub jobs, and no split ones. A version 3 file is refused (moved
+// jobs), 2 (no split placements) and 3 (no configuration record) are read
+// and migrated forward: they hold no Hub jobs, no split ones, and no
+// configuration the Hub applied. A version 3 file is refused (moved
 // aside) by an Agent that knows only version 2, which would otherwise
-// start a split job whole.
-const stateVersion = 3
+// start a split job whole; a version 4 file by one that knows only 3,
+// which would not know which Hub configuration the node runs.
+const stateVersion = 4
 
 // Desire is the Hub desire the Agent last applied to one stream. Its
 // generation and action id are what the Agent reports for the stream.
@@ -76,11 +78,28 @@ func (o Outcome) result(attemptID string) wire.CommandResult {
 
 // stateFile is the JSON form of the durable state.
 type stateFile struct {
-	Version  int                  `json:"version"`
-	NodeID   string               `json:"node_id"`
-	Streams  map[string]Desire    `json:"streams"`
-	Jobs     map[string]JobDesire `json:"jobs,omitempty"` // since version 2; split placements since 3
-	Outcomes []Outcome            `json:"outcomes"`
+	Version int                  `json:"version"`
+	NodeID  string               `json:"node_id"`
+	Streams map[string]Desire    `json:"streams"`
+	Jobs    map[string]JobDesire `json:"jobs,omitempty"` // since version 2; split placements since 3
+	// Configuration is the last configuration_apply executed (since
+	// version 4).
+	Configuration *ConfigRecord `json:"configuration,omitempty"`
+	Outcomes      []Outcome     `json:"outcomes"`
+}
+
+// ConfigRecord is what the last configuration_apply the Agent executed
+// made: the node version that runs the Hub's version at the Hub's
+// generation. It is written once the apply succeeded; reports carry
+// HubVersion and Generation only while the node's applied version is
+// NodeVersion.
+type ConfigRecord struct {
+	HubVersion  string `json:"hub_version,omitempty"` // empty for a re-apply of the node's own version
+	Generation  int64  `json:"generation"`
+	NodeVersion string `json:"node_version"`
+	// CommandID is the command that made it; its outcome answers a
+	// redelivery under another command id.
+	CommandID string `json:"command_id,omitempty"`
 }
 
 // store holds the Agent's durable state: the Hub desire per stream and per
@@ -93,6 +112,7 @@ type store struct {
 	mu       sync.Mutex // guards the fields below and the file
 	desires  map[string]Desire
 	jobs     map[string]JobDesire
+	config   *ConfigRecord
 	outcomes []Outcome // oldest first, at most maxOutcomes
 	byID     map[string]int
 }
@@ -130,6 +150,7 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 	for _, o := range f.Outcomes {
 		s.addLocked(o)
 	}
+	s.config = f.Configuration
 	if f.Version < stateVersion {
 		s.mu.Lock()
 		err := s.writeLocked()
@@ -140,6 +161,30 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 		log.Info("agent state migrated", "from_version", f.Version, "to_version", stateVersion)
 	}
 	return s, nil
+}
+
+// configuration returns the last configuration_apply's record, and
+// whether there is one.
+func (s *store) configuration() (ConfigRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.config == nil {
+		return ConfigRecord{}, false
+	}
+	return *s.config, true
+}
+
+// recordConfig keeps a configuration command's outcome and, for an apply
+// that succeeded, its record; then writes the state.
+func (s *store) recordConfig(o Outcome, rec *ConfigRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(o)
+	if rec != nil {
+		r := *rec
+		s.config = &r
+	}
+	return s.writeLocked()
 }
 
 // allJobs returns a copy of every Hub job's desire.
@@ -233,7 +278,7 @@ func (s *store) addLocked(o Outcome) {
 }
 
 func (s *store) writeLocked() error {
-	b, err := json.Marshal(stateFile{Version: stateVersion, NodeID: s.nodeID, Streams: s.desires, Jobs: s.jobs, Outcomes: s.outcomes})
+	b, err := json.Marshal(stateFile{Version: stateVersion, NodeID: s.nodeID, Streams: s.desires, Jobs: s.jobs, Configuration: s.config, Outcomes: s.outcomes})
 	if err != nil {
 		return err
 	}

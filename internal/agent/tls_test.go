@@ -146,3 +146,15 @@ func (fakeNodeForNew) WaitOperation(context.Context, string) (wire.Operation, er
 	return wire.Operation{}, nil
 }
 func (fakeNodeForNew) AdoptHubDesire(string, string, int64, string) error { return nil }
+func (fakeNodeForNew) ValidateHub(node.Document, map[string]string) node.Report {
+	return node.Report{}
+}
+func (fakeNodeForNew) ApplyHub(context.Context, node.Document, map[string]string, string, node.Request) (wire.ConfigApplyResult, error) {
+	return wire.ConfigApplyResult{}, nil
+}
+func (fakeNodeForNew) ReapplyVersion(context.Context, string, node.Request) (wire.ConfigApplyResult, error) {
+	return wire.ConfigApplyResult{}, nil
+}
+func (fakeNodeForNew) DiffTexts(wire.ConfigDiffSide, wire.ConfigDiffSide) (node.DiffReport, error) {
+	return node.DiffReport{}, nil
+}

@@ -88,10 +88,10 @@ func TestRefreshTime(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	comps := []string{"input:generate", "output:drop"}
-	if got, want := capabilities(comps, "", false), []string{"stream_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
+	if got, want := capabilities(comps, "", false), []string{"stream_control", "config_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
 		t.Errorf("without data plane %v", got)
 	}
-	if got, want := capabilities(comps, "", true), []string{"stream_control", "job_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
+	if got, want := capabilities(comps, "", true), []string{"stream_control", "config_control", "job_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
 		t.Errorf("with job control %v", got)
 	}
 	if got := capabilities(comps, "10.0.0.1:7000", false); got[len(got)-1] != wire.CapabilityNetworkShuffle {

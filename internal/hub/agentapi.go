@@ -259,7 +259,8 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 	if !stale {
 		n.counters = counters
 	}
-	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameObservation(n.observed, obs)
+	sameCfg := req.Configuration == nil || (n.cfg != nil && *n.cfg == *req.Configuration)
+	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameCfg && sameObservation(n.observed, obs)
 	// A report that says nothing new still says the observation is current.
 	refreshed := same && !n.fresh
 	if same {
@@ -276,7 +277,7 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	res, err := h.st.ApplyReport(r.Context(), store.Report{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Streams: obs,
-		ConfigVersion: req.ConfigurationVersion, Metrics: req.Metrics, Now: now})
+		ConfigVersion: req.ConfigurationVersion, Configuration: req.Configuration, Metrics: req.Metrics, Now: now})
 	if err != nil {
 		return h.storeFailed(err)
 	}
@@ -285,13 +286,20 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		n.reportBoot, n.reportSeq, n.observed, n.cfgVersion, n.metrics, n.reportedAt = req.BootID, req.ReportSeq, obs, req.ConfigurationVersion, req.Metrics, now
 		n.node.ReportBootID, n.node.ReportSeq, n.node.ReportedAt = req.BootID, req.ReportSeq, now
 		n.fresh = true
+		if req.Configuration != nil {
+			c := *req.Configuration
+			n.cfg = &c
+		}
 		if res.NewBoot {
 			n.node.Restarts++
 		}
 		h.fleet.mu.Unlock()
 		h.streamChanges(id, prev, obs, now)
+		if res.NewBoot {
+			h.reassertConfig(r.Context(), id, now)
+		}
 		switch changed := changedStreams(prev, obs); {
-		case prevCfg != req.ConfigurationVersion || res.NewBoot || !wasFresh:
+		case prevCfg != req.ConfigurationVersion || !sameCfg || res.NewBoot || !wasFresh:
 			h.converge(id)
 		case len(changed) > 0:
 			h.converge(id, changed...)
@@ -523,6 +531,7 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	if in, ierr := h.st.GetIntent(ctx, a.IntentID); ierr == nil {
 		h.jobCommandDone(ctx, in, req.State, req.Result, req.Failure, now)
+		h.configApplied(ctx, in, req.State, req.Result, now)
 	}
 	if res := h.attemptMoved(req.AttemptID, req.State, now); res != "" {
 		h.converge(id, res)

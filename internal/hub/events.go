@@ -237,7 +237,7 @@ func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams m
 			continue
 		}
 		// The id may name a stream or a job of the node (or both).
-		for _, kind := range []string{store.KindStream, store.KindJob} {
+		for _, kind := range []string{store.KindStream, store.KindJob, store.KindConfiguration} {
 			rs, err := h.st.GetResourceState(ctx, k[0], kind, k[1])
 			switch {
 			case errors.Is(err, store.ErrNotFound):

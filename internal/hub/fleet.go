@@ -45,15 +45,17 @@ type session struct {
 
 // nodeState is one registered node as the Hub sees it now.
 type nodeState struct {
-	node        store.Node // as last written (mode, capabilities, version, ...)
-	leaseTTL    time.Duration
-	leaseUntil  time.Time
-	online      bool
-	reportBoot  string
-	reportSeq   int64
-	observed    []store.ObservedStream         // as last accepted
-	counters    map[string]wire.StreamCounters // by stream, from the latest report (not durable)
-	cfgVersion  string
+	node       store.Node // as last written (mode, capabilities, version, ...)
+	leaseTTL   time.Duration
+	leaseUntil time.Time
+	online     bool
+	reportBoot string
+	reportSeq  int64
+	observed   []store.ObservedStream         // as last accepted
+	counters   map[string]wire.StreamCounters // by stream, from the latest report (not durable)
+	cfgVersion string
+	// cfg is the configuration object of the last report (nil: none yet).
+	cfg         *wire.ReportConfiguration
 	metrics     map[string]float64
 	reportedAt  time.Time
 	fresh       bool          // a report was accepted since the Hub started, and since the node last came back online or registered a new boot
@@ -230,6 +232,14 @@ func commandOf(e store.OutboxEntry, split *store.JobSplit, attemptID string, exp
 // and data_secret) here, at dispatch, from the jobs row: the secret is
 // never part of the stored intent.
 func commandFromIntent(i store.Intent, split *store.JobSplit, attemptID string, expires time.Time) wire.Command {
+	if configKind(i.Kind) {
+		// The arguments stored with the intent; the Hub adds the text of
+		// the version and the secrets at dispatch (Hub.configCommand).
+		var p wire.CommandPayload
+		_ = json.Unmarshal(i.Payload, &p)
+		return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: i.Operation, NodeID: i.NodeID, ResourceID: i.ResourceID,
+			Generation: i.Generation, ConfigVersion: i.ConfigVersion, ExpiresAt: wire.At(expires), Payload: p}
+	}
 	if jobKind(i.Kind) {
 		var p wire.CommandPayload
 		// The Hub wrote the payload itself; one it cannot read is sent empty
@@ -280,6 +290,9 @@ func jobKind(kind string) bool { return kind == store.KindJob || kind == store.K
 // commandCapabilities is what a node must advertise to execute an
 // intent's command.
 func commandCapabilities(kind string) []string {
+	if configKind(kind) {
+		return []string{wire.CapabilityConfigControl}
+	}
 	if jobKind(kind) {
 		return []string{wire.CapabilityJobControl}
 	}

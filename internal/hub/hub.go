@@ -57,6 +57,9 @@ type Options struct {
 	// Server bounds the listener's connections and timeouts; zero values
 	// take httpapi's defaults (docs/api-conventions.md).
 	Server httpapi.ServerOptions
+	// LookupEnv reads the Hub's SVC_SECRET_<NAME> variables, from which it
+	// pre-resolves ${secret:NAME} at dispatch; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 }
 
 // Hub is the fleet's control-plane server: the durable store, the state
@@ -242,8 +245,13 @@ func (h *Hub) rebuild(ctx context.Context) error {
 		return err
 	}
 	for _, c := range active {
-		fl := &flight{cmd: commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt), state: c.Attempt.State,
-			dispatchedAt: c.Attempt.CreatedAt, expiresAt: c.Attempt.ExpiresAt}
+		cmd := commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt)
+		if configKind(c.Intent.Kind) && h.configCommand(ctx, &cmd) != nil {
+			// Not sendable any more (the Hub lost a secret across the
+			// restart): the attempt times out and the retry fails it.
+			continue
+		}
+		fl := &flight{cmd: cmd, state: c.Attempt.State, dispatchedAt: c.Attempt.CreatedAt, expiresAt: c.Attempt.ExpiresAt}
 		f.enqueueLocked(fl)
 	}
 	h.fleet.mu.Lock()

@@ -39,11 +39,17 @@ func serve(t *testing.T, path, token string, restore bool) *testHub {
 // serveWith is serve with the listener's connection bounds and timeouts.
 func serveWith(t *testing.T, path, token string, restore bool, so httpapi.ServerOptions) *testHub {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := open(ctx, Options{
+	return serveOptions(t, restore, Options{
 		Settings: Settings{Address: "127.0.0.1:0", Storage: path, OperatorToken: token, NodeToken: nodeTokenFor(token)},
 		Logger:   slog.New(slog.DiscardHandler), Version: "test", Server: so,
 	})
+}
+
+// serveOptions starts a Hub with o on a loopback port.
+func serveOptions(t *testing.T, restore bool, o Options) *testHub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := open(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ const maxNodeIDs = 64
 
 func (h *Hub) jobRoutes(p string) []httpapi.Route {
 	return []httpapi.Route{
-		{Method: "POST", Pattern: p + "/jobs", Handler: h.auditedJob(fixedAction(ActionJobCreate), h.postJob)},
+		{Method: "POST", Pattern: p + "/jobs", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobCreate), h.postJob)},
 		{Method: "POST", Pattern: p + "/jobs/validate", Handler: h.postJobValidate},
 		{Method: "GET", Pattern: p + "/jobs", Handler: h.getJobs},
 		{Method: "GET", Pattern: p + "/jobs/{id}", Handler: h.getJob},
@@ -52,15 +52,15 @@ func (h *Hub) jobRoutes(p string) []httpapi.Route {
 		{Method: "GET", Pattern: p + "/jobs/{id}/detail", Handler: h.getJobDetail},
 		{Method: "GET", Pattern: p + "/jobs/{id}/versions", Handler: h.getJobVersions},
 		{Method: "GET", Pattern: p + "/jobs/{id}/plan", Handler: h.getJobPlan},
-		{Method: "PUT", Pattern: p + "/jobs/{id}/desired-state", Handler: h.auditedJob(fixedAction(ActionJobDesired), h.putJobDesired)},
+		{Method: "PUT", Pattern: p + "/jobs/{id}/desired-state", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobDesired), h.putJobDesired)},
 		{Method: "GET", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.getArtifacts(wire.ArtifactCheckpoint)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.auditedJob(fixedAction(wire.CommandJobCheckpoint), h.postArtifact(wire.ArtifactCheckpoint))},
+		{Method: "POST", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobCheckpoint), h.postArtifact(wire.ArtifactCheckpoint))},
 		{Method: "GET", Pattern: p + "/jobs/{id}/savepoints", Handler: h.getArtifacts(wire.ArtifactSavepoint)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/savepoints", Handler: h.auditedJob(fixedAction(wire.CommandJobSavepoint), h.postArtifact(wire.ArtifactSavepoint))},
+		{Method: "POST", Pattern: p + "/jobs/{id}/savepoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobSavepoint), h.postArtifact(wire.ArtifactSavepoint))},
 		{Method: "GET", Pattern: p + "/jobs/{id}/upgrades", Handler: h.getUpgrades},
-		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades", Handler: h.auditedJob(fixedAction(ActionJobUpgrade), h.postUpgrade)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades/{upgrade_id}/rollback", Handler: h.auditedJob(fixedAction(ActionJobRollback), h.postRollback)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/actions/{action}", Handler: h.auditedJob(jobActionName, h.postJobAction)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobUpgrade), h.postUpgrade)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades/{upgrade_id}/rollback", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobRollback), h.postRollback)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/actions/{action}", Handler: h.auditedAs(store.KindJob, jobActionName, h.postJobAction)},
 	}
 }
 
@@ -729,22 +729,4 @@ func (h *Hub) getUpgrades(w http.ResponseWriter, r *http.Request) error {
 		return storeProblem(err)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(ups, page, size))
-}
-
-// auditedJob is audited for job routes: a rejected mutation is recorded
-// against the job (the path's id, or the spec's id of a create).
-func (h *Hub) auditedJob(name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		err := next(w, r)
-		var e *httpapi.Error
-		if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
-			return err
-		}
-		ctx := r.Context()
-		if aerr := h.st.RejectJob(context.WithoutCancel(ctx), name(r), truncate(r.PathValue("id"), maxIDLen), "", e.Code, "",
-			httpapi.CorrelationID(ctx), httpapi.Principal(ctx), h.opts.Now()); aerr != nil {
-			h.storeFailed(aerr)
-		}
-		return err
-	}
 }

@@ -176,8 +176,8 @@ func streamActionName(r *http.Request) string {
 func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		err := next(w, r)
-		var e *httpapi.Error
-		if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
+		e := rejection(err)
+		if e == nil {
 			return err
 		}
 		action := name(r)
@@ -196,6 +196,36 @@ func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.Handle
 		}
 		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
 			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),
+			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
+		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
+			h.storeFailed(aerr)
+		}
+		return err
+	}
+}
+
+// rejection is the client error (4xx but 405) a handler answered, which
+// the audit records as rejected; nil for anything else.
+func rejection(err error) *httpapi.Error {
+	var e *httpapi.Error
+	if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
+		return nil
+	}
+	return e
+}
+
+// auditedAs is audited for routes whose {id} names a resource of resType
+// (jobs, rollouts): a rejected request is recorded against it.
+func (h *Hub) auditedAs(resType string, name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		err := next(w, r)
+		e := rejection(err)
+		if e == nil {
+			return err
+		}
+		ctx := r.Context()
+		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: name(r),
+			ResourceType: resType, ResourceID: truncate(r.PathValue("id"), maxIDLen),
 			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
 		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
 			h.storeFailed(aerr)

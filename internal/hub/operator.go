@@ -52,6 +52,8 @@ func (h *Hub) routes() []httpapi.Route {
 		{Method: "GET", Pattern: p + "/metrics", Handler: h.getMetrics},
 	}
 	routes = append(routes, h.jobRoutes(p)...)
+	routes = append(routes, h.configRoutes(p)...)
+	routes = append(routes, h.rolloutRoutes(p)...)
 	for i, rt := range routes {
 		routes[i].Handler = validPathIDs(rt.Pattern, rt.Handler)
 	}

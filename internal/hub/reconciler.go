@@ -59,6 +59,7 @@ func (h *Hub) pass(ctx context.Context, now time.Time) {
 	}
 	h.expireLeases(ctx, now)
 	h.expireAttempts(ctx, now)
+	h.driveRollouts(ctx, now)
 	h.dispatch(ctx, now)
 }
 
@@ -192,13 +193,27 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 	var cmds []*flight
 	for i, d := range plan.Decisions {
 		e := rows[i]
+		var cmd wire.Command
+		var msg string
+		if d.Action == reconcile.ActionDispatch {
+			cmd = commandOf(e, splitFor(splits, e.ResourceID), newUUIDv7(), d.AttemptExpiresAt)
+			// A configuration command gets its text and secrets now; one
+			// the Hub cannot complete fails before anything is sent.
+			if configKind(e.Kind) {
+				if f := h.configCommand(ctx, &cmd); f != nil {
+					d.Action, d.Code, msg = reconcile.ActionFail, f.Code, f.Message
+				}
+			}
+		}
 		switch d.Action {
 		case reconcile.ActionDispatch:
-			aid := newUUIDv7()
-			starts = append(starts, store.AttemptStart{IntentID: e.IntentID, AttemptID: aid, NodeID: e.NodeID, Now: now, ExpiresAt: d.AttemptExpiresAt})
-			cmds = append(cmds, &flight{cmd: commandOf(e, splitFor(splits, e.ResourceID), aid, d.AttemptExpiresAt), state: wire.OpDispatched, dispatchedAt: now, expiresAt: d.AttemptExpiresAt})
+			starts = append(starts, store.AttemptStart{IntentID: e.IntentID, AttemptID: cmd.AttemptID, NodeID: e.NodeID, Now: now, ExpiresAt: d.AttemptExpiresAt})
+			cmds = append(cmds, &flight{cmd: cmd, state: wire.OpDispatched, dispatchedAt: now, expiresAt: d.AttemptExpiresAt})
 		case reconcile.ActionFail:
-			err := h.st.FailIntent(ctx, e.IntentID, d.Code, failMessage(d.Code), now)
+			if msg == "" {
+				msg = failMessage(d.Code)
+			}
+			err := h.st.FailIntent(ctx, e.IntentID, d.Code, msg, now)
 			if err != nil && !errors.Is(err, store.ErrNotPending) {
 				h.storeFailed(err)
 				return

@@ -9,6 +9,10 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
+// configLocal is the observed state of a node configuration the Hub did not
+// give (it never matches a desire).
+const configLocal = "local"
+
 // errorWindow is how long an observed last_error keeps a matching stream
 // degraded after it happened.
 const errorWindow = 5 * time.Minute
@@ -38,6 +42,19 @@ func (h *Hub) convergenceInput(rs store.ResourceState, now time.Time) reconcile.
 		if o := rs.ObservedJob; o != nil {
 			in.Observed = &reconcile.Observed{State: o.State, Generation: o.Generation, ConfigVersion: strconv.Itoa(o.Version),
 				ActionID: o.ActionID, LastError: o.LastError, LastErrorAt: o.LastErrorAt}
+		}
+	}
+	if rs.Kind == store.KindConfiguration {
+		// The Hub version and generation of the last apply the node ran.
+		in.Observed, in.RequiredCapabilities = nil, commandCapabilities(rs.Kind)
+		if o := rs.ObservedConfig; o != nil {
+			in.Observed = &reconcile.Observed{State: wire.ConfigApplied, Generation: o.Generation, ConfigVersion: o.HubVersion}
+			if o.HubVersion == "" && o.Generation != rs.Generation && rs.Latest != nil && rs.Latest.State == wire.OpSucceeded && !o.ReportedAt.Before(rs.Latest.FinishedAt) {
+				// Reported after the apply succeeded, the node runs a
+				// configuration the Hub did not give it (a local apply, an
+				// edited --config file): drift, not a report still awaited.
+				in.Observed.State, in.Observed.Generation = configLocal, rs.Generation
+			}
 		}
 	}
 	if i := rs.Latest; i != nil {

@@ -70,6 +70,11 @@ func (n *Node) Validate(doc Document) (Report, *config.Config) {
 	n.mu.Lock()
 	res := n.conf.resolver
 	n.mu.Unlock()
+	return n.validateWith(doc, res)
+}
+
+// validateWith is Validate with the resolver of doc's references.
+func (n *Node) validateWith(doc Document, res secretref.Resolver) (Report, *config.Config) {
 	cfg, err := config.Materialize(doc.Content, doc.Format, n.opts.Registry, res)
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
@@ -188,15 +193,26 @@ func (n *Node) reapply(versionID, opName string, req Request) (wire.Operation, e
 }
 
 func (n *Node) apply(doc Document, source, from, opName string, req Request) (wire.Operation, error) {
+	n.mu.Lock()
+	res := n.conf.resolver
+	n.mu.Unlock()
+	return n.applyWith(doc, res, source, history.Meta{RolledBackFrom: from}, opName, req)
+}
+
+// applyWith validates doc, its references resolved by res, appends it to
+// the history with meta (actor and correlation id from req) and queues
+// its application: the one apply path of every source.
+func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, meta history.Meta, opName string, req Request) (wire.Operation, error) {
 	h, err := n.history()
 	if err != nil {
 		return wire.Operation{}, err
 	}
-	rep, cfg := n.Validate(doc)
+	rep, cfg := n.validateWith(doc, res)
 	if !rep.Valid {
 		return wire.Operation{}, &ValidationError{Report: rep}
 	}
-	v, err := h.Append(doc.Content, doc.Format, source, history.Meta{Actor: req.Actor, CorrelationID: req.CorrelationID, RolledBackFrom: from})
+	meta.Actor, meta.CorrelationID = req.Actor, req.CorrelationID
+	v, err := h.Append(doc.Content, doc.Format, source, meta)
 	if err != nil {
 		return wire.Operation{}, err
 	}
@@ -209,9 +225,17 @@ func (n *Node) apply(doc Document, source, from, opName string, req Request) (wi
 		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req) },
 	}
 	rec := n.ops.submit(o)
-	n.event(wire.Event{Kind: wire.EventIntentAccepted, ResourceID: ConfigResource, OperationID: opID, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "accepted", Message: opName + " of " + v.ID + " accepted", Data: map[string]any{"operation": opName, "config_version": v.ID}})
+	data := map[string]any{"operation": opName, "config_version": v.ID}
+	if v.HubVersion != "" {
+		data["hub_version"] = v.HubVersion
+	}
+	n.event(wire.Event{Kind: wire.EventIntentAccepted, ResourceID: ConfigResource, OperationID: opID, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "accepted", Message: opName + " of " + v.ID + " accepted", Data: data})
 	return rec, nil
 }
+
+// codeStreamStartFailed is the failure code of an apply whose version was
+// applied but a stream of which failed to start.
+const codeStreamStartFailed = "stream_start_failed"
 
 // ApplyResult is the result field of an apply or rollback operation.
 type ApplyResult struct {
@@ -242,9 +266,13 @@ func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Conf
 	n.conf.current = cfg
 	n.setConfigLocked(cfg, v.ID, changed)
 	n.mu.Unlock()
-	n.event(wire.Event{Kind: wire.EventConfigurationApplied, ResourceID: ConfigResource, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "applied", Message: "configuration " + v.ID + " applied", Data: map[string]any{"config_version": v.ID, "added": len(res.Added), "removed": len(res.Removed), "changed": len(res.Changed)}})
+	data := map[string]any{"config_version": v.ID, "added": len(res.Added), "removed": len(res.Removed), "changed": len(res.Changed)}
+	if v.HubVersion != "" {
+		data["hub_version"] = v.HubVersion
+	}
+	n.event(wire.Event{Kind: wire.EventConfigurationApplied, ResourceID: ConfigResource, CorrelationID: req.CorrelationID, Actor: req.Actor, Outcome: "applied", Message: "configuration " + v.ID + " applied", Data: data})
 	if applyErr != nil {
-		return res, &opError{Class: "engine", Code: "stream_start_failed", Message: "configuration applied, but a stream failed to start: " + n.redact(applyErr.Error())}
+		return res, &opError{Class: "engine", Code: codeStreamStartFailed, Message: "configuration applied, but a stream failed to start: " + n.redact(applyErr.Error())}
 	}
 	return res, nil
 }

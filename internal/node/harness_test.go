@@ -116,6 +116,7 @@ type harness struct {
 	n      *node.Node
 	events *eventlog.Log
 	hist   *history.Store
+	dir    string // the state directory
 	client *http.Client
 	hopts  node.HandlerOptions
 	// token is sent as Authorization: Bearer unless a request sets its own.
@@ -211,7 +212,7 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, hopts: hopts, dp: dp,
+	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, dir: dir, hopts: hopts, dp: dp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

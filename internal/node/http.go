@@ -264,6 +264,7 @@ type versionView struct {
 	SHA256         string    `json:"sha256"`
 	Source         string    `json:"source"`
 	RolledBackFrom string    `json:"rolled_back_from,omitempty"`
+	HubVersion     string    `json:"hub_version,omitempty"`
 	CreatedAt      wire.Time `json:"created_at"`
 	Actor          string    `json:"actor,omitempty"`
 	CorrelationID  string    `json:"correlation_id,omitempty"`
@@ -272,7 +273,7 @@ type versionView struct {
 }
 
 func viewOf(v history.Version, applied string, withContent bool) versionView {
-	vv := versionView{ID: v.ID, Format: string(v.Format), SHA256: v.SHA256, Source: v.Source, RolledBackFrom: v.RolledBackFrom,
+	vv := versionView{ID: v.ID, Format: string(v.Format), SHA256: v.SHA256, Source: v.Source, RolledBackFrom: v.RolledBackFrom, HubVersion: v.HubVersion,
 		CreatedAt: wire.At(v.CreatedAt), Actor: v.Actor, CorrelationID: v.CorrelationID, Applied: v.ID == applied}
 	if withContent {
 		c := string(v.Content)

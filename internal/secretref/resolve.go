@@ -79,6 +79,10 @@ type walker struct {
 	path   []step
 	errs   []error
 	values []string // what references resolved to, defaults excluded
+	// only, when set, resolves references of that scheme alone (others
+	// stay as written); secrets then collects NAME -> value.
+	only    string
+	secrets map[string]string
 }
 
 // step is a map key, or an array index when isIdx.
@@ -182,6 +186,10 @@ func (w *walker) expand(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	scan(s, func(text string) { b.WriteString(text) }, func(ref, scheme, body string) {
+		if w.only != "" && scheme != w.only {
+			b.WriteString(ref)
+			return
+		}
 		v, fromDefault, err := w.r.resolve(scheme, body)
 		if err != nil {
 			w.errs = append(w.errs, &Error{Path: w.pathString(), Ref: ref, Err: err})
@@ -190,6 +198,10 @@ func (w *walker) expand(s string) string {
 		}
 		if !fromDefault {
 			w.values = append(w.values, v)
+			if w.secrets != nil {
+				name, _, _ := strings.Cut(body, ":-")
+				w.secrets[name] = v
+			}
 		}
 		b.WriteString(v)
 	})

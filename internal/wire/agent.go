@@ -78,6 +78,9 @@ type Report struct {
 	Streams              []ReportStream    `json:"streams"`
 	Jobs                 []json.RawMessage `json:"jobs,omitempty"`
 	ConfigurationVersion string            `json:"configuration_version"`
+	// Configuration says which Hub configuration version the node runs
+	// (wire.ReportConfiguration); absent from Agents of earlier releases.
+	Configuration *ReportConfiguration `json:"configuration,omitempty"`
 	// Metrics is a bounded set of node gauges and counters by name.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
@@ -115,6 +118,8 @@ type CommandPayload struct {
 	State string `json:"state,omitempty"`
 	// JobCommand holds the arguments of job commands.
 	JobCommand
+	// ConfigCommand holds the arguments of configuration commands.
+	ConfigCommand
 }
 
 // Command result states (transport state acknowledged, or the outcome).

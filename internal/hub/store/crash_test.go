@@ -61,44 +61,20 @@ func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
-	path := filepath.Join(t.TempDir(), "hub.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killAt := 50 + rand.IntN(400)
 	type rec struct {
 		res string
 		gen int64
 		id  string
 	}
 	var printed []rec
-	sc := bufio.NewScanner(stdout)
-	killed := false
-	timer := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
-	defer timer.Stop()
-	for sc.Scan() {
+	path := crashChild(t, "TestCrashChild", crashEnv, func(line string) bool {
 		var r rec
-		if _, err := fmt.Sscanf(sc.Text(), "%s %d %s", &r.res, &r.gen, &r.id); err != nil {
-			continue // test framework output
+		if _, err := fmt.Sscanf(line, "%s %d %s", &r.res, &r.gen, &r.id); err != nil {
+			return false // test framework output
 		}
 		printed = append(printed, r)
-		if !killed && len(printed) >= killAt {
-			_ = cmd.Process.Kill() // SIGKILL
-			killed = true
-		}
-	}
-	_ = cmd.Wait()
-	if !killed {
-		t.Fatalf("child ended before the kill after %d writes", len(printed))
-	}
-	t.Logf("killed after %d printed writes (target %d)", len(printed), killAt)
+		return true
+	})
 
 	s, err := Open(context.Background(), path)
 	if err != nil {
@@ -147,4 +123,44 @@ func TestCrash(t *testing.T) {
 	if !strings.HasPrefix(printed[0].res, "s") {
 		t.Errorf("unexpected output %+v", printed[0])
 	}
+}
+
+// crashChild runs the test child in a process of its own on a new
+// database (path in env), hands each line it prints to line (which
+// reports whether it was a write) and kills it with SIGKILL after a random
+// number of writes. It returns the database's path.
+func crashChild(t *testing.T, child, env string, line func(string) bool) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hub.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+path)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killAt := 50 + rand.IntN(400)
+	n := 0
+	sc := bufio.NewScanner(stdout)
+	killed := false
+	timer := time.AfterFunc(20*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	for sc.Scan() {
+		if !line(sc.Text()) {
+			continue
+		}
+		if n++; !killed && n >= killAt {
+			_ = cmd.Process.Kill() // SIGKILL
+			killed = true
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("child ended before the kill after %d writes", n)
+	}
+	t.Logf("killed after %d printed writes (target %d)", n, killAt)
+	return path
 }

@@ -89,33 +89,13 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		}
 		res.Generation = cur + 1
 		now := ms(w.Now)
-		if _, err := q.ExecContext(ctx, `INSERT INTO resources (node_id, resource_kind, resource_id, state, config_version,
-			generation, action_id, updated_at) VALUES (?,?,?,?,?,?,?,?)
-			ON CONFLICT (node_id, resource_kind, resource_id) DO UPDATE SET state = excluded.state,
-			config_version = excluded.config_version, generation = excluded.generation,
-			action_id = excluded.action_id, updated_at = excluded.updated_at`,
-			w.NodeID, w.Kind, w.ResourceID, w.State, w.ConfigVersion, res.Generation, w.ActionID, now); err != nil {
+		if err := upsertResource(ctx, q, Resource{NodeID: w.NodeID, Kind: w.Kind, ResourceID: w.ResourceID, State: w.State,
+			ConfigVersion: w.ConfigVersion, Generation: res.Generation, ActionID: w.ActionID, UpdatedAt: w.Now}); err != nil {
 			return err
 		}
-		// Superseded intents are never dispatched. Usually one intent per
-		// resource is pending, or two while a timed-out attempt's retry
-		// waits beside a newer write; each is updated by its seq, a one-row
-		// statement that needs no statement journal.
-		pending, err := pendingIntents(ctx, q, w.NodeID, w.Kind, w.ResourceID)
-		if err != nil {
+		if res.Superseded, err = supersedePending(ctx, q, w.NodeID, w.Kind, w.ResourceID, now); err != nil {
 			return err
 		}
-		for _, p := range pending {
-			if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'superseded', updated_at = ?, finished_at = ? WHERE seq = ?`,
-				now, now, p.seq); err != nil {
-				return err
-			}
-			if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE intent_id = ? AND processed_at IS NULL`,
-				now, p.id); err != nil {
-				return err
-			}
-		}
-		res.Superseded = len(pending)
 		r, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
 			desired_state, config_version, action_id, correlation_id, actor, state, created_at, updated_at, expires_at)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
@@ -147,15 +127,58 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, OutcomeAccepted, "")
 		e.Data = map[string]any{"generation": res.Generation, "desired_state": w.State}
 		res.EventID, err = insertEvent(ctx, q, e)
-		if c, ok := q.(*stmtConn); ok {
-			res.Txn = c.txn
-		}
+		res.Txn = txnOf(q)
 		return err
 	})
 	if err != nil {
 		return DesiredResult{}, err
 	}
 	return res, nil
+}
+
+// upsertResource sets the desired state of one resource (r.UpdatedAt
+// stored as the update time).
+func upsertResource(ctx context.Context, q querier, r Resource) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO resources (node_id, resource_kind, resource_id, state, config_version,
+		generation, action_id, updated_at) VALUES (?,?,?,?,?,?,?,?)
+		ON CONFLICT (node_id, resource_kind, resource_id) DO UPDATE SET state = excluded.state,
+		config_version = excluded.config_version, generation = excluded.generation,
+		action_id = excluded.action_id, updated_at = excluded.updated_at`,
+		r.NodeID, r.Kind, r.ResourceID, r.State, r.ConfigVersion, r.Generation, r.ActionID, ms(r.UpdatedAt))
+	return err
+}
+
+// supersedePending supersedes the pending intents of one resource at now
+// (ms) and marks their outbox rows processed; it returns how many.
+// Superseded intents are never dispatched. Usually one intent per
+// resource is pending, or two while a timed-out attempt's retry waits
+// beside a newer write; each is updated by its seq, a one-row statement
+// that needs no statement journal.
+func supersedePending(ctx context.Context, q querier, nodeID, kind, resourceID string, now int64) (int, error) {
+	pending, err := pendingIntents(ctx, q, nodeID, kind, resourceID)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range pending {
+		if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'superseded', updated_at = ?, finished_at = ? WHERE seq = ?`,
+			now, now, p.seq); err != nil {
+			return 0, err
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE intent_id = ? AND processed_at IS NULL`,
+			now, p.id); err != nil {
+			return 0, err
+		}
+	}
+	return len(pending), nil
+}
+
+// txnOf is the number of the writer transaction q runs in (0 outside the
+// writer).
+func txnOf(q querier) int64 {
+	if c, ok := q.(*stmtConn); ok {
+		return c.txn
+	}
+	return 0
 }
 
 type pendingIntent struct {

@@ -102,6 +102,10 @@ type ResourceState struct {
 	// ObservedJob is the node's observation of a job resource (nil when
 	// none, and for streams).
 	ObservedJob *ObservedJob
+	// ObservedConfig is the configuration the node last reported, for a
+	// configuration resource (nil when no report carried one, and for
+	// other kinds).
+	ObservedConfig *ObservedConfig
 }
 
 // ResourceStates returns the state of every resource with a desired state,
@@ -117,10 +121,12 @@ func (s *Store) ResourceStates(ctx context.Context, nodeID string) ([]ResourceSt
 			COALESCE(o.config_version, ''), COALESCE(o.action_id, ''), COALESCE(o.last_error, ''), COALESCE(o.last_error_at, 0),
 			COALESCE(o.updated_at, 0), j.job_id IS NOT NULL, COALESCE(j.state, ''), COALESCE(j.generation, 0),
 			COALESCE(j.version, 0), COALESCE(j.action_id, ''), COALESCE(j.last_error, ''), COALESCE(j.last_error_at, 0),
-			COALESCE(j.detail, ''), COALESCE(j.updated_at, 0)
+			COALESCE(j.detail, ''), COALESCE(j.updated_at, 0), COALESCE(n.config_node_version, ''),
+			COALESCE(n.config_hub_version, ''), COALESCE(n.config_generation, 0), COALESCE(n.config_reported_at, 0)
 			FROM resources r LEFT JOIN observed_streams o
 			ON r.resource_kind = 'stream' AND o.node_id = r.node_id AND o.stream_id = r.resource_id
-			LEFT JOIN observed_jobs j ON r.resource_kind = 'job' AND j.node_id = r.node_id AND j.job_id = r.resource_id`+w.String()+`
+			LEFT JOIN observed_jobs j ON r.resource_kind = 'job' AND j.node_id = r.node_id AND j.job_id = r.resource_id
+			LEFT JOIN nodes n ON r.resource_kind = 'configuration' AND n.node_id = r.node_id`+w.String()+`
 			ORDER BY r.node_id, r.resource_kind, r.resource_id`, w.args...)
 		if err != nil {
 			return err
@@ -150,14 +156,18 @@ func scanResourceStates(rows *sql.Rows) ([]ResourceState, error) {
 		var o ObservedStream
 		var oj ObservedJob
 		var observed, observedJob bool
-		var at, le, ou, jle, ju int64
-		var detail string
+		var at, le, ou, jle, ju, cgen, cat int64
+		var detail, cnv, chv string
 		if err := rows.Scan(&r.NodeID, &r.Kind, &r.ResourceID, &r.State, &r.ConfigVersion, &r.Generation, &r.ActionID, &at,
 			&observed, &o.State, &o.Generation, &o.ConfigVersion, &o.ActionID, &o.LastError, &le, &ou,
-			&observedJob, &oj.State, &oj.Generation, &oj.Version, &oj.ActionID, &oj.LastError, &jle, &detail, &ju); err != nil {
+			&observedJob, &oj.State, &oj.Generation, &oj.Version, &oj.ActionID, &oj.LastError, &jle, &detail, &ju,
+			&cnv, &chv, &cgen, &cat); err != nil {
 			return nil, err
 		}
 		r.UpdatedAt = tm(at)
+		if r.Kind == KindConfiguration {
+			r.ObservedConfig = observedConfig(cnv, chv, cgen, cat)
+		}
 		if observed {
 			o.StreamID, o.LastErrorAt, o.UpdatedAt = r.ResourceID, tm(le), tm(ou)
 			r.Observed = &o
@@ -226,6 +236,19 @@ func fillResourceState(ctx context.Context, q querier, r *ResourceState) error {
 		r.Latest = &in
 	case !errors.Is(err, sql.ErrNoRows):
 		return err
+	}
+	if r.Kind == KindConfiguration {
+		var nv, hv string
+		var gen, at int64
+		err := q.QueryRowContext(ctx, `SELECT config_node_version, config_hub_version, config_generation, config_reported_at
+			FROM nodes WHERE node_id = ?`, r.NodeID).Scan(&nv, &hv, &gen, &at)
+		switch {
+		case err == nil:
+			r.ObservedConfig = observedConfig(nv, hv, gen, at)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		return nil
 	}
 	if r.Kind == KindJob {
 		o, err := scanObservedJob(q.QueryRowContext(ctx, "SELECT "+observedJobCols+" FROM observed_jobs WHERE node_id = ? AND job_id = ?",

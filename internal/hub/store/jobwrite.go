@@ -157,9 +157,7 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 			return err
 		}
 		res.Generation = j.Generation
-		if c, ok := q.(*stmtConn); ok {
-			res.Txn = c.txn
-		}
+		res.Txn = txnOf(q)
 		return nil
 	})
 	if err != nil {
@@ -317,31 +315,25 @@ func optJSON[T any](v *T) (string, error) {
 // with its outbox row and an intent_accepted event. It returns in as
 // written.
 func (s *Store) desireJob(ctx context.Context, q querier, in Intent) (Intent, error) {
-	now := ms(in.CreatedAt)
-	if _, err := q.ExecContext(ctx, `INSERT INTO resources (node_id, resource_kind, resource_id, state, config_version,
-		generation, action_id, updated_at) VALUES (?,?,?,?,?,?,?,?)
-		ON CONFLICT (node_id, resource_kind, resource_id) DO UPDATE SET state = excluded.state,
-		config_version = excluded.config_version, generation = excluded.generation,
-		action_id = excluded.action_id, updated_at = excluded.updated_at`,
-		in.NodeID, KindJob, in.ResourceID, in.DesiredState, in.ConfigVersion, in.Generation, in.ActionID, now); err != nil {
-		return in, err
-	}
-	pending, err := pendingIntents(ctx, q, in.NodeID, KindJob, in.ResourceID)
-	if err != nil {
-		return in, err
-	}
-	for _, p := range pending {
-		if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'superseded', updated_at = ?, finished_at = ? WHERE seq = ?`,
-			now, now, p.seq); err != nil {
-			return in, err
-		}
-		if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE intent_id = ? AND processed_at IS NULL`,
-			now, p.id); err != nil {
-			return in, err
-		}
-	}
+	in.Kind = KindJob
 	version, _ := strconv.Atoi(in.ConfigVersion)
-	return addIntent(ctx, q, in, map[string]any{"generation": in.Generation, "desired_state": in.DesiredState, "version": version})
+	return desire(ctx, q, in, map[string]any{"generation": in.Generation, "desired_state": in.DesiredState, "version": version})
+}
+
+// desire sets the resources row of in (kind, node, resource) to in's
+// desired state, generation, config version and action id, supersedes
+// that row's pending intents and writes in (pending) with its outbox row
+// and an intent_accepted event carrying data. It returns in as written.
+func desire(ctx context.Context, q querier, in Intent, data map[string]any) (Intent, error) {
+	if err := upsertResource(ctx, q, Resource{NodeID: in.NodeID, Kind: in.Kind, ResourceID: in.ResourceID,
+		State: in.DesiredState, ConfigVersion: in.ConfigVersion, Generation: in.Generation, ActionID: in.ActionID,
+		UpdatedAt: in.CreatedAt}); err != nil {
+		return in, err
+	}
+	if _, err := supersedePending(ctx, q, in.NodeID, in.Kind, in.ResourceID, ms(in.CreatedAt)); err != nil {
+		return in, err
+	}
+	return addIntent(ctx, q, in, data)
 }
 
 // addIntent writes in as a pending intent with its outbox row and an
@@ -422,18 +414,4 @@ func (s *Store) WriteJobCommand(ctx context.Context, w JobCommandWrite) (Intent,
 		return Intent{}, err
 	}
 	return out, nil
-}
-
-// RejectJob records an audit row with outcome rejected for a job mutation
-// refused before any write (validation, conflict, precondition).
-func (s *Store) RejectJob(ctx context.Context, action, jobID, nodeID, failureCode, message, correlationID, actor string, now time.Time) error {
-	if action == "" || now.IsZero() {
-		return fmt.Errorf("%w: action and now are required", ErrInvalid)
-	}
-	return s.write(ctx, func(ctx context.Context, q querier) error {
-		_, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(now), Actor: actor, Action: action,
-			ResourceType: KindJob, ResourceID: jobID, NodeID: nodeID, CorrelationID: correlationID,
-			Outcome: OutcomeRejected, FailureCode: failureCode, Message: message})
-		return err
-	})
 }

@@ -418,18 +418,3 @@ func TestJobCommand(t *testing.T) {
 		t.Errorf("artifact without a job: %v", err)
 	}
 }
-
-func TestRejectJob(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openTest(t)
-	if err := s.RejectJob(ctx, "job_move", "j1", "n2", "job_must_be_stopped", "stop it first", "c1", "op", t0); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := s.ListAudit(ctx, AuditFilter{ResourceID: "j1"}, Paging{1, 10})
-	want := AuditRecord{ID: a.Items[0].ID, OccurredAt: wire.At(t0), Actor: "op", Action: "job_move", ResourceType: KindJob,
-		ResourceID: "j1", NodeID: "n2", CorrelationID: "c1", Outcome: OutcomeRejected, FailureCode: "job_must_be_stopped",
-		Message: "stop it first"}
-	if a.Total != 1 || !cmp.Equal(want, a.Items[0]) {
-		t.Errorf("audit %+v", a.Items)
-	}
-}

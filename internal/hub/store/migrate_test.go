@@ -106,3 +106,102 @@ func TestMigrateJobs(t *testing.T) {
 		t.Errorf("resource states = %+v, %v", rs, err)
 	}
 }
+
+// TestMigrateConfiguration builds a database at schema version 6 with rows
+// of every kind (nodes, stream and job resources, their intents, job and
+// job-command intents, outbox, observations, a split job) and opens it
+// with this build: the resources table is rebuilt with the wider kind
+// CHECK (still WITHOUT ROWID, still refusing unknown kinds), every row
+// stays, nodes have no reported configuration, and configurations can be
+// written and read beside the old resources.
+func TestMigrateConfiguration(t *testing.T) {
+	ctx := context.Background()
+	s := openFromVersion(t, 6,
+		`INSERT INTO nodes (node_id, boot_id, registered_at, report_boot_id, report_seq, config_version) VALUES
+			('n1', 'b1', 1000, 'b1', 7, 'v4'), ('n2', 'b2', 1000, '', 0, '')`,
+		`INSERT INTO resources (node_id, resource_kind, resource_id, state, config_version, generation, action_id, updated_at) VALUES
+			('n1', 'stream', 's1', 'running', 'v3', 2, 'act', 1000),
+			('n1', 'job', 'j1', 'running', '1', 3, '', 1100),
+			('n2', 'job', 'j1', 'stopped', '1', 3, '', 1100)`,
+		`INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation, desired_state, config_version, state,
+			created_at, updated_at, payload) VALUES
+			('s-old', 'stream_desired_state', 'n1', 'stream', 's1', 1, 'stopped', 'v3', 'succeeded', 900, 950, ''),
+			('s-cur', 'stream_desired_state', 'n1', 'stream', 's1', 2, 'running', 'v3', 'pending', 1000, 1000, ''),
+			('j-cur', 'job_start', 'n1', 'job', 'j1', 3, 'running', '1', 'succeeded', 1100, 1100, '{"state":"running","job_version":1}'),
+			('j-fence', 'job_stop', 'n2', 'job', 'j1', 3, 'stopped', '1', 'pending', 1100, 1100, '{"state":"stopped","job_version":1}'),
+			('j-cp', 'job_checkpoint', 'n1', 'job_command', 'j1', 3, '', '', 'pending', 1200, 1200, '{}')`,
+		`INSERT INTO outbox (intent_id, node_id, created_at) VALUES ('s-cur', 'n1', 1000), ('j-fence', 'n2', 1100), ('j-cp', 'n1', 1200)`,
+		`INSERT INTO observed_streams (node_id, stream_id, state, generation, config_version, updated_at)
+			VALUES ('n1', 's1', 'running', 2, 'v3', 1000)`,
+		`INSERT INTO jobs (job_id, node_id, strategy, requested, version, generation, desired_state, created_at, updated_at)
+			VALUES ('j1', 'n1', 'requested', '["n1"]', 1, 3, 'running', 1000, 1100)`,
+		`INSERT INTO job_versions (job_id, version, spec, plan, created_at) VALUES ('j1', 1, '{"id":"j1"}', '{}', 1000)`,
+		`INSERT INTO observed_jobs (node_id, job_id, state, generation, version, updated_at) VALUES ('n1', 'j1', 'running', 3, 1, 1100)`,
+	)
+	var ddl string
+	if err := s.rdb.QueryRow("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'resources'").Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ddl, "'configuration'") || !strings.Contains(ddl, "WITHOUT ROWID") || !strings.Contains(ddl, `CREATE TABLE "resources"`) {
+		t.Errorf("resources after migration: %s", ddl)
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'resources_new'"); n != 0 {
+		t.Errorf("resources_new left")
+	}
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, `INSERT INTO resources (node_id, resource_kind, resource_id, state, generation, updated_at)
+			VALUES ('n1', 'bogus', 'x', 'running', 1, 1)`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "CHECK") {
+		t.Errorf("unknown kind inserted: %v", err)
+	}
+	r, err := s.GetResource(ctx, "n1", KindStream, "s1")
+	if err != nil || r.State != "running" || r.ConfigVersion != "v3" || r.Generation != 2 || r.ActionID != "act" || !r.UpdatedAt.Equal(tm(1000)) {
+		t.Errorf("stream resource = %+v, %v", r, err)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if node, err := s.GetNode(ctx, n); err != nil || node.Config != nil {
+			t.Errorf("node %s = %+v, %v", n, node, err)
+		}
+	}
+	// The old resources keep working beside the configuration.
+	res, err := s.WriteDesired(ctx, dw("s-new", "n1", "s1", t0))
+	if err != nil || res.Generation != 3 || res.Superseded != 1 {
+		t.Errorf("stream write after migration = %+v, %v", res, err)
+	}
+	mustWriteConfig(t, s, cw("c1", "n1", "streams: []\n", t0))
+	if _, err := s.ApplyReport(ctx, Report{NodeID: "n1", BootID: "b1", Seq: 8, ConfigVersion: "v5",
+		Streams:       []ObservedStream{{StreamID: "s1", State: "running", Generation: 2, ConfigVersion: "v3"}},
+		Configuration: &wire.ReportConfiguration{NodeVersion: "v5", HubVersion: "v1", Generation: 1}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.ResourceStates(ctx, "")
+	if err != nil || len(rs) != 4 {
+		t.Fatalf("resource states = %+v, %v", rs, err)
+	}
+	kinds := map[string]ResourceState{}
+	for _, r := range rs {
+		kinds[r.NodeID+"/"+r.Kind] = r
+	}
+	if c := kinds["n1/configuration"]; c.ObservedConfig == nil || c.ObservedConfig.HubVersion != "v1" || c.Latest == nil || c.Latest.ID != "c1" {
+		t.Errorf("configuration state = %+v", c)
+	}
+	if st := kinds["n1/stream"]; st.Observed == nil || st.Latest == nil || st.Latest.ID != "s-new" || st.ObservedConfig != nil {
+		t.Errorf("stream state = %+v", st)
+	}
+	if j := kinds["n1/job"]; j.ObservedJob == nil || j.Latest == nil || j.Latest.ID != "j-cur" || j.ObservedConfig != nil {
+		t.Errorf("job state = %+v", j)
+	}
+	if j := kinds["n2/job"]; j.Latest == nil || j.Latest.ID != "j-fence" {
+		t.Errorf("fence state = %+v", j)
+	}
+	out, err := s.PendingOutbox(ctx, 10)
+	if err != nil || len(out) != 4 || out[0].IntentID != "j-fence" || out[1].IntentID != "j-cp" || out[2].IntentID != "s-new" ||
+		out[3].IntentID != "c1" {
+		t.Errorf("outbox = %+v, %v", out, err)
+	}
+	if js, err := s.GetJobState(ctx, "j1"); err != nil || js.Latest == nil || js.Latest.ID != "j-cur" {
+		t.Errorf("job state = %+v, %v", js, err)
+	}
+}

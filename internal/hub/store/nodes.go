@@ -42,6 +42,9 @@ type Node struct {
 	// Restarts counts the reports that came with a new boot_id.
 	Restarts int64
 	LeaseTTL time.Duration
+	// Config is the configuration of the last report that carried one
+	// (nil when none did).
+	Config *ObservedConfig
 }
 
 // Registration is one Agent register call. SessionToken is the raw
@@ -205,16 +208,19 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 }
 
 const nodeCols = `node_id, boot_id, version, protocol_version, capabilities, data_address, registered_at, lease_expires_at,
-	mode, session_expires_at, report_boot_id, report_seq, reported_at, config_version, metrics, restarts, lease_ttl_ms`
+	mode, session_expires_at, report_boot_id, report_seq, reported_at, config_version, metrics, restarts, lease_ttl_ms,
+	config_node_version, config_hub_version, config_generation, config_reported_at`
 
 func scanNode(r scanner) (Node, error) {
 	var n Node
-	var caps, metrics string
-	var reg, lease, sx, rep, ttl int64
+	var caps, metrics, cnv, chv string
+	var reg, lease, sx, rep, ttl, cgen, cat int64
 	if err := r.Scan(&n.NodeID, &n.BootID, &n.Version, &n.ProtocolVersion, &caps, &n.DataAddress, &reg, &lease, &n.Mode,
-		&sx, &n.ReportBootID, &n.ReportSeq, &rep, &n.ConfigVersion, &metrics, &n.Restarts, &ttl); err != nil {
+		&sx, &n.ReportBootID, &n.ReportSeq, &rep, &n.ConfigVersion, &metrics, &n.Restarts, &ttl,
+		&cnv, &chv, &cgen, &cat); err != nil {
 		return n, err
 	}
+	n.Config = observedConfig(cnv, chv, cgen, cat)
 	n.LeaseTTL = time.Duration(ttl) * time.Millisecond
 	if err := json.Unmarshal([]byte(caps), &n.Capabilities); err != nil {
 		return n, fmt.Errorf("node %q capabilities: %w", n.NodeID, err)
@@ -282,6 +288,9 @@ type Report struct {
 	Seq           int64
 	Streams       []ObservedStream
 	ConfigVersion string
+	// Configuration is the report's configuration object (nil from Agents
+	// of earlier releases: the stored one is then left as it was).
+	Configuration *wire.ReportConfiguration
 	Metrics       map[string]float64
 	Now           time.Time
 }
@@ -297,7 +306,8 @@ type ReportResult struct {
 
 // ApplyReport stores r when it is newer than the node's last report (another
 // boot_id, or a greater report_seq within the same boot): the node's
-// observed streams are replaced by r.Streams. A stale report changes
+// observed streams are replaced by r.Streams, and its reported
+// configuration by r.Configuration when not nil. A stale report changes
 // nothing. An unknown node returns ErrNotFound.
 func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error) {
 	var res ReportResult
@@ -336,6 +346,13 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error)
 			metrics = ?, restarts = restarts + ? WHERE node_id = ?`,
 			r.BootID, r.Seq, now, r.ConfigVersion, string(metrics), restarts, r.NodeID); err != nil {
 			return err
+		}
+		if c := r.Configuration; c != nil {
+			if _, err := q.ExecContext(ctx, `UPDATE nodes SET config_node_version = ?, config_hub_version = ?,
+				config_generation = ?, config_reported_at = ? WHERE node_id = ?`,
+				c.NodeVersion, c.HubVersion, c.Generation, now, r.NodeID); err != nil {
+				return err
+			}
 		}
 		if _, err := q.ExecContext(ctx, "DELETE FROM observed_streams WHERE node_id = ?", r.NodeID); err != nil {
 			return err

@@ -25,7 +25,10 @@ type Swept struct {
 // beyond the newest 100000; idempotency keys older than 24 h; pending and
 // failed job artifact records older than 24 h (a command whose result never
 // came; completed records stay, as the artifacts do). Unprocessed
-// outbox rows, active attempts and non-terminal intents are never deleted.
+// outbox rows, active attempts and non-terminal intents are never deleted,
+// nor are configuration versions, rollouts and their nodes (a rollback
+// deletes no record); terminal intents of the configuration kinds go as
+// any other.
 func (s *Store) Sweep(ctx context.Context, now time.Time) (Swept, error) {
 	var out Swept
 	day := ms(now.Add(-TerminalRetention))

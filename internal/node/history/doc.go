@@ -17,6 +17,18 @@
 //
 // Files are 0600, directories 0700.
 //
+// # Sources
+//
+// A version's source says where it came from: "file" (the --config file,
+// through Boot), "api" (an apply through the Node API), "rollback" (an
+// earlier version's text re-applied; rolled_back_from names it) or "hub"
+// (a configuration_apply from the Hub; hub_version holds the Hub's own id
+// of it, "v3", which is not the node's id). hub_version is present on hub
+// versions only and rolled_back_from on rollback versions only; index
+// files of releases without hub versions stay valid as they are. A hub
+// version's text is the Hub's, secret references kept: the values the Hub
+// resolved for them are never written here.
+//
 // # Durability
 //
 // Every file is written by one protocol: temporary file (".tmp-" prefix)
@@ -39,7 +51,7 @@
 // # Corruption is an error, never a reset
 //
 // Open checks the index (JSON, layout, ids v1..vN in order, formats,
-// sources, rollback references, applied pointer) and reads every version
+// sources, rollback references, Hub version ids, applied pointer) and reads every version
 // text, comparing its SHA-256 with the index. Any problem, as well as a
 // missing index.json beside existing files or a draft.json whose text is
 // missing or altered, fails Open with ErrCorrupt and a message naming the
@@ -52,7 +64,7 @@
 //
 // Boot compares the --config file with the latest version whose source is
 // "file", by SHA-256 and format. Equal: the applied version runs (it may
-// be an api or rollback version applied after the file). Different: the
+// be an api, rollback or hub version applied after the file). Different: the
 // file becomes a new version and is applied, even when its text equals an
 // older file version or an api version, because editing the file is the
 // operator's newest decision. The file's path only labels errors; it is

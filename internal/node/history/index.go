@@ -37,6 +37,7 @@ type indexEntry struct {
 	SHA256         string    `json:"sha256"`
 	Source         string    `json:"source"`
 	RolledBackFrom string    `json:"rolled_back_from,omitempty"`
+	HubVersion     string    `json:"hub_version,omitempty"` // SourceHub only
 	CreatedAt      time.Time `json:"created_at"`
 	Actor          string    `json:"actor,omitempty"`
 	CorrelationID  string    `json:"correlation_id,omitempty"`
@@ -55,7 +56,7 @@ func encodeIndex(vs []Version, applied string) []byte {
 	for i, v := range vs {
 		idx.Versions[i] = indexEntry{
 			ID: v.ID, Format: string(v.Format), SHA256: v.SHA256, Source: v.Source,
-			RolledBackFrom: v.RolledBackFrom, CreatedAt: v.CreatedAt,
+			RolledBackFrom: v.RolledBackFrom, HubVersion: v.HubVersion, CreatedAt: v.CreatedAt,
 			Actor: v.Actor, CorrelationID: v.CorrelationID,
 		}
 	}
@@ -90,7 +91,7 @@ func decodeIndex(data []byte) ([]Version, string, error) {
 			return nil, "", fmt.Errorf("%s: sha256 %q is not 64 lower-case hex digits", e.ID, e.SHA256)
 		}
 		switch e.Source {
-		case SourceFile, SourceAPI:
+		case SourceFile, SourceAPI, SourceHub:
 			if e.RolledBackFrom != "" {
 				return nil, "", fmt.Errorf("%s: rolled_back_from set on a %s version", e.ID, e.Source)
 			}
@@ -105,9 +106,12 @@ func decodeIndex(data []byte) ([]Version, string, error) {
 		if err := checkMeta(Meta{Actor: e.Actor, CorrelationID: e.CorrelationID}); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", e.ID, err)
 		}
+		if err := checkHubVersion(e.Source, e.HubVersion); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", e.ID, err)
+		}
 		vs[i] = Version{
 			ID: e.ID, Format: f, SHA256: e.SHA256, Source: e.Source, RolledBackFrom: e.RolledBackFrom,
-			CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, CorrelationID: e.CorrelationID,
+			HubVersion: e.HubVersion, CreatedAt: e.CreatedAt.UTC(), Actor: e.Actor, CorrelationID: e.CorrelationID,
 		}
 	}
 	if idx.Applied != "" {
@@ -166,6 +170,21 @@ func checkMeta(m Meta) error {
 		if !utf8.ValidString(f.v) {
 			return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalid, f.name)
 		}
+	}
+	return nil
+}
+
+// checkHubVersion requires a Hub version id ("v" and a positive decimal,
+// as the Hub numbers them) on a SourceHub version and none on the others.
+func checkHubVersion(source, hubVersion string) error {
+	if source != SourceHub {
+		if hubVersion != "" {
+			return fmt.Errorf("%w: hub version %q on a %s version", ErrInvalid, hubVersion, source)
+		}
+		return nil
+	}
+	if _, ok := parseID(hubVersion); !ok {
+		return fmt.Errorf("%w: hub version %q is not a Hub version id (v1, v2, ...)", ErrInvalid, hubVersion)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ const (
 	SourceFile     = "file"     // the --config file, through Boot
 	SourceAPI      = "api"      // an apply through the Node API
 	SourceRollback = "rollback" // the text of an earlier version, re-applied
+	SourceHub      = "hub"      // a configuration_apply from the Hub, with its Hub version id
 )
 
 // Errors callers branch on.
@@ -50,17 +51,19 @@ type Version struct {
 	Format         config.Format // yaml, json or toml
 	Content        []byte        // the text as written, secret references kept; nil in List
 	SHA256         string        // lower-case hex of Content
-	Source         string        // SourceFile, SourceAPI or SourceRollback
+	Source         string        // SourceFile, SourceAPI, SourceRollback or SourceHub
 	RolledBackFrom string        // for SourceRollback: the version whose text was re-applied
+	HubVersion     string        // for SourceHub: the Hub's id of the version ("v3")
 	CreatedAt      time.Time     // UTC
 	Actor          string        // optional, from the API
 	CorrelationID  string        // optional, from the API
 }
 
-// Meta is the optional metadata of a version appended through the API.
+// Meta is the metadata of a version appended through Append.
 type Meta struct {
 	Actor, CorrelationID string
 	RolledBackFrom       string // required for SourceRollback, empty otherwise
+	HubVersion           string // required for SourceHub, empty otherwise
 }
 
 // Store is a node's durable configuration history in one directory. It is
@@ -246,7 +249,8 @@ func (s *Store) Boot(content []byte, f config.Format, path string) (Version, boo
 }
 
 // Append adds a version that is not applied yet; MarkApplied applies it.
-// source is SourceAPI or SourceRollback (file versions come from Boot).
+// source is SourceAPI, SourceRollback or SourceHub (file versions come
+// from Boot).
 func (s *Store) Append(content []byte, f config.Format, source string, meta Meta) (Version, error) {
 	f, err := checkFormat(f)
 	if err != nil {
@@ -259,13 +263,16 @@ func (s *Store) Append(content []byte, f config.Format, source string, meta Meta
 		return Version{}, err
 	}
 	switch source {
-	case SourceAPI:
+	case SourceAPI, SourceHub:
 		if meta.RolledBackFrom != "" {
-			return Version{}, fmt.Errorf("%w: rolled-back-from on an api version", ErrInvalid)
+			return Version{}, fmt.Errorf("%w: rolled-back-from on an %s version", ErrInvalid, source)
 		}
 	case SourceRollback:
 	default:
-		return Version{}, fmt.Errorf("%w: source %q; Append takes %q or %q", ErrInvalid, source, SourceAPI, SourceRollback)
+		return Version{}, fmt.Errorf("%w: source %q; Append takes %q, %q or %q", ErrInvalid, source, SourceAPI, SourceRollback, SourceHub)
+	}
+	if err := checkHubVersion(source, meta.HubVersion); err != nil {
+		return Version{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -283,7 +290,7 @@ func (s *Store) Append(content []byte, f config.Format, source string, meta Meta
 func (s *Store) appendLocked(content []byte, f config.Format, source string, meta Meta, apply bool) (Version, error) {
 	v := Version{
 		ID: versionID(len(s.versions) + 1), Format: f, Content: bytes.Clone(content), SHA256: sum(content),
-		Source: source, RolledBackFrom: meta.RolledBackFrom, CreatedAt: s.now().UTC(),
+		Source: source, RolledBackFrom: meta.RolledBackFrom, HubVersion: meta.HubVersion, CreatedAt: s.now().UTC(),
 		Actor: meta.Actor, CorrelationID: meta.CorrelationID,
 	}
 	if v.Content == nil {

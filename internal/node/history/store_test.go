@@ -287,6 +287,10 @@ func TestAppendRefuses(t *testing.T) {
 		{"rollback from nothing", []byte("x"), config.YAML, history.SourceRollback, history.Meta{}, history.ErrNotFound},
 		{"long actor", []byte("x"), config.YAML, history.SourceAPI, history.Meta{Actor: strings.Repeat("a", 1025)}, history.ErrInvalid},
 		{"invalid utf-8", []byte("x"), config.YAML, history.SourceAPI, history.Meta{CorrelationID: "\xff"}, history.ErrInvalid},
+		{"hub without hub version", []byte("x"), config.YAML, history.SourceHub, history.Meta{}, history.ErrInvalid},
+		{"hub with bad hub version", []byte("x"), config.YAML, history.SourceHub, history.Meta{HubVersion: "3"}, history.ErrInvalid},
+		{"hub with rolled back from", []byte("x"), config.YAML, history.SourceHub, history.Meta{HubVersion: "v3", RolledBackFrom: "v1"}, history.ErrInvalid},
+		{"api with hub version", []byte("x"), config.YAML, history.SourceAPI, history.Meta{HubVersion: "v3"}, history.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,6 +312,67 @@ func TestAppendRefuses(t *testing.T) {
 	// Exactly MaxSize is accepted.
 	if _, err := s.Append(big[:config.MaxSize], config.YAML, history.SourceAPI, history.Meta{}); err != nil {
 		t.Errorf("Append of MaxSize bytes: %v", err)
+	}
+}
+
+// TestHubVersion: a version from the Hub keeps its Hub id across a
+// reopen, and an index written before hub versions existed still opens.
+func TestHubVersion(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	boot(t, s, fileA)
+	v, err := s.Append([]byte("streams: []\n"), config.YAML, history.SourceHub, history.Meta{Actor: "hub", HubVersion: "v12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkApplied(v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if v.Source != history.SourceHub || v.HubVersion != "v12" {
+		t.Fatalf("Append: source %q hub version %q, want hub v12", v.Source, v.HubVersion)
+	}
+	idx, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(idx, []byte(`"hub_version"`)); n != 1 {
+		t.Errorf("index.json holds hub_version %d times, want once (omitted when empty):\n%s", n, idx)
+	}
+	s2 := open(t, dir)
+	got, err := s2.Applied()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != v.ID || got.Source != history.SourceHub || got.HubVersion != "v12" {
+		t.Errorf("after reopen: applied %s source %q hub version %q, want %s hub v12", got.ID, got.Source, got.HubVersion, v.ID)
+	}
+	if l := s2.List(); l[0].HubVersion != "" || l[1].HubVersion != "v12" {
+		t.Errorf("List: hub versions %q, %q; want \"\", v12", l[0].HubVersion, l[1].HubVersion)
+	}
+}
+
+// TestOldIndexOpens: an index.json of an earlier release (no hub_version
+// field anywhere) is read as it is.
+func TestOldIndexOpens(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "versions"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	text := "streams: []\n"
+	old := `{"layout": 1, "applied": "v1", "versions": [{"id": "v1", "format": "yaml", "sha256": "` + sha(text) + `", "source": "file", "created_at": "2025-03-01T12:00:00Z"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "versions", "v1.yaml"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dir)
+	v, err := s.Applied()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ID != "v1" || v.HubVersion != "" || string(v.Content) != text {
+		t.Errorf("Applied = %s hub %q %q, want v1 with no hub version", v.ID, v.HubVersion, v.Content)
 	}
 }
 
@@ -392,6 +457,8 @@ func TestOpenRefusesDamage(t *testing.T) {
 		{"index applied unknown", editIndex(`"applied": "v2"`, `"applied": "v9"`), "index.json", `applied "v9"`},
 		{"index bad format", editIndex(`"format": "json"`, `"format": "xml"`), "index.json", `format "xml"`},
 		{"index bad source", editIndex(`"source": "api"`, `"source": "magic"`), "index.json", `source "magic"`},
+		{"index hub version on api", editIndex(`"source": "api",`, `"source": "api", "hub_version": "v1",`), "index.json", `hub version "v1" on a api version`},
+		{"index hub without hub version", editIndex(`"source": "api",`, `"source": "hub",`), "index.json", `hub version ""`},
 		{"index bad sha", editIndex(`"sha256": "`, `"sha256": "X`), "index.json", "sha256"},
 		{"index missing", remove("index.json"), "index.json", "is missing but the directory holds"},
 		{"version missing", remove("versions/v2.json"), "v2.json", "is missing"},

@@ -1,0 +1,41 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// NodeLocal is the top-level section of a configuration that belongs to
+// the node itself (listeners, tokens, hub_urls, node id): a configuration
+// given by a Hub must not have it, and the node runs it with the section
+// of its own --config file.
+const NodeLocal = "health_check"
+
+// WithNodeLocal returns doc (format f) as a JSON document whose NodeLocal
+// section is the one of local (format lf), absent when local has none.
+// Every other section is doc's, as written (secret references kept), so
+// that materializing the result names the same paths as doc would.
+func WithNodeLocal(doc []byte, f Format, local []byte, lf Format) ([]byte, error) {
+	tree, err := Tree(doc, f)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		if tree != nil {
+			return nil, errors.New("the configuration is not a mapping")
+		}
+		m = map[string]any{}
+	}
+	lt, err := Tree(local, lf)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, NodeLocal)
+	if lm, ok := lt.(map[string]any); ok {
+		if hc, ok := lm[NodeLocal]; ok {
+			m[NodeLocal] = hc
+		}
+	}
+	return json.Marshal(m)
+}
