@@ -18,14 +18,19 @@ const (
 	KindOutput    Kind = "output"
 )
 
-// Kinds lists every kind in pipeline order.
-var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput}
+// Kinds lists every kind in pipeline order, then temporary tables.
+var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput, KindTemporary}
 
 // Resources are what a constructor may use. Logger is never nil once built
 // by the registry.
 type Resources struct {
 	StreamID string
 	Logger   *slog.Logger
+	// Temporary finds one of the stream's temporary tables by name (nil
+	// outside a stream, or in a stream that declares none). A processor
+	// that uses one looks it up in its constructor and fails the build,
+	// naming the field, when it is missing.
+	Temporary func(name string) (Temporary, bool)
 }
 
 // Input produces batches.
