@@ -72,7 +72,7 @@ type Stream struct {
 	ErrorOutput *Component       `json:"error_output,omitempty" component:"output" doc:"Output receiving batches a processor failed on."`
 	Durability  *Durability      `json:"durability,omitempty" doc:"Per-stream write-ahead log."`
 	State       *StreamState     `json:"state,omitempty" doc:"State contract for legacy windows."`
-	Temporary   []map[string]any `json:"temporary,omitempty" maxItems:"64" doc:"Temporary storage tables for joins (reserved)."`
+	Temporary   []Component      `json:"temporary,omitempty" maxItems:"64" component:"temporary" doc:"Temporary storage tables for joins: named lookup tables (e.g. Redis) processors such as enrich read."`
 }
 
 // Pipeline is the ordered list of processors and its worker count.
