@@ -2,6 +2,7 @@ package component
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/flowplane/flowplane/internal/message"
@@ -18,14 +19,19 @@ const (
 	KindOutput    Kind = "output"
 )
 
-// Kinds lists every kind in pipeline order.
-var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput}
+// Kinds lists every kind in pipeline order, then temporary tables.
+var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput, KindTemporary}
 
 // Resources are what a constructor may use. Logger is never nil once built
 // by the registry.
 type Resources struct {
 	StreamID string
 	Logger   *slog.Logger
+	// Temporary finds one of the stream's temporary tables by name (nil
+	// outside a stream, or in a stream that declares none). A processor
+	// that uses one looks it up in its constructor and fails the build,
+	// naming the field, when it is missing.
+	Temporary func(name string) (Temporary, bool)
 }
 
 // Input produces batches.
@@ -108,3 +114,26 @@ type (
 	ProcessorCtor func(conf map[string]any, res Resources) (Processor, error)
 	OutputCtor    func(conf map[string]any, res Resources) (Output, error)
 )
+
+// permanentError marks a Connect error no retry can fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err, returned by Connect, as one that retrying cannot
+// fix (a path that is a directory, say): the stream fails at once instead
+// of retrying. A server that is down or refuses a connection is not
+// permanent: it may come back.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
