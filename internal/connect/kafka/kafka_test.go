@@ -14,7 +14,6 @@ import (
 	"github.com/flowplane/flowplane/internal/component/componenttest"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/stream"
-
 )
 
 func streamDoc(in, out string) string {
