@@ -124,14 +124,14 @@ type Input struct {
 
 	// Owned by Connect, Read and Close, which the runtime calls from one
 	// goroutine, never at once.
-	nc   *natsgo.Conn
-	sub  *natsgo.Subscription // regular
-	msgs chan *natsgo.Msg     // regular: the subscription's messages
-	cons jetstream.Consumer   // jet_stream
+	nc      *natsgo.Conn
+	sub     *natsgo.Subscription   // regular
+	msgs    chan *natsgo.Msg       // regular: the subscription's messages
+	cons    jetstream.Consumer     // jet_stream
 	cur     jetstream.MessageBatch // the pull request being read, nil between two
 	curDone context.CancelFunc     // ends cur's context
-	life context.Context // ends at Close; bounds pull requests
-	stop context.CancelFunc
+	life    context.Context        // ends at Close; bounds pull requests
+	stop    context.CancelFunc
 }
 
 // NewInput builds a nats input from its configuration.
@@ -484,6 +484,7 @@ func (in *Input) release() {
 		in.nc = nil
 	}
 	in.cons = nil
+	drain(in.down) // a disconnect of an old connection says nothing of the next
 }
 
 // Close unsubscribes and closes the connection. Unacknowledged JetStream
