@@ -355,6 +355,15 @@ func setHeaders(msg *message.Message, h natsgo.Header) {
 func (in *Input) readJetStream(ctx context.Context) (message.Batch, message.AckFunc, error) {
 	var first jetstream.Msg
 	for first == nil {
+		if in.cons == nil { // the consumer was deleted: find or create it again
+			bctx, cancel := context.WithTimeout(ctx, in.conn.connectTimeout+5*time.Second)
+			err := in.bind(bctx)
+			cancel()
+			if err != nil {
+				return message.Batch{}, nil, err
+			}
+			in.log.Info("nats consumer bound again", "stream", in.mode.Stream, "consumer", in.consumer)
+		}
 		if in.cur == nil {
 			if !in.nc.IsConnected() {
 				return message.Batch{}, nil, ErrNotConnected
@@ -366,7 +375,7 @@ func (in *Input) readJetStream(ctx context.Context) (message.Batch, message.AckF
 				if !in.nc.IsConnected() {
 					return message.Batch{}, nil, fmt.Errorf("%w: %w", ErrNotConnected, err)
 				}
-				return message.Batch{}, nil, fmt.Errorf("nats: pull from consumer %q: %w", in.consumer, err)
+				return message.Batch{}, nil, in.pullErr(err)
 			}
 			in.cur, in.curDone = b, cancel
 		}
@@ -379,7 +388,7 @@ func (in *Input) readJetStream(ctx context.Context) (message.Batch, message.AckF
 			err := in.cur.Error()
 			in.endFetch()
 			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				return message.Batch{}, nil, fmt.Errorf("nats: pull from consumer %q: %w", in.consumer, err)
+				return message.Batch{}, nil, in.pullErr(err)
 			}
 		case <-ctx.Done():
 			return message.Batch{}, nil, ctx.Err()
@@ -402,6 +411,19 @@ func (in *Input) readJetStream(ctx context.Context) (message.Batch, message.AckF
 		msgs[i] = in.jsMessage(m)
 	}
 	return message.Batch{Messages: msgs}, in.ackFor(raw), nil
+}
+
+// pullErr describes a failed pull. A consumer that no longer answers
+// (deleted, or lost with a memory-backed server) is bound again by the
+// next Read.
+func (in *Input) pullErr(err error) error {
+	if errors.Is(err, natsgo.ErrNoResponders) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrConsumerNotFound) {
+		in.cons = nil
+		return fmt.Errorf("nats: consumer %q of stream %q is gone; the next read binds it again: %w",
+			in.consumer, in.mode.Stream, err)
+	}
+	return fmt.Errorf("nats: pull from consumer %q: %w", in.consumer, err)
 }
 
 func (in *Input) jsMessage(m jetstream.Msg) message.Message {

@@ -3,6 +3,7 @@ package nats_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +79,38 @@ func TestOutageSurfacesErrors(t *testing.T) {
 		b, _, err := core.Read(ctx)
 		return err == nil && b.Len() >= 1
 	})
+}
+
+// TestDeletedConsumerIsRecreated: when the durable consumer disappears
+// under a running input, Read reports it and the next Read creates it
+// again, so the stream goes on.
+func TestDeletedConsumerIsRecreated(t *testing.T) {
+	ns := startServer(t)
+	_, js := ns.client()
+	createStream(t, js, "IN", "in.>")
+	in, err := nats.NewInput(map[string]any{"url": ns.url(), "max_wait": "300ms",
+		"mode": map[string]any{"type": "jet_stream", "stream": "IN", "consumer_name": "c"}}, component.Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Connect(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	if err := js.DeleteConsumer(testCtx(t), "IN", "c"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "in.x", 0, 1)
+	var errs []error
+	componenttest.WaitFor(t, "the message read through the recreated consumer", 10*time.Second, func() bool {
+		b, ack, err := in.Read(testCtx(t))
+		if err != nil {
+			errs = append(errs, err)
+			return false
+		}
+		return b.Len() == 1 && ack(testCtx(t), nil) == nil
+	})
+	if len(errs) == 0 || !strings.Contains(errs[0].Error(), `consumer "c" of stream "IN" is gone`) {
+		t.Errorf("errors before the consumer was recreated: %v", errs)
+	}
 }
