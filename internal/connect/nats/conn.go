@@ -161,7 +161,10 @@ func (c *conn) dial(ctx context.Context, log *slog.Logger, name string, down cha
 		// so Write (and a JetStream pull request) reports the outage
 		// instead of pretending to succeed.
 		natsgo.ReconnectBufSize(-1),
-		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
+		natsgo.DisconnectErrHandler(func(nc *natsgo.Conn, err error) {
+			if err == nil && nc.IsClosed() {
+				return // our own Close, not an outage
+			}
 			log.Warn("nats disconnected", "servers", c.redacted, "error", err)
 			select {
 			case down <- struct{}{}:
