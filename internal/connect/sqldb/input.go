@@ -83,10 +83,12 @@ type CursorConfig struct {
 
 // Input reads query results as messages.
 //
-// Read runs the query and hands out its rows batch by batch. Before the
-// next query (a poll, or a retry after a failed read) it waits until every
-// batch handed out is acknowledged, so the cursor it binds is the last
-// acknowledged one and nothing unacknowledged is read twice by design.
+// Read runs the query and hands out its rows batch by batch. In a stream,
+// before the next query (a poll, or a retry after a failed read) it waits
+// until every batch handed out is acknowledged, so the cursor it binds is
+// the last acknowledged one; a batch acknowledged with an error is handed
+// out again. In a job (once Position or Seek was called) it does not wait:
+// the kernel acknowledges at checkpoints and replays from the position.
 type Input struct {
 	db        *database
 	query     string
@@ -105,6 +107,8 @@ type Input struct {
 	completed bool  // the last query ran to its end
 	ran       bool  // a query ran since Connect or Seek
 	emitted   any   // cursor of the last batch Read returned (JSON form, for Position)
+	readBind  any   // the same cursor as a bind value
+	inJob     bool  // Position or Seek was called: a job's kernel runs the input
 	skip      int64 // rows of the first query to discard (Seek without cursor)
 	rowsOut   int64 // rows handed out, for Position without cursor and metadata offsets
 
@@ -162,7 +166,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		} else if v, err := decodeScalar(c.Cursor.Initial); err != nil {
 			errs = append(errs, fmt.Errorf("cursor.initial: %w", err))
 		} else {
-			in.cursor, in.emitted = v, v
+			in.cursor, in.emitted, in.readBind = v, v, v
 		}
 	}
 	if len(errs) > 0 {
@@ -215,7 +219,9 @@ func (in *Input) Read(ctx context.Context) (message.Batch, message.AckFunc, erro
 			continue
 		}
 		// Between queries: wait for every batch out to be acknowledged.
-		if in.pending() {
+		// In a job acknowledgements come with checkpoints and the position
+		// is what makes reads repeatable, so the input does not wait.
+		if !in.inJob && in.pending() {
 			select {
 			case <-in.wake:
 			case <-ctx.Done():
@@ -244,7 +250,10 @@ func (in *Input) Read(ctx context.Context) (message.Batch, message.AckFunc, erro
 // runQuery starts the query, bound to the acknowledged cursor.
 func (in *Input) runQuery(ctx context.Context) error {
 	var args []any
-	if in.cursorCol != "" {
+	switch {
+	case in.cursorCol != "" && in.inJob:
+		args = []any{in.readBind}
+	case in.cursorCol != "":
 		in.mu.Lock()
 		args = []any{in.cursor}
 		in.mu.Unlock()
@@ -299,6 +308,7 @@ func (in *Input) nextBatch() (message.Batch, any, error) {
 		in.rowsOut++
 		if in.cursorIdx >= 0 {
 			cur = cursorBind(vals[in.cursorIdx])
+			in.readBind = cur
 			in.emitted = jsonValue(vals[in.cursorIdx], in.types[in.cursorIdx])
 			m.SetMeta("sql_cursor", cursorText(in.emitted))
 		}
@@ -393,6 +403,7 @@ type inputPosition struct {
 // Position returns the cursor of the last batch Read returned, or, without
 // cursor, the number of rows handed out.
 func (in *Input) Position() ([]byte, error) {
+	in.inJob = true
 	if in.cursorCol != "" {
 		return json.Marshal(inputPosition{Cursor: in.emitted})
 	}
@@ -408,6 +419,7 @@ func (in *Input) Seek(_ context.Context, pos []byte) error {
 	if err := json.Unmarshal(pos, &p); err != nil {
 		return fmt.Errorf("sql input: position %s: %w", pos, err)
 	}
+	in.inJob = true
 	if in.cursorCol == "" {
 		if p.Rows < 0 {
 			return fmt.Errorf("sql input: position %s: negative rows", pos)
@@ -425,7 +437,7 @@ func (in *Input) Seek(_ context.Context, pos []byte) error {
 	in.mu.Lock()
 	in.cursor = v
 	in.mu.Unlock()
-	in.emitted = jsonValue(v, "")
+	in.emitted, in.readBind = jsonValue(v, ""), v
 	return nil
 }
 
