@@ -166,7 +166,8 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		} else if v, err := decodeScalar(c.Cursor.Initial); err != nil {
 			errs = append(errs, fmt.Errorf("cursor.initial: %w", err))
 		} else {
-			in.cursor, in.emitted, in.readBind = v, v, v
+			in.cursor, in.emitted, in.readBind = v, v, in.param(v)
+			in.cursor = in.readBind
 		}
 	}
 	if len(errs) > 0 {
@@ -434,11 +435,24 @@ func (in *Input) Seek(_ context.Context, pos []byte) error {
 	if err != nil {
 		return fmt.Errorf("sql input: position %s: cursor %w", pos, err)
 	}
+	in.emitted, in.readBind = jsonValue(v, ""), in.param(v)
 	in.mu.Lock()
-	in.cursor = v
+	in.cursor = in.readBind
 	in.mu.Unlock()
-	in.emitted, in.readBind = jsonValue(v, ""), v
 	return nil
+}
+
+// param is a configured or restored cursor value as a bind parameter:
+// text for postgres, which parses it into the cursor column's type.
+func (in *Input) param(v any) any {
+	if in.db == nil || in.db.kind != typePostgres {
+		return v
+	}
+	p, err := textParam(v)
+	if err != nil {
+		return v
+	}
+	return p
 }
 
 // Close ends the open query and closes the pool.

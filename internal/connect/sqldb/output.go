@@ -202,7 +202,11 @@ func (o *Output) write(ctx context.Context, cols []string, rows []map[string]any
 			args := make([]any, 0, len(chunk)*len(cols))
 			for i, r := range chunk {
 				for _, c := range cols {
-					v, err := bindValue(r[c])
+					bind := bindValue
+					if o.dialect.kind == typePostgres {
+						bind = textParam
+					}
+					v, err := bind(r[c])
 					if err != nil {
 						return fmt.Errorf("message %d field %q: %w", start+i, c, err)
 					}

@@ -219,3 +219,44 @@ func TestPostgresRestartMidStream(t *testing.T) {
 		t.Fatalf("distinct %d (want 2000), duplicates %d (want <= 50)", len(c), len(lines)-2000)
 	}
 }
+
+// TestPostgresValueBinding: JSON values reach columns of other types as
+// text the server parses, and read back as the same JSON.
+func TestPostgresValueBinding(t *testing.T) {
+	pg := startPostgres(t)
+	pg.exec(t, `CREATE TABLE p (n serial, a text, b bigint, c boolean, d double precision, e numeric, f jsonb, g timestamptz)`)
+	out := newOutput(t, map[string]any{"output_type": pgType(pg.uri()), "table_name": "p"})
+	ctx := ctxT(t)
+	if err := out.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	payloads := []string{`{"a": 5}`, `{"a": 1.5}`, `{"a": true}`, `{"b": "7"}`, `{"c": "true"}`, `{"d": "2.5"}`,
+		`{"e": 123456789012345678901234567890.5}`, `{"f": {"x": [1, "y"]}}`, `{"a": {"x": 1}}`, `{"g": "2026-05-06T07:08:09.5+02:00"}`}
+	if err := out.Write(ctx, batchOf(payloads...)); err != nil {
+		t.Fatal(err)
+	}
+	in := newInput(t, map[string]any{"select_sql": "SELECT a, b, c, d, e, f, g AT TIME ZONE 'UTC' AS g FROM p ORDER BY n",
+		"input_type": pgType(pg.uri()), "batch_size": 100})
+	if err := in.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := in.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range b.Messages {
+		p, _ := m.Payload()
+		got = append(got, string(p))
+	}
+	row := func(col, v string) string {
+		cols := map[string]string{"a": "null", "b": "null", "c": "null", "d": "null", "e": "null", "f": "null", "g": "null"}
+		cols[col] = v
+		return `{"a":` + cols["a"] + `,"b":` + cols["b"] + `,"c":` + cols["c"] + `,"d":` + cols["d"] + `,"e":` + cols["e"] + `,"f":` + cols["f"] + `,"g":` + cols["g"] + `}`
+	}
+	want := []string{row("a", `"5"`), row("a", `"1.5"`), row("a", `"true"`), row("b", `7`), row("c", `true`), row("d", `2.5`),
+		row("e", `123456789012345678901234567890.5`), row("f", `{"x":[1,"y"]}`), row("a", `"{\"x\":1}"`), row("g", `"2026-05-06T05:08:09.5Z"`)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}

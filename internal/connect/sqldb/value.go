@@ -216,6 +216,31 @@ func bindValue(v any) (any, error) {
 	}
 }
 
+// textParam is v as PostgreSQL receives parameters from the output and
+// configured cursors: as text, which the server parses into the column's
+// type (pgx cannot encode, say, an integer into a text column). Numbers
+// keep their exact JSON digits.
+func textParam(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case json.Number:
+		return x.String(), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		return string(b), nil
+	}
+}
+
 // decodeScalar reads a JSON scalar (a cursor's initial value or saved
 // position) as a bind parameter.
 func decodeScalar(raw []byte) (any, error) {
