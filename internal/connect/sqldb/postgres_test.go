@@ -74,10 +74,9 @@ func TestPostgresCursorPoll(t *testing.T) {
 	waitFor(t, "5 rows", 30*time.Second, func() bool { return len(readLines(t, path)) >= 5 })
 	pg.exec(t, `INSERT INTO src (v) SELECT 'b' || g FROM generate_series(1, 7) g`)
 	waitFor(t, "12 rows", 30*time.Second, func() bool { return len(readLines(t, path)) >= 12 })
+	// Polls ran after row 12 was read; one more row shows they re-read nothing.
 	pg.exec(t, `INSERT INTO src (v) VALUES ('last')`)
 	waitFor(t, "13 rows", 30*time.Second, func() bool { return len(readLines(t, path)) >= 13 })
-	// A later poll must not read anything again: wait for the stream to
-	// have polled after the last row (its Received stays 13 while polls run).
 	lines := readLines(t, path)
 	counts := idCounts(lines)
 	for id := int64(1); id <= 13; id++ {

@@ -122,7 +122,7 @@ func TestSQLiteCursorAckAndSeek(t *testing.T) {
 	if b1.Messages[1].Meta.Fields["sql_cursor"] != "2" || b1.Messages[1].Meta.Source != "sql" {
 		t.Errorf("metadata %+v", b1.Messages[1].Meta)
 	}
-	b2, ack2 := read(in)
+	_, ack2 := read(in)
 	if err := ack2(ctx, nil); err != nil { // out of order: the cursor waits for batch 1
 		t.Fatal(err)
 	}
@@ -138,7 +138,6 @@ func TestSQLiteCursorAckAndSeek(t *testing.T) {
 	if in.cursor != any(int64(4)) {
 		t.Fatalf("cursor = %v after acknowledging batches 1 and 2, want 4", in.cursor)
 	}
-	_ = b2
 	b3, ack3 := read(in)
 	if diff := cmp.Diff([]string{`{"id":5,"v":"e"}`}, ids(b3)); diff != "" {
 		t.Fatalf("third batch (-want +got):\n%s", diff)
@@ -256,7 +255,7 @@ func TestSQLiteJobMode(t *testing.T) {
 	}
 	var got []string
 	for {
-		b, _, err := once.Read(ctx)
+		_, _, err := once.Read(ctx)
 		if errors.Is(err, message.ErrEndOfInput) {
 			break
 		}
@@ -265,7 +264,6 @@ func TestSQLiteJobMode(t *testing.T) {
 		}
 		pos, _ := once.Position()
 		got = append(got, string(pos))
-		_ = b
 	}
 	if diff := cmp.Diff([]string{`{"rows":3}`, `{"rows":4}`}, got); diff != "" {
 		t.Fatalf("positions without cursor (-want +got):\n%s", diff)
