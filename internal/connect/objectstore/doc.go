@@ -1,2 +1,3 @@
-// Package objectstore: The object_store input (objects by prefix) and output (batches as objects under a path template) over gocloud.dev/blob: file://, s3:// and S3-compatible servers.
+// Package objectstore holds the object_store input (objects by prefix) and
+// output (batches as objects under a path template) over gocloud.dev/blob.
 package objectstore
