@@ -147,3 +147,28 @@ func TestMaterializeBadConfig(t *testing.T) {
 		t.Errorf("temporary with a bad redis_type: error %v, want one naming temporary[0]", err)
 	}
 }
+
+// FuzzParseMode: any URL is either accepted or rejected with an error that
+// names the field and never repeats the URL's password.
+func FuzzParseMode(f *testing.F) {
+	for _, u := range []string{"redis://127.0.0.1:6379", "rediss://u:pw@h:1/2?dial_timeout=1s", "redis://:%zz@h", "http://x", "", "redis://h?bogus=1"} {
+		f.Add("single", u)
+		f.Add("cluster", u)
+	}
+	f.Fuzz(func(t *testing.T, typ, u string) {
+		m := ModeConfig{Type: typ, URL: u}
+		if typ == "cluster" {
+			m = ModeConfig{Type: typ, URLs: []string{u}}
+		}
+		_, err := parseMode(m)
+		if err == nil {
+			return
+		}
+		if !strings.HasPrefix(err.Error(), "mode.") {
+			t.Errorf("error %q does not name the field", err)
+		}
+		if i := strings.Index(u, ":pw@"); i >= 0 && strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("error %q repeats the password", err)
+		}
+	})
+}

@@ -268,3 +268,47 @@ func TestConnectDown(t *testing.T) {
 	}
 	out.Close(context.Background())
 }
+
+// TestReconcileAfterLostReply: an element moved into the processing list
+// (list) or an entry delivered to this consumer (streams) by a read whose
+// reply never arrived is found and delivered after a failed read, and what
+// is in flight is not delivered twice.
+func TestReconcileAfterLostReply(t *testing.T) {
+	s := startServer(t)
+	c := s.client(t)
+	ctx := context.Background()
+	t.Run("list", func(t *testing.T) {
+		pushN(t, c, "q", 4)
+		in := newInput(t, "mode: {type: single, url: '"+s.url()+"'}\nredis_type: {type: list, list: [q]}\nbatch_size: 2")
+		connect(t, in)
+		b, _ := read(t, in) // n=0, n=1 in flight
+		if b.Len() != 2 {
+			t.Fatalf("read %d", b.Len())
+		}
+		c.LMove(ctx, "q", "q:processing", "LEFT", "RIGHT") // n=2: its reply "lost"
+		in.dirty = true
+		got, _ := read(t, in)
+		if got.Len() != 1 || string(must(got.Messages[0].Payload())) != `{"n":2}` {
+			t.Errorf("after a lost reply read %d messages, want only the orphan n=2", got.Len())
+		}
+	})
+	t.Run("streams", func(t *testing.T) {
+		xaddN(t, c, "st", 4)
+		in := newInput(t, "mode: {type: single, url: '"+s.url()+"'}\nredis_type: {type: streams, streams: [st], group: g, consumer: c1}\nbatch_size: 2")
+		connect(t, in)
+		b, _ := read(t, in)
+		if b.Len() != 2 {
+			t.Fatalf("read %d", b.Len())
+		}
+		c.XReadGroup(ctx, &goredis.XReadGroupArgs{Group: "g", Consumer: "c1", Streams: []string{"st", ">"}, Count: 1, Block: -1})
+		in.dirty = true
+		got, _ := read(t, in)
+		if got.Len() != 1 || string(must(got.Messages[0].Payload())) != `{"n":2}` {
+			t.Errorf("after a lost reply read %d messages, want only the orphan n=2", got.Len())
+		}
+		next, _ := read(t, in)
+		if next.Len() != 1 || string(must(next.Messages[0].Payload())) != `{"n":3}` {
+			t.Errorf("then read %d messages, want n=3", next.Len())
+		}
+	})
+}
