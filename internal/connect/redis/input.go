@@ -69,7 +69,7 @@ func inputTypeSchema() map[string]any {
 		"type": component.EnumProp("What to read: `list`, `subscribe` or `streams`.", "", "list", "subscribe", "streams"),
 		"list": strs("list: the keys of the lists to pop from (left end, so RPUSH producers give FIFO order)."),
 		"processing_suffix": component.Prop("string", "list: suffix of the processing list kept per source "+
-			"list (`<key><suffix>`) for elements read but not yet acknowledged. Instances reading the same "+
+			"list (`{<key>}<suffix>`, or `<key><suffix>` when the key has a hash tag, so both share a cluster slot) for elements read but not yet acknowledged. Instances reading the same "+
 			"list must use different suffixes.", ":processing"),
 		"subscribe": sub,
 		"streams":   strs("streams: the keys of the streams to read."),
@@ -354,10 +354,22 @@ func (in *Input) Connect(ctx context.Context) error {
 	return nil
 }
 
+// proc is the processing list of list key. It lies in key's hash slot, so
+// that LMOVE between them works in a cluster: key's own hash tag when it
+// has one, else key itself made the tag (`{orders}:processing`).
+func (in *Input) proc(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key + in.suffix
+		}
+	}
+	return "{" + key + "}" + in.suffix
+}
+
 // recover moves every element of key's processing list back to the head
 // of key, oldest first, and returns how many it moved.
 func (in *Input) recover(ctx context.Context, key string) (int, error) {
-	proc := key + in.suffix
+	proc := in.proc(key)
 	moved := 0
 	for {
 		p := in.client.Pipeline()
@@ -450,7 +462,7 @@ func (in *Input) reconcile(ctx context.Context) error {
 	}
 	var orphans []ref
 	for _, k := range in.keys {
-		vals, err := in.client.LRange(ctx, k+in.suffix, 0, -1).Result()
+		vals, err := in.client.LRange(ctx, in.proc(k), 0, -1).Result()
 		if err != nil {
 			return err
 		}
@@ -483,7 +495,7 @@ func (in *Input) readList(ctx context.Context) (held, error) {
 	var key, first string
 	for i := 0; i < n && key == ""; i++ {
 		k := in.keys[(in.rr+i)%n]
-		v, err := in.client.LMove(ctx, k, k+in.suffix, "LEFT", "RIGHT").Result()
+		v, err := in.client.LMove(ctx, k, in.proc(k), "LEFT", "RIGHT").Result()
 		if err == goredis.Nil {
 			continue
 		}
@@ -495,7 +507,7 @@ func (in *Input) readList(ctx context.Context) (held, error) {
 	if key == "" {
 		k := in.keys[in.rr%n]
 		// BLMOVE's timeout has a granularity of a second in go-redis.
-		v, err := in.client.BLMove(ctx, k, k+in.suffix, "LEFT", "RIGHT", time.Second).Result()
+		v, err := in.client.BLMove(ctx, k, in.proc(k), "LEFT", "RIGHT", time.Second).Result()
 		if err == goredis.Nil {
 			in.rr++
 			return held{}, nil
@@ -511,7 +523,7 @@ func (in *Input) readList(ctx context.Context) (held, error) {
 		p := in.client.Pipeline()
 		cmds := make([]*goredis.StringCmd, in.batchSize-1)
 		for i := range cmds {
-			cmds[i] = p.LMove(ctx, key, key+in.suffix, "LEFT", "RIGHT")
+			cmds[i] = p.LMove(ctx, key, in.proc(key), "LEFT", "RIGHT")
 		}
 		_, _ = p.Exec(ctx)
 		for _, c := range cmds {
@@ -613,15 +625,23 @@ func (in *Input) readStreams(ctx context.Context) (held, error) {
 			return h, err
 		}
 	}
-	streams := make([]string, 0, 2*len(in.keys))
-	streams = append(streams, in.keys...)
-	for range in.keys {
-		streams = append(streams, ">")
+	var (
+		res []goredis.XStream
+		err error
+	)
+	if in.conn.cluster != nil && len(in.keys) > 1 {
+		res, err = in.readEach(ctx)
+	} else {
+		streams := make([]string, 0, 2*len(in.keys))
+		streams = append(streams, in.keys...)
+		for range in.keys {
+			streams = append(streams, ">")
+		}
+		res, err = in.client.XReadGroup(ctx, &goredis.XReadGroupArgs{
+			Group: in.group, Consumer: in.consumer, Streams: streams,
+			Count: int64(in.batchSize), Block: pollBlock,
+		}).Result()
 	}
-	res, err := in.client.XReadGroup(ctx, &goredis.XReadGroupArgs{
-		Group: in.group, Consumer: in.consumer, Streams: streams,
-		Count: int64(in.batchSize), Block: pollBlock,
-	}).Result()
 	if err == goredis.Nil {
 		return held{}, nil
 	}
@@ -638,6 +658,33 @@ func (in *Input) readStreams(ctx context.Context) (held, error) {
 		h.refs = append(h.refs, hs.refs...)
 	}
 	return h, nil
+}
+
+// readEach reads streams one at a time, for a cluster, where one
+// XREADGROUP cannot name streams in different hash slots: each without
+// waiting, then waiting on one of them in turn.
+func (in *Input) readEach(ctx context.Context) ([]goredis.XStream, error) {
+	n := len(in.keys)
+	for i := range n + 1 {
+		k := in.keys[(in.rr+i)%n]
+		block := time.Duration(-1)
+		if i == n {
+			block = pollBlock
+		}
+		res, err := in.client.XReadGroup(ctx, &goredis.XReadGroupArgs{
+			Group: in.group, Consumer: in.consumer, Streams: []string{k, ">"},
+			Count: int64(in.batchSize), Block: block,
+		}).Result()
+		if err == goredis.Nil {
+			continue
+		}
+		if err != nil || len(res) > 0 && len(res[0].Messages) > 0 {
+			in.rr++
+			return res, err
+		}
+	}
+	in.rr++
+	return nil, goredis.Nil
 }
 
 // claim takes over entries pending longer than claimIdle, one page per
@@ -751,7 +798,7 @@ func (in *Input) settle(ctx context.Context, refs []ref) error {
 	switch in.kind {
 	case typeList:
 		for _, r := range refs {
-			p.LRem(ctx, r.key+in.suffix, 1, r.val)
+			p.LRem(ctx, in.proc(r.key), 1, r.val)
 		}
 	case typeStreams:
 		byKey := map[string][]string{}

@@ -85,11 +85,11 @@ func TestListAckAndRecover(t *testing.T) {
 	if p, _ := b1.Messages[0].Payload(); string(p) != `{"n":0}` {
 		t.Errorf("first element %s, want the list's head", p)
 	}
-	if got := c.LLen(ctx, "jobs:processing").Val(); got != 10 {
+	if got := c.LLen(ctx, "{jobs}:processing").Val(); got != 10 {
 		t.Errorf("processing list holds %d, want 10", got)
 	}
 	_ = ack1(ctx, nil)
-	if got := c.LLen(ctx, "jobs:processing").Val(); got != 0 {
+	if got := c.LLen(ctx, "{jobs}:processing").Val(); got != 0 {
 		t.Errorf("processing list holds %d after the ack, want 0", got)
 	}
 
@@ -106,13 +106,13 @@ func TestListAckAndRecover(t *testing.T) {
 		t.Fatalf("third batch has %d", b3.Len())
 	}
 	in.Close(ctx)
-	if got := c.LLen(ctx, "jobs:processing").Val(); got != 10 {
+	if got := c.LLen(ctx, "{jobs}:processing").Val(); got != 10 {
 		t.Errorf("processing list holds %d after a crash, want 10", got)
 	}
 
 	in2 := newInput(t, cfg)
 	connect(t, in2)
-	if got := c.LLen(ctx, "jobs:processing").Val(); got != 0 {
+	if got := c.LLen(ctx, "{jobs}:processing").Val(); got != 0 {
 		t.Errorf("processing list holds %d after Connect, want 0", got)
 	}
 	b4, _ := read(t, in2)
@@ -285,7 +285,7 @@ func TestReconcileAfterLostReply(t *testing.T) {
 		if b.Len() != 2 {
 			t.Fatalf("read %d", b.Len())
 		}
-		c.LMove(ctx, "q", "q:processing", "LEFT", "RIGHT") // n=2: its reply "lost"
+		c.LMove(ctx, "q", "{q}:processing", "LEFT", "RIGHT") // n=2: its reply "lost"
 		in.dirty = true
 		got, _ := read(t, in)
 		if got.Len() != 1 || string(must(got.Messages[0].Payload())) != `{"n":2}` {

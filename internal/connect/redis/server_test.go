@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ type server struct {
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	args []string // extra arguments (cluster mode)
 }
 
 // newServer returns a server on a free port, not yet started; it skips the
@@ -67,6 +69,7 @@ func (s *server) start() {
 	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
 		"--logfile", filepath.Join(s.dir, "redis.log"), "--daemonize", "no")
+	s.cmd.Args = append(s.cmd.Args, s.args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
@@ -114,4 +117,29 @@ func (s *server) client(t testing.TB) *goredis.Client {
 	c := goredis.NewClient(&goredis.Options{Addr: s.addr(), DialTimeout: time.Second})
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// startCluster starts a one-node Redis Cluster owning every hash slot: the
+// cheapest real cluster, which enforces cluster rules (CROSSSLOT) and
+// speaks the cluster protocol (CLUSTER SLOTS, MOVED) to go-redis.
+func startCluster(t testing.TB) *server {
+	s := newServer(t)
+	s.args = []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.dir, "nodes.conf")}
+	s.start()
+	c := s.client(t)
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
+		t.Fatalf("cluster addslotsrange: %v", err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		info, _ := c.ClusterInfo(ctx).Result()
+		if strings.Contains(info, "cluster_state:ok") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok: %s", info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

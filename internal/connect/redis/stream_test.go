@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/component/componenttest"
 	"github.com/flowplane/flowplane/internal/stream"
 )
@@ -104,7 +105,7 @@ func TestStreamList(t *testing.T) {
 		t.Errorf("%d duplicates without a failure", dups)
 	}
 	componenttest.WaitFor(t, "empty processing list", 10*time.Second, func() bool {
-		return c.LLen(context.Background(), "in:processing").Val() == 0
+		return c.LLen(context.Background(), "{in}:processing").Val() == 0
 	})
 	if got := c.LLen(context.Background(), "out").Val(); got != n {
 		t.Errorf("out has %d elements, want %d", got, n)
@@ -243,4 +244,73 @@ func TestServerRestartMidStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCluster runs the list and streams inputs (two streams in different
+// hash slots), the outputs and the temporary in cluster mode against a
+// one-node Redis Cluster.
+func TestCluster(t *testing.T) {
+	s := startCluster(t)
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{s.addr()}})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	mode := fmt.Sprintf("mode: {type: cluster, urls: [%q]}\n", s.url())
+	const n = 200
+	p := c.Pipeline()
+	for i := range n {
+		p.RPush(ctx, "jobs", fmt.Sprintf(`{"id":"j:%d"}`, i))
+		p.XAdd(ctx, &goredis.XAddArgs{Stream: []string{"s1", "s2"}[i%2], Values: []any{"message", fmt.Sprintf(`{"id":"s:%d"}`, i)}})
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := componenttest.Engine(t, `streams:
+  - id: l
+    input:
+      type: redis
+      `+mode+`      redis_type: {type: list, list: [jobs]}
+    pipeline: {processors: []}
+    output:
+      type: redis
+      `+mode+`      redis_type: {type: strings, key: {type: expr, expr: 'this.id'}}
+  - id: s
+    input:
+      type: redis
+      `+mode+`      redis_type: {type: streams, streams: [s1, s2], group: g}
+    pipeline: {processors: []}
+    output:
+      type: redis
+      `+mode+`      redis_type: {type: hashes, key: {type: expr, expr: 'this.id'}, field: v}
+`)
+	node := s.client(t) // the only node: KEYS sees every key
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("list stream %+v\nstreams stream %+v", componenttest.Stream(t, e, "l"), componenttest.Stream(t, e, "s"))
+		}
+	})
+	componenttest.WaitFor(t, "every element and entry written", 30*time.Second, func() bool {
+		return len(node.Keys(ctx, "j:*").Val()) == n && len(node.Keys(ctx, "s:*").Val()) == n
+	})
+	tmp, err := NewTemporary(conf(t, mode+"redis_type: {type: string}\ncodec: {type: json}"), component.Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tmp.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close(ctx)
+	got, err := tmp.Get(ctx, []string{"j:0", "j:199", "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) != 1 || string(got[1][0]) != `{"id":"j:199"}` || got[2] != nil {
+		t.Errorf("temporary in a cluster: %q", got)
+	}
+	if v := c.HGet(ctx, "s:7", "v").Val(); v != `{"id":"s:7"}` {
+		t.Errorf("hash s:7 v = %q", v)
+	}
+	componenttest.WaitFor(t, "acknowledged", 10*time.Second, func() bool {
+		return c.LLen(ctx, "{jobs}:processing").Val() == 0 &&
+			c.XPending(ctx, "s1", "g").Val().Count == 0 && c.XPending(ctx, "s2", "g").Val().Count == 0
+	})
 }
