@@ -262,7 +262,15 @@ func TestConnectDown(t *testing.T) {
 	if err := out.Connect(context.Background()); err == nil || !strings.Contains(err.Error(), "redis output") {
 		t.Errorf("output Connect error %v", err)
 	}
+	tmp, _ := NewTemporary(conf(t, "mode: {type: single, url: '"+s.url()+"'}\nredis_type: {type: string}\ncodec: {type: json}"), component.Resources{})
+	if err := tmp.Connect(context.Background()); err == nil || !strings.Contains(err.Error(), "redis temporary") {
+		t.Errorf("temporary Connect error %v", err)
+	}
+	defer tmp.Close(context.Background())
 	s.start()
+	if err := tmp.Connect(context.Background()); err != nil {
+		t.Errorf("temporary Connect after the server started: %v", err)
+	}
 	if err := out.Connect(context.Background()); err != nil {
 		t.Errorf("output Connect after the server started: %v", err)
 	}

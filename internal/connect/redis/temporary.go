@@ -17,13 +17,13 @@ func init() {
 			"`list` keys read whole with LRANGE key 0 -1. Values are read as the codec says (json).",
 		Schema: component.ObjectSchema(map[string]any{
 			"mode": modeSchema(),
-			"redis_type": component.ObjectSchema(map[string]any{
+			"redis_type": described(component.ObjectSchema(map[string]any{
 				"type": component.EnumProp("`string`: one value per key; `list`: every element of the list at the key.",
 					"", "string", "list"),
-			}, "type"),
-			"codec": component.ObjectSchema(map[string]any{
+			}, "type"), "What the keys hold: `{type: string}` (MGET) or `{type: list}` (LRANGE key 0 -1)."),
+			"codec": described(component.ObjectSchema(map[string]any{
 				"type": component.EnumProp("How values are read: `json`, each value a JSON document.", "", "json"),
-			}, "type"),
+			}, "type"), "How stored values are read: `{type: json}`."),
 		}, "mode", "redis_type", "codec"),
 		Example: `type: redis
 name: users
@@ -180,4 +180,9 @@ func (t *Temporary) Close(context.Context) error {
 	err := t.client.Close()
 	t.client = nil
 	return err
+}
+
+func described(s map[string]any, desc string) map[string]any {
+	s["description"] = desc
+	return s
 }
