@@ -172,3 +172,17 @@ func logger(res component.Resources) *slog.Logger {
 	}
 	return res.Logger
 }
+
+func init() {
+	// go-redis reports connection trouble through a process-wide logger
+	// that writes to stderr; send it to slog instead, as warnings. Its
+	// lines name addresses, never passwords.
+	goredis.SetLogger(slogPrinter{})
+}
+
+// slogPrinter is go-redis' logger, printing to slog.Default.
+type slogPrinter struct{}
+
+func (slogPrinter) Printf(ctx context.Context, format string, v ...any) {
+	slog.Default().WarnContext(ctx, "go-redis: "+strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "redis")
+}

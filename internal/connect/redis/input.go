@@ -341,7 +341,11 @@ func (in *Input) Connect(ctx context.Context) error {
 		for _, k := range in.keys {
 			err := in.client.XGroupCreateMkStream(ctx, k, in.group, in.startID).Err()
 			if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-				return fmt.Errorf("redis input: create group %q on stream %q: %w", in.group, k, err)
+				err = fmt.Errorf("redis input: create group %q on stream %q: %w", in.group, k, err)
+				if strings.Contains(err.Error(), "WRONGTYPE") {
+					err = component.Permanent(err) // the key holds something else: retrying cannot help
+				}
+				return err
 			}
 		}
 		in.pending = make([]string, len(in.keys))

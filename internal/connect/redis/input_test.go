@@ -320,3 +320,16 @@ func TestReconcileAfterLostReply(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamsWrongType: a stream key that holds another type fails Connect
+// permanently (no retry can fix it).
+func TestStreamsWrongType(t *testing.T) {
+	s := startServer(t)
+	s.client(t).Set(context.Background(), "notastream", "x", 0)
+	in := newInput(t, "mode: {type: single, url: '"+s.url()+"'}\nredis_type: {type: streams, streams: [notastream], group: g}")
+	err := in.Connect(context.Background())
+	defer in.Close(context.Background())
+	if err == nil || !component.IsPermanent(err) || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Errorf("Connect: %v, want a permanent WRONGTYPE error", err)
+	}
+}
