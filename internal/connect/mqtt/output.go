@@ -192,4 +192,3 @@ func (o *Output) Close(ctx context.Context) error {
 	}
 	return nil
 }
-

@@ -3,8 +3,8 @@ package mqtt
 import (
 	"fmt"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	mochi "github.com/mochi-mqtt/server/v2"
