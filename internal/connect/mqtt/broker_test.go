@@ -28,6 +28,8 @@ type broker struct {
 	// user and pass, when user is set, are the only credentials the
 	// broker accepts.
 	user, pass string
+	// admit, when set, decides which client ids may connect.
+	admit func(clientID string) bool
 
 	mu  sync.Mutex // guards srv
 	srv *mochi.Server
@@ -71,7 +73,7 @@ func (b *broker) start() {
 		InlineClient: true,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err := srv.AddHook(&authHook{user: b.user, pass: b.pass}, nil); err != nil {
+	if err := srv.AddHook(&authHook{user: b.user, pass: b.pass, admit: b.admit}, nil); err != nil {
 		b.t.Fatal(err)
 	}
 	if err := srv.AddHook(b.store, nil); err != nil {
@@ -108,6 +110,7 @@ func (b *broker) server() *mochi.Server {
 type authHook struct {
 	mochi.HookBase
 	user, pass string
+	admit      func(clientID string) bool
 }
 
 func (h *authHook) ID() string { return "test-auth" }
@@ -117,6 +120,9 @@ func (h *authHook) Provides(b byte) bool {
 }
 
 func (h *authHook) OnConnectAuthenticate(_ *mochi.Client, pk packets.Packet) bool {
+	if h.admit != nil && !h.admit(string(pk.Connect.ClientIdentifier)) {
+		return false
+	}
 	return h.user == "" || (string(pk.Connect.Username) == h.user && string(pk.Connect.Password) == h.pass)
 }
 
@@ -127,8 +133,9 @@ func (h *authHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
 // restarted broker loads exactly what a disk-backed one would.
 type memStore struct {
 	mochi.HookBase
-	mu sync.Mutex // guards kv
-	kv map[string][]byte
+	trace func(event string, cl *mochi.Client, pk packets.Packet) // for debugging lost messages
+	mu    sync.Mutex                                              // guards kv
+	kv    map[string][]byte
 }
 
 func (h *memStore) ID() string { return "test-memory-store" }
@@ -137,7 +144,7 @@ func (h *memStore) Provides(b byte) bool {
 	switch b {
 	case mochi.OnSessionEstablished, mochi.OnDisconnect, mochi.OnSubscribed, mochi.OnUnsubscribed,
 		mochi.OnRetainMessage, mochi.OnQosPublish, mochi.OnQosComplete, mochi.OnQosDropped,
-		mochi.OnClientExpired, mochi.OnRetainedExpired,
+		mochi.OnClientExpired, mochi.OnRetainedExpired, mochi.OnPublished, mochi.OnPublishDropped, mochi.OnPacketSent,
 		mochi.StoredClients, mochi.StoredInflightMessages, mochi.StoredRetainedMessages, mochi.StoredSubscriptions:
 		return true
 	}
@@ -237,17 +244,38 @@ func (h *memStore) OnRetainMessage(cl *mochi.Client, pk packets.Packet, r int64)
 
 func (h *memStore) OnRetainedExpired(topic string) { h.del(storage.RetainedKey + "/" + topic) }
 
+func (h *memStore) tr(ev string, cl *mochi.Client, pk packets.Packet) {
+	if h.trace != nil {
+		h.trace(ev, cl, pk)
+	}
+}
+
+func (h *memStore) OnPacketSent(cl *mochi.Client, pk packets.Packet, _ []byte) {
+	if pk.FixedHeader.Type == packets.Publish {
+		h.tr(fmt.Sprintf("sent id=%d cl=%p", pk.PacketID, cl), cl, pk)
+	}
+}
+
+func (h *memStore) OnPublished(cl *mochi.Client, pk packets.Packet) { h.tr("published", cl, pk) }
+
+func (h *memStore) OnPublishDropped(cl *mochi.Client, pk packets.Packet) { h.tr("dropped", cl, pk) }
+
 func (h *memStore) OnQosPublish(cl *mochi.Client, pk packets.Packet, sent int64, _ int) {
+	h.tr(fmt.Sprintf("qospublish id=%d cl=%p", pk.PacketID, cl), cl, pk)
 	m := storedMessage(cl.ID, pk, storage.InflightKey)
 	m.Sent = sent
 	h.put(storage.InflightKey+"/"+cl.ID+":"+pk.FormatID(), m)
 }
 
 func (h *memStore) OnQosComplete(cl *mochi.Client, pk packets.Packet) {
+	h.tr(fmt.Sprintf("qoscomplete id=%d cl=%p", pk.PacketID, cl), cl, pk)
 	h.del(storage.InflightKey + "/" + cl.ID + ":" + pk.FormatID())
 }
 
-func (h *memStore) OnQosDropped(cl *mochi.Client, pk packets.Packet) { h.OnQosComplete(cl, pk) }
+func (h *memStore) OnQosDropped(cl *mochi.Client, pk packets.Packet) {
+	h.tr(fmt.Sprintf("qosdropped id=%d", pk.PacketID), cl, pk)
+	h.OnQosComplete(cl, pk)
+}
 
 func (h *memStore) StoredClients() (v []storage.Client, err error) {
 	err = h.each(storage.ClientKey, func(b []byte) error {
