@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -141,6 +142,11 @@ streams:
 	}
 }
 
+var (
+	filterRE = regexp.MustCompile(topicFilterPattern)
+	nameRE   = regexp.MustCompile(topicNamePattern)
+)
+
 func FuzzTopicFilter(f *testing.F) {
 	for _, s := range []string{"a/b", "#", "+/+", "a/#", "a/#/b", "a+", "$share/g/x", "", "\x00", "a//b"} {
 		f.Add(s)
@@ -153,6 +159,15 @@ func FuzzTopicFilter(f *testing.F) {
 		}
 		if errF == nil && strings.Contains(s, "#") && !strings.HasSuffix(s, "#") {
 			t.Fatalf("%q accepted with # not last", s)
+		}
+		// The schema's patterns agree with the constructor's checks.
+		if validTopicString(s) == nil {
+			if got := filterRE.MatchString(s); got != (errF == nil) {
+				t.Fatalf("%q: schema pattern matches %v, validTopicFilter error %v", s, got, errF)
+			}
+			if got := nameRE.MatchString(s); got != (errN == nil) {
+				t.Fatalf("%q: schema pattern matches %v, validTopicName error %v", s, got, errN)
+			}
 		}
 	})
 }

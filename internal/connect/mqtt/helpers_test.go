@@ -76,8 +76,7 @@ func readN(t testing.TB, in *Input, n int, ackErr error) []message.Message {
 	return got
 }
 
-// noMore checks that nothing arrives within a short wait. It is only as
-// good as the wait, so tests pair it with a positive marker message.
+// readOne reads one message and acknowledges it.
 func readOne(t testing.TB, in *Input) message.Message {
 	t.Helper()
 	return readN(t, in, 1, nil)[0]

@@ -67,7 +67,7 @@ streams:
 `, count, interval, b.port, strings.ReplaceAll(topic, "/", "-"), topic, qos)
 }
 
-// lines returns the numbers n of the JSON lines in the file at path.
+// numbers returns the numbers n of the JSON lines in the file at path.
 func numbers(t testing.TB, path string) []int {
 	t.Helper()
 	data, err := os.ReadFile(path)
