@@ -2,6 +2,7 @@ package component
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/flowplane/flowplane/internal/message"
@@ -113,3 +114,26 @@ type (
 	ProcessorCtor func(conf map[string]any, res Resources) (Processor, error)
 	OutputCtor    func(conf map[string]any, res Resources) (Output, error)
 )
+
+// permanentError marks a Connect error no retry can fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err, returned by Connect, as one that retrying cannot
+// fix (a path that is a directory, say): the stream fails at once instead
+// of retrying. A server that is down or refuses a connection is not
+// permanent: it may come back.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

@@ -64,15 +64,15 @@ type Observability struct {
 
 // Stream is one input -> buffer -> processors -> output pipeline.
 type Stream struct {
-	ID          string           `json:"id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Unique stream identifier; default stream-<index>."`
-	Input       Component        `json:"input" required:"true" component:"input" doc:"Input component (source)."`
-	Buffer      *Component       `json:"buffer,omitempty" component:"buffer" doc:"Buffer or window between input and processors."`
-	Pipeline    Pipeline         `json:"pipeline" required:"true" doc:"Processor pipeline."`
-	Output      Component        `json:"output" required:"true" component:"output" doc:"Output component (sink)."`
-	ErrorOutput *Component       `json:"error_output,omitempty" component:"output" doc:"Output receiving batches a processor failed on."`
-	Durability  *Durability      `json:"durability,omitempty" doc:"Per-stream write-ahead log."`
-	State       *StreamState     `json:"state,omitempty" doc:"State contract for legacy windows."`
-	Temporary   []map[string]any `json:"temporary,omitempty" maxItems:"64" doc:"Temporary storage tables for joins (reserved)."`
+	ID          string       `json:"id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Unique stream identifier; default stream-<index>."`
+	Input       Component    `json:"input" required:"true" component:"input" doc:"Input component (source)."`
+	Buffer      *Component   `json:"buffer,omitempty" component:"buffer" doc:"Buffer or window between input and processors."`
+	Pipeline    Pipeline     `json:"pipeline" required:"true" doc:"Processor pipeline."`
+	Output      Component    `json:"output" required:"true" component:"output" doc:"Output component (sink)."`
+	ErrorOutput *Component   `json:"error_output,omitempty" component:"output" doc:"Output receiving batches a processor failed on."`
+	Durability  *Durability  `json:"durability,omitempty" doc:"Per-stream write-ahead log."`
+	State       *StreamState `json:"state,omitempty" doc:"State contract for legacy windows."`
+	Temporary   []Component  `json:"temporary,omitempty" maxItems:"64" component:"temporary" doc:"Temporary storage tables for joins: named lookup tables (e.g. Redis) processors such as enrich read."`
 }
 
 // Pipeline is the ordered list of processors and its worker count.

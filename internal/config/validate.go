@@ -29,6 +29,15 @@ func (c *Config) Validate(reg *component.Registry) []Problem {
 		} else {
 			ids[s.ID] = i
 		}
+		names := map[string]int{}
+		for k, tc := range s.Temporary {
+			name, _ := tc.Fields["name"].(string)
+			if first, dup := names[name]; dup {
+				ps = append(ps, at(p+".temporary["+itoa(k)+"].name", "duplicate temporary name %q (also temporary[%d])", name, first))
+			} else {
+				names[name] = k
+			}
+		}
 		if s.Buffer != nil && IsWindow(s.Buffer.Type) && (s.State == nil || s.State.Durability != "ephemeral") {
 			ps = append(ps, at(p+".state", "buffer %q is a window whose contents are not recovered; declare state: {durability: ephemeral} to accept that", s.Buffer.Type))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"time"
 
@@ -21,9 +22,13 @@ type built struct {
 	processors  []component.Processor
 	output      component.Output
 	errorOutput component.Output
+	temporaries []component.Temporary // in configuration order
 }
 
 func (b *built) close(ctx context.Context) {
+	for _, t := range b.temporaries {
+		_ = t.Close(ctx)
+	}
 	if b.input != nil {
 		_ = b.input.Close(ctx)
 	}
@@ -51,6 +56,26 @@ func buildStream(reg *component.Registry, prefix string, s config.Stream, res co
 	}
 	b := &built{}
 	var err error
+	// Temporaries come first: processors find them by name when built.
+	byName := map[string]component.Temporary{}
+	for i, tc := range s.Temporary {
+		conf := maps.Clone(tc.Fields)
+		name, _ := conf["name"].(string)
+		delete(conf, "name")
+		t, err := reg.NewTemporary(tc.Type, conf, res)
+		if err != nil {
+			fail(fmt.Sprintf("temporary[%d]", i), err)
+			continue
+		}
+		b.temporaries = append(b.temporaries, t)
+		byName[name] = t
+	}
+	if len(byName) > 0 {
+		res.Temporary = func(name string) (component.Temporary, bool) {
+			t, ok := byName[name]
+			return t, ok
+		}
+	}
 	if b.input, err = reg.NewInput(s.Input.Type, s.Input.Fields, res); err != nil {
 		fail("input", err)
 	}

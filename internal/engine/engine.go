@@ -203,6 +203,7 @@ func (e *Engine) start(in *instance) error {
 		ThreadNum:   in.conf.Pipeline.ThreadNum,
 		Output:      b.output,
 		ErrorOutput: b.errorOutput,
+		Temporaries: b.temporaries,
 		StopTimeout: e.opts.StopTimeout,
 		Logger:      log,
 		Metrics:     e.opts.Metrics,

@@ -131,12 +131,19 @@ type Config struct {
 	ThreadNum   int // workers running the processors; 0 means 1
 	Output      component.Output
 	ErrorOutput component.Output // optional: receives batches a processor failed on
+	// Temporaries are the stream's lookup tables (processors hold them
+	// already); the stream connects them first and closes them last.
+	Temporaries []component.Temporary
+	// MaxConnectAttempts bounds the Connect attempts of each component:
+	// after that many failures Run fails with ErrConnect. 0 means retry
+	// (paced by Retry) until the stream is stopped, staying starting.
+	MaxConnectAttempts int
 	// MaxInFlight bounds the batches between being handed to the pipeline
 	// and being acknowledged; when it is reached the input is not read.
 	// 0 means 4*ThreadNum+4.
 	MaxInFlight int
-	// Retry paces the retries of failed output, error_output and WAL writes
-	// and of failed input and buffer reads.
+	// Retry paces the retries of failed connects, of failed output,
+	// error_output and WAL writes and of failed input and buffer reads.
 	Retry Backoff
 	// StopTimeout bounds a graceful stop; 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
@@ -172,6 +179,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ThreadNum < 0 {
 		errs = append(errs, fmt.Errorf("thread_num %d is negative", c.ThreadNum))
+	}
+	for i, t := range c.Temporaries {
+		if t == nil {
+			errs = append(errs, fmt.Errorf("temporaries[%d] is nil", i))
+		}
+	}
+	if c.MaxConnectAttempts < 0 {
+		errs = append(errs, fmt.Errorf("max connect attempts %d is negative", c.MaxConnectAttempts))
 	}
 	if c.MaxInFlight < 0 {
 		errs = append(errs, fmt.Errorf("max in flight %d is negative", c.MaxInFlight))

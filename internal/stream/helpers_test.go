@@ -50,8 +50,12 @@ type testInput struct {
 	closer
 	n, size    int
 	endless    bool  // after n batches, block until ctx ends instead of ErrEndOfInput
-	connectErr error //
-	ev         *events
+	connectErr error // returned by Connect
+	// connectFails, when positive, makes only the first connectFails
+	// calls of Connect return connectErr.
+	connectFails int
+	connects     atomic.Int64
+	ev           *events
 
 	reads atomic.Int64
 	mu    sync.Mutex // guards next and acks
@@ -61,7 +65,12 @@ type testInput struct {
 
 func newInput(n, size int) *testInput { return &testInput{n: n, size: size, acks: map[int][]error{}} }
 
-func (in *testInput) Connect(context.Context) error { return in.connectErr }
+func (in *testInput) Connect(context.Context) error {
+	if n := in.connects.Add(1); in.connectFails > 0 && n > int64(in.connectFails) {
+		return nil
+	}
+	return in.connectErr
+}
 
 func (in *testInput) Read(ctx context.Context) (message.Batch, message.AckFunc, error) {
 	if err := ctx.Err(); err != nil {

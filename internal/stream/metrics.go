@@ -17,6 +17,7 @@ const (
 	kindOutput      kind = "output"
 	kindErrorOutput kind = "error_output"
 	kindWAL         kind = "wal"
+	kindTemporary   kind = "temporary"
 )
 
 var allKinds = []kind{kindInput, kindBuffer, kindProcessor, kindOutput, kindErrorOutput, kindWAL}
@@ -104,8 +105,9 @@ type streamMetrics struct {
 }
 
 // forStream resolves the series of stream id; the WAL backlog gauge only
-// for a stream with a WAL.
-func (m *Metrics) forStream(id string, withWAL bool) *streamMetrics {
+// for a stream with a WAL, the temporary errors and retries only for one
+// with temporary tables.
+func (m *Metrics) forStream(id string, withWAL, withTemporaries bool) *streamMetrics {
 	sm := &streamMetrics{
 		received:   m.received.WithLabelValues(id),
 		sentOut:    m.sent.WithLabelValues(id, string(kindOutput)),
@@ -119,7 +121,11 @@ func (m *Metrics) forStream(id string, withWAL bool) *streamMetrics {
 	if withWAL {
 		sm.walBacklog = m.walBacklog.WithLabelValues(id)
 	}
-	for _, k := range allKinds {
+	kinds := allKinds
+	if withTemporaries {
+		kinds = append(kinds[:len(kinds):len(kinds)], kindTemporary)
+	}
+	for _, k := range kinds {
 		sm.errors[k] = m.errors.WithLabelValues(id, string(k))
 		sm.retries[k] = m.retries.WithLabelValues(id, string(k))
 	}

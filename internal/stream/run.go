@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/component"
 )
 
 // Run connects the components and runs the stream until one of:
@@ -18,8 +20,9 @@ import (
 //     with ErrStopTimeout, counted in Status.Abandoned) and an error
 //     wrapping ErrStopTimeout is returned; failed writes are retried until
 //     then;
-//   - a fatal error (a failed Connect, a failed WAL replay): state failed,
-//     the error returned.
+//   - a fatal error (a Connect still failing after MaxConnectAttempts, a
+//     failed WAL replay): state failed, the error returned. With
+//     MaxConnectAttempts 0 a failing Connect is retried until ctx ends.
 //
 // Every component is closed once before Run returns, within what remains
 // of the stop deadline. Run may be called once.
@@ -104,24 +107,50 @@ func (s *Stream) Run(ctx context.Context) error {
 	return err
 }
 
-// connect connects the outputs before the input, so nothing is read
-// before it can be written.
+// connect connects the temporaries, then the outputs, then the input, so
+// nothing is read before it can be processed and written. A component
+// whose Connect fails is tried again (Retry paces it) until it connects,
+// the stream is stopped or MaxConnectAttempts is reached; meanwhile the
+// stream stays starting with the failure in LastError, and the components
+// connected already stay connected. An error marked component.Permanent
+// is not retried.
 func (s *Stream) connect(ctx context.Context) error {
-	if err := s.cfg.Output.Connect(ctx); err != nil {
-		s.recordError(kindOutput, err)
-		return fmt.Errorf("%w: output: %w", ErrConnect, err)
-	}
-	if s.cfg.ErrorOutput != nil {
-		if err := s.cfg.ErrorOutput.Connect(ctx); err != nil {
-			s.recordError(kindErrorOutput, err)
-			return fmt.Errorf("%w: error_output: %w", ErrConnect, err)
+	for _, t := range s.cfg.Temporaries {
+		if err := s.connectOne(ctx, kindTemporary, t.Connect); err != nil {
+			return err
 		}
 	}
-	if err := s.cfg.Input.Connect(ctx); err != nil {
-		s.recordError(kindInput, err)
-		return fmt.Errorf("%w: input: %w", ErrConnect, err)
+	if err := s.connectOne(ctx, kindOutput, s.cfg.Output.Connect); err != nil {
+		return err
 	}
-	return nil
+	if s.cfg.ErrorOutput != nil {
+		if err := s.connectOne(ctx, kindErrorOutput, s.cfg.ErrorOutput.Connect); err != nil {
+			return err
+		}
+	}
+	return s.connectOne(ctx, kindInput, s.cfg.Input.Connect)
+}
+
+func (s *Stream) connectOne(ctx context.Context, k kind, connect func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := connect(ctx)
+		if err == nil {
+			if attempt > 1 {
+				s.log.Info("connected", "component", string(k), "attempts", attempt)
+			}
+			return nil
+		}
+		s.recordError(k, err)
+		if ctx.Err() != nil || component.IsPermanent(err) || s.cfg.MaxConnectAttempts > 0 && attempt >= s.cfg.MaxConnectAttempts {
+			return fmt.Errorf("%w: %s: %w", ErrConnect, k, err)
+		}
+		d := s.cfg.Retry.Delay(attempt)
+		s.log.Warn("connect failed, will retry", "component", string(k), "attempt", attempt, "retry_in", d, "err", err)
+		if !sleep(ctx, d) {
+			return fmt.Errorf("%w: %s: %w", ErrConnect, k, err)
+		}
+		s.recordRetry(k)
+	}
 }
 
 // closeAll closes every component once, input first, with a context that
@@ -145,5 +174,8 @@ func (s *Stream) closeAll(base context.Context, deadline time.Time, bufferClosed
 	logErr(kindOutput, s.cfg.Output.Close(ctx))
 	if s.cfg.ErrorOutput != nil {
 		logErr(kindErrorOutput, s.cfg.ErrorOutput.Close(ctx))
+	}
+	for _, t := range s.cfg.Temporaries {
+		logErr(kindTemporary, t.Close(ctx))
 	}
 }

@@ -99,7 +99,7 @@ func New(cfg Config) (*Stream, error) {
 	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
 	s.staged = staged
 	if cfg.Metrics != nil {
-		s.m = cfg.Metrics.forStream(cfg.ID, cfg.WAL != nil)
+		s.m = cfg.Metrics.forStream(cfg.ID, cfg.WAL != nil, len(cfg.Temporaries) > 0)
 	}
 	return s, nil
 }

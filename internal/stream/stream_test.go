@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -241,7 +242,7 @@ func TestStates(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			in := newInput(3, 1)
 			in.connectErr = errors.New("refused")
-			s := mustNew(t, Config{Input: in, Output: &testOutput{}})
+			s := mustNew(t, Config{Input: in, Output: &testOutput{}, MaxConnectAttempts: 1})
 			l := watch(s)
 			err := s.Run(t.Context())
 			if !errors.Is(err, ErrConnect) || !errors.Is(err, in.connectErr) {
@@ -252,6 +253,62 @@ func TestStates(t *testing.T) {
 			}
 			if st := s.Status(); st.Errors != 1 || st.LastError == "" || in.reads.Load() != 0 {
 				t.Errorf("status %+v, reads %d", st, in.reads.Load())
+			}
+		})
+	})
+	t.Run("connect retried", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			in := newInput(3, 1)
+			in.connectErr, in.connectFails = errors.New("refused"), 2
+			out := &testOutput{}
+			s := mustNew(t, Config{Input: in, Output: out})
+			l := watch(s)
+			done := runAsync(t.Context(), s)
+			synctest.Wait()
+			if st := s.Status(); st.State != StateStarting || !strings.Contains(st.LastError, "input: refused") {
+				t.Errorf("while the input does not connect: state %s, last error %q", st.State, st.LastError)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]State{StateStarting, StateRunning, StateCompleted}, l.get()); diff != "" {
+				t.Errorf("states (-want +got):\n%s", diff)
+			}
+			if st := s.Status(); st.Errors != 2 || st.Retries != 2 || st.Sent != 3 || in.connects.Load() != 3 {
+				t.Errorf("status %+v after %d connects", st, in.connects.Load())
+			}
+		})
+	})
+	t.Run("permanent connect error", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			in := newInput(3, 1)
+			in.connectErr = component.Permanent(errors.New("a directory"))
+			s := mustNew(t, Config{Input: in, Output: &testOutput{}})
+			if err := s.Run(t.Context()); !errors.Is(err, ErrConnect) || in.connects.Load() != 1 {
+				t.Fatalf("Run: %v after %d connects, want ErrConnect after one", err, in.connects.Load())
+			}
+			if st := s.Status().State; st != StateFailed {
+				t.Errorf("state %s", st)
+			}
+		})
+	})
+	t.Run("connect retried until stopped", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			in := newInput(3, 1)
+			in.connectErr = errors.New("refused")
+			s := mustNew(t, Config{Input: in, Output: &testOutput{}})
+			ctx, cancel := context.WithCancel(t.Context())
+			done := runAsync(ctx, s)
+			time.Sleep(time.Minute) // fake time: several backoff rounds
+			if st := s.Status().State; st != StateStarting || in.connects.Load() < 3 {
+				t.Errorf("state %s after %d connects", st, in.connects.Load())
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if st := s.Status().State; st != StateStopped {
+				t.Errorf("stopped while connecting: state %s", st)
 			}
 		})
 	})
@@ -319,7 +376,7 @@ func TestCloseExactlyOnce(t *testing.T) {
 				proc := &procFunc{fn: passThrough}
 				buf := newGroupBuffer(2)
 				s := mustNew(t, Config{Input: in, Buffer: buf, Processors: []component.Processor{proc, proc},
-					Output: out, ErrorOutput: errOut, StopTimeout: time.Second})
+					Output: out, ErrorOutput: errOut, StopTimeout: time.Second, MaxConnectAttempts: 1})
 				ctx, cancel := context.WithCancel(t.Context())
 				done := runAsync(ctx, s)
 				synctest.Wait()

@@ -132,6 +132,10 @@ func (f *File) Connect(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("file input: %w", err)
 	}
+	if fi, err := fh.Stat(); err == nil && fi.IsDir() {
+		fh.Close()
+		return component.Permanent(fmt.Errorf("file input: %s is a directory", f.path))
+	}
 	f.f, f.r = fh, bufio.NewReaderSize(fh, 64<<10)
 	return nil
 }
