@@ -11,12 +11,22 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/blob/s3blob"
+
+	"github.com/flowplane/flowplane/internal/component"
 )
 
 // connectTimeout bounds opening and probing a bucket, so that Connect
 // reports an unreachable server within seconds instead of waiting on the
 // SDK's dial timeouts and retries.
 const connectTimeout = 5 * time.Second
+
+// urlProp is the schema of a bucket URL field; the constructors check the
+// rest.
+func urlProp() map[string]any {
+	p := component.Prop("string", "Bucket URL: file:///dir or s3://bucket[/prefix][?region=...&endpoint=...&use_path_style=true].", nil)
+	p["pattern"] = "^(file|s3)://"
+	return p
+}
 
 // bucketURL is a parsed bucket URL. It is checked in constructors, without
 // any network, and opened by Connect.
@@ -57,7 +67,10 @@ func parseBucketURL(field, raw string) (bucketURL, error) {
 // temporary files next to their objects (so the final rename stays on one
 // file system), and creates its directory when create is set; the path of
 // an s3:// URL is a key prefix in the bucket, whose query takes
-// gocloud.dev's s3blob parameters (region, endpoint, use_path_style, ...).
+// gocloud.dev's s3blob parameters (region, endpoint, use_path_style, ...);
+// with an endpoint, responses are checked for checksums only when the
+// request asked for them (response_checksum_validation=when_required)
+// unless the URL says otherwise.
 // Credentials come from the standard AWS environment.
 //
 // It then lists one key to learn that the bucket exists and answers,
@@ -87,6 +100,13 @@ func (b bucketURL) open(ctx context.Context, create bool) (*blob.Bucket, error) 
 	case s3blob.Scheme:
 		prefix := strings.Trim(u.Path, "/")
 		u.Path = ""
+		q := u.Query()
+		if q.Has("endpoint") && !q.Has("response_checksum_validation") {
+			// S3-compatible servers often send no checksums, and the SDK
+			// then prints a warning to stderr for every object read.
+			q.Set("response_checksum_validation", "when_required")
+			u.RawQuery = q.Encode()
+		}
 		bk, err = blob.OpenBucket(ctx, u.String())
 		if err == nil && prefix != "" {
 			bk = blob.PrefixedBucket(bk, prefix+"/")

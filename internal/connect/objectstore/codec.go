@@ -100,6 +100,10 @@ type tmplPart struct {
 // placeholders are the names a path template may use.
 var placeholders = []string{"count", "uuid", "timestamp_unix_nano", "timestamp_unix", "date", "stream"}
 
+// pathPattern is the schema's check of a path template: every {{ opens a
+// known placeholder. parsePathTemplate checks the rest.
+const pathPattern = `^(?:[^{]|\{[^{]|\{$|\{\{ *(?:count|uuid|timestamp_unix_nano|timestamp_unix|date|stream) *\}\})*$`
+
 // parsePathTemplate parses s, naming field in errors.
 func parsePathTemplate(field, s string) (pathTemplate, error) {
 	var t pathTemplate

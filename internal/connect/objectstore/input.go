@@ -38,7 +38,7 @@ func init() {
 			"`object_key` are the key, Offset the record's index in the object. In a job it resumes from its " +
 			"checkpointed position (key and record).",
 		Schema: component.ObjectSchema(map[string]any{
-			"url":    component.Prop("string", "Bucket URL: file:///dir or s3://bucket[/prefix][?region=...&endpoint=...&use_path_style=true].", nil),
+			"url":    urlProp(),
 			"prefix": component.Prop("string", "Read only keys starting with this.", ""),
 			"codec": component.EnumProp("How an object becomes messages: one per line, one per element of a JSON array, or one per object.",
 				codecLines, codecLines, codecJSONArray, codecWhole),

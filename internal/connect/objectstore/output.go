@@ -28,10 +28,14 @@ func init() {
 			"Write returns only once the object is completely stored; a batch whose upload failed is written " +
 			"again under a new key, so a lost answer from the server can leave a duplicate object.",
 		Schema: component.ObjectSchema(map[string]any{
-			"url": component.Prop("string", "Bucket URL: file:///dir or s3://bucket[/prefix][?region=...&endpoint=...&use_path_style=true].", nil),
-			"path": component.Prop("string", "Object key template, relative to url. Default "+
-				"`{{timestamp_unix_nano}}-{{uuid}}.jsonl` (`.json` with codec json_array), so that keys sort by "+
-				"write time and no batch overwrites another.", nil),
+			"url": urlProp(),
+			"path": func() map[string]any {
+				p := component.Prop("string", "Object key template, relative to url. Default "+
+					"`{{timestamp_unix_nano}}-{{uuid}}.jsonl` (`.json` with codec json_array), so that keys sort by "+
+					"write time and no batch overwrites another.", nil)
+				p["pattern"] = pathPattern
+				return p
+			}(),
 			"codec":       component.EnumProp("How a batch becomes an object.", codecLines, codecLines, codecJSONArray),
 			"compression": component.EnumProp("Compress objects.", "none", "none", "gzip"),
 			"timeout":     component.DurationProp("Longest one upload may take before it fails (and is retried).", "30s"),
