@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -107,6 +108,11 @@ func (b bucketURL) open(ctx context.Context, create bool) (*blob.Bucket, error) 
 			q.Set("response_checksum_validation", "when_required")
 			u.RawQuery = q.Encode()
 		}
+		if ep := q.Get("endpoint"); ep != "" {
+			if err := dialEndpoint(ctx, ep); err != nil {
+				return nil, fmt.Errorf("open %s: %w", b.shown, err)
+			}
+		}
 		bk, err = blob.OpenBucket(ctx, u.String())
 		if err == nil && prefix != "" {
 			bk = blob.PrefixedBucket(bk, prefix+"/")
@@ -127,4 +133,28 @@ func (b bucketURL) open(ctx context.Context, create bool) (*blob.Bucket, error) 
 		return nil, fmt.Errorf("open %s: %w", b.shown, err)
 	}
 	return bk, nil
+}
+
+// dialEndpoint opens and closes a TCP connection to an S3-compatible
+// endpoint, so that a server that is down is reported at once and plainly
+// (connection refused) rather than after the SDK's retries as a deadline.
+func dialEndpoint(ctx context.Context, endpoint string) error {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("endpoint %q is not a URL such as http://127.0.0.1:9000", endpoint)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		port := "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Errorf("endpoint %s: %w", host, err)
+	}
+	return c.Close()
 }
