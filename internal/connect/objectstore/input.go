@@ -34,7 +34,8 @@ func init() {
 			"after the last object; with it, it lists again every interval and reads the keys it has not seen " +
 			"(kept in memory). An object is done once every batch of it was acknowledged; then, with " +
 			"`delete_after_read`, it is deleted. A failed acknowledgement redelivers the batch; a read that " +
-			"fails mid-object (server gone) resumes at the next record. Metadata: Source and the field " +
+			"fails mid-object (server gone) resumes at the next record. Keys under `_pending/` (uncommitted objects of " +
+			"a job's object_store output) are skipped. Metadata: Source and the field " +
 			"`object_key` are the key, Offset the record's index in the object. In a job it resumes from its " +
 			"checkpointed position (key and record).",
 		Schema: component.ObjectSchema(map[string]any{
@@ -269,7 +270,8 @@ func (in *Input) list(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if obj.IsDir || in.seen[obj.Key] || in.url.u.Scheme == "file" && isFileblobTemp(obj.Key) {
+		if obj.IsDir || in.seen[obj.Key] || strings.HasPrefix(obj.Key, pendingDir) ||
+			in.url.u.Scheme == "file" && isFileblobTemp(obj.Key) {
 			continue
 		}
 		keys = append(keys, obj.Key)

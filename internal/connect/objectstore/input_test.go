@@ -51,6 +51,7 @@ func TestInputCodecs(t *testing.T) {
 		"j.json":                       []byte(`[{"x":1}, 2, "s"]`),
 		"w.bin":                        []byte("whole\nobject"),
 		"x.jsonl.1a2b3c4d5e6f7a8b.tmp": []byte("in progress\n"),
+		"_pending/sink-0/u":            []byte("uncommitted\n"),
 	})
 	tests := []struct {
 		name string

@@ -26,7 +26,10 @@ func init() {
 			"writes one JSON array (a payload that is not JSON becomes a JSON string). With `compression: gzip` " +
 			"the object is gzip-compressed and its key ends in `.gz` (added when `path` lacks it). At-least-once: " +
 			"Write returns only once the object is completely stored; a batch whose upload failed is written " +
-			"again under a new key, so a lost answer from the server can leave a duplicate object.",
+			"again under a new key, so a lost answer from the server can leave a duplicate object. In a job it is " +
+			"exactly-once by two-phase commit: batches go to `_pending/<operator>-<subtask>/<uuid>` under url and " +
+			"are copied to their keys when the checkpoint completes; a restored job commits the checkpoint's " +
+			"objects and deletes the other pending ones.",
 		Schema: component.ObjectSchema(map[string]any{
 			"url": urlProp(),
 			"path": func() map[string]any {
@@ -49,7 +52,7 @@ compression: none
 	}, NewOutput)
 }
 
-var _ component.Output = (*Output)(nil)
+var _ component.Transactional = (*Output)(nil)
 
 // OutputConfig is the configuration of the object_store output.
 type OutputConfig struct {
@@ -73,7 +76,8 @@ type Output struct {
 
 	// Owned by the goroutine that calls Connect, Write and Close.
 	bucket *blob.Bucket
-	count  int64 // batches written
+	count  int64     // batches written
+	txn    *txnState // set by Begin
 }
 
 // NewOutput builds an object_store output from its configuration. It only
@@ -164,8 +168,15 @@ func (o *Output) Write(ctx context.Context, b message.Batch) error {
 	if o.gzip {
 		opts.ContentType = "application/gzip"
 	}
-	if err := o.bucket.WriteAll(ctx, key, data, opts); err != nil {
-		return fmt.Errorf("object_store output: writing %s to %s: %w", key, o.url.shown, err)
+	target := key
+	if o.txn != nil {
+		target = o.txn.pendingKey()
+	}
+	if err := o.bucket.WriteAll(ctx, target, data, opts); err != nil {
+		return fmt.Errorf("object_store output: writing %s to %s: %w", target, o.url.shown, err)
+	}
+	if o.txn != nil {
+		o.txn.written = append(o.txn.written, txnObject{Pending: target, Final: key})
 	}
 	o.count++
 	return nil
