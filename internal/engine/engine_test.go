@@ -239,15 +239,15 @@ func TestCheckReportsBuildProblemsWithPaths(t *testing.T) {
 
 func TestFailedListsOnlyFailedStreams(t *testing.T) {
 	e := newEngine(t)
-	// A file input on a directory fails Connect for good, which fails its
-	// stream (a missing file is retried: it may appear).
+	// A file input on a missing path fails Connect for good, which fails
+	// its stream.
 	doc := `streams:
   - id: done
     input: {type: memory, messages: ['x']}
     pipeline: {processors: []}
     output: {type: drop}
   - id: broken
-    input: {type: file, path: ` + t.TempDir() + `}
+    input: {type: file, path: ` + filepath.Join(t.TempDir(), "missing.txt") + `}
     pipeline: {processors: []}
     output: {type: drop}
 `
@@ -257,34 +257,6 @@ func TestFailedListsOnlyFailedStreams(t *testing.T) {
 	waitFor(t, "both streams to end", e.Finished)
 	if got := e.Failed(); len(got) != 1 || got[0] != "broken" {
 		t.Errorf("Failed() = %v, want [broken]", got)
-	}
-}
-
-// TestConnectRetried: a stream whose input cannot connect yet (its file
-// is missing) stays starting with the error shown and the engine not
-// ready, and runs once the file appears.
-func TestConnectRetried(t *testing.T) {
-	e := newEngine(t)
-	path := filepath.Join(t.TempDir(), "later.txt")
-	doc := `streams:
-  - id: later
-    input: {type: file, path: ` + path + `}
-    pipeline: {processors: []}
-    output: {type: drop}
-`
-	if err := e.Apply(context.Background(), materialize(t, doc)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "a failed connect", func() bool { s, _ := statusOf(e, "later"); return s.Errors > 0 })
-	if s, _ := statusOf(e, "later"); s.State != stream.StateStarting || !strings.Contains(s.LastError, "no such file") || e.Ready() {
-		t.Errorf("while the file is missing: state %s, last error %q, ready %v", s.State, s.LastError, e.Ready())
-	}
-	if err := os.WriteFile(path, []byte("a\nb\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the stream to complete", func() bool { s, _ := statusOf(e, "later"); return s.State == stream.StateCompleted })
-	if s, _ := statusOf(e, "later"); s.Sent != 2 || s.Retries == 0 {
-		t.Errorf("after the file appeared: %+v", s.Status)
 	}
 }
 
@@ -368,7 +340,7 @@ func TestApplyStoppedNeverStarts(t *testing.T) {
 func TestReadyIsWhatShouldRun(t *testing.T) {
 	e := newEngine(t)
 	ctx := context.Background()
-	missing := t.TempDir() // a file input on a directory fails to connect for good
+	missing := filepath.Join(t.TempDir(), "missing.txt")
 	doc := "streams:" + streamDoc("run", "5ms") + streamDoc("stop", "5ms") + streamDoc("held", "5ms") + `
   - id: done
     input: {type: memory, messages: ['x']}

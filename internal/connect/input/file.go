@@ -128,9 +128,12 @@ func NewFile(conf map[string]any, res component.Resources) (component.Input, err
 
 // Connect opens the file; a missing file is an error.
 func (f *File) Connect(context.Context) error {
+	// A local path that cannot be read (missing, a directory, not
+	// permitted) is the configuration's problem: fail the stream rather
+	// than retry.
 	fh, err := os.Open(f.path)
 	if err != nil {
-		return fmt.Errorf("file input: %w", err)
+		return component.Permanent(fmt.Errorf("file input: %w", err))
 	}
 	if fi, err := fh.Stat(); err == nil && fi.IsDir() {
 		fh.Close()

@@ -211,7 +211,9 @@ func NewHTTP(conf map[string]any, res component.Resources) (component.Input, err
 func (h *HTTP) Connect(context.Context) error {
 	ln, err := net.Listen("tcp", h.conf.Address)
 	if err != nil {
-		return fmt.Errorf("http input: %w", err)
+		// An address that cannot be bound is the configuration's problem
+		// (taken, or not this host's): fail the stream rather than retry.
+		return component.Permanent(fmt.Errorf("http input: %w", err))
 	}
 	pattern := h.conf.Path
 	if strings.HasSuffix(pattern, "/") {

@@ -1,2 +1,3 @@
-// Package mqtt: MQTT 5 (and 3.1.1) subscribe and publish with QoS 0/1/2 and persistent sessions (paho.golang).
+// Package mqtt holds the MQTT input and output (paho.golang): subscribe and
+// publish with QoS 0/1/2 and persistent sessions.
 package mqtt

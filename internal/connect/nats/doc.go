@@ -1,2 +1,3 @@
-// Package nats: NATS core subjects and JetStream durable consumers, as input and output (nats.go).
+// Package nats holds the NATS input and output (nats.go): core subjects and
+// JetStream durable consumers.
 package nats
