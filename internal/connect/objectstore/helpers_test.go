@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -35,6 +36,9 @@ type s3Server struct {
 	t       testing.TB
 	addr    string
 	backend *s3mem.Backend
+	// slow makes the server send response bodies in small pieces with
+	// pauses, like a slow link, so that a stop cuts a download midway.
+	slow bool
 
 	mu  sync.Mutex // guards srv
 	srv *httptest.Server
@@ -87,13 +91,44 @@ func (s *s3Server) Start() {
 	if err != nil {
 		s.t.Fatalf("listen %s: %v", s.addr, err)
 	}
-	srv := httptest.NewUnstartedServer(gofakes3.New(s.backend).Server())
+	var h http.Handler = gofakes3.New(s.backend).Server()
+	if s.slow {
+		h = slowBodies(h)
+	}
+	srv := httptest.NewUnstartedServer(h)
 	srv.Listener = ln
 	srv.Config.ErrorLog = nil
 	srv.Start()
 	s.mu.Lock()
 	s.srv = srv
 	s.mu.Unlock()
+}
+
+// slowBodies sends response bodies in 16 KiB pieces, pausing after each.
+func slowBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(slowWriter{w}, r)
+	})
+}
+
+type slowWriter struct{ http.ResponseWriter }
+
+func (w slowWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), 16<<10)
+		m, err := w.ResponseWriter.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		if f, ok := w.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		time.Sleep(2 * time.Millisecond)
+		p = p[k:]
+	}
+	return n, nil
 }
 
 // Stop cuts every connection (a read in progress fails) and stops

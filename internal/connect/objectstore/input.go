@@ -107,9 +107,12 @@ type Input struct {
 
 // object is one object being read or waiting for its acknowledgements.
 type object struct {
-	key     string
-	next    int64 // records emitted; owned by the Read goroutine
-	corrupt bool  // could not be decoded to its end; never deleted
+	key  string
+	next int64 // records emitted; owned by the Read goroutine
+	// off is the byte offset after the records emitted, for an object
+	// read as plain lines (0 otherwise): reopening it reads from there.
+	off     int64
+	corrupt bool // could not be decoded to its end; never deleted
 
 	// Guarded by Input.mu.
 	outstanding int  // batches emitted and not yet acknowledged with nil
@@ -285,7 +288,7 @@ func (in *Input) list(ctx context.Context) error {
 		i, _ := slices.BinarySearch(keys, r.Key)
 		if i < len(keys) && keys[i] == r.Key && !r.Done {
 			// Continue inside the object.
-			in.cur = &object{key: r.Key, next: r.Records}
+			in.cur = &object{key: r.Key, next: r.Records, off: r.Bytes}
 			i++
 		} else if i < len(keys) && keys[i] == r.Key {
 			i++
@@ -312,9 +315,11 @@ func (in *Input) readBatch(ctx context.Context) (message.Batch, error) {
 			return in.recordErr(obj, err)
 		}
 		in.rd = rd
-		for range obj.next { // skip what was emitted before a failure or a restore
-			if _, err := rd.next(); err != nil {
-				return in.recordErr(obj, err)
+		if !rd.ranged {
+			for range obj.next { // skip what was emitted before a failure or a restore
+				if _, err := rd.next(); err != nil {
+					return in.recordErr(obj, err)
+				}
 			}
 		}
 	}
@@ -336,6 +341,9 @@ func (in *Input) readBatch(ctx context.Context) (message.Batch, error) {
 		m.SetMeta("object_key", obj.key)
 		msgs = append(msgs, m)
 		obj.next++
+		if in.rd.plain {
+			obj.off += in.rd.last
+		}
 	}
 	return message.Batch{Messages: msgs}, nil
 }
@@ -471,13 +479,16 @@ func (in *Input) end() bool {
 type position struct {
 	Key     string `json:"key"`
 	Records int64  `json:"records"`
-	Done    bool   `json:"done,omitempty"`
+	// Bytes is the offset after those records in an object read as plain
+	// lines, where a restored input starts reading; 0 when unknown.
+	Bytes int64 `json:"bytes,omitempty"`
+	Done  bool  `json:"done,omitempty"`
 }
 
 // Position returns the key and record after the last batch Read returned.
 func (in *Input) Position() ([]byte, error) {
 	if in.cur != nil {
-		return json.Marshal(position{Key: in.cur.key, Records: in.cur.next})
+		return json.Marshal(position{Key: in.cur.key, Records: in.cur.next, Bytes: in.cur.off})
 	}
 	return json.Marshal(position{Key: in.lastDone, Done: true})
 }
@@ -489,8 +500,8 @@ func (in *Input) Seek(_ context.Context, pos []byte) error {
 	if err := json.Unmarshal(pos, &p); err != nil {
 		return fmt.Errorf("object_store input: position %s: %w", pos, err)
 	}
-	if p.Records < 0 {
-		return fmt.Errorf("object_store input: position %s: records is negative", pos)
+	if p.Records < 0 || p.Bytes < 0 {
+		return fmt.Errorf("object_store input: position %s: records or bytes is negative", pos)
 	}
 	in.resume = &p
 	return nil
@@ -528,16 +539,24 @@ type recordIter struct {
 	recsErr error    // other codecs: why the object could not be decoded
 	i       int
 	size    int64
+	plain   bool  // codec lines, not compressed
+	ranged  bool  // opened at the offset after the records emitted
+	last    int64 // bytes of the last line next returned, newline included
 }
 
 // openRecords opens obj for reading its records.
 func (in *Input) openRecords(ctx context.Context, obj *object) (*recordIter, error) {
-	r, err := in.bucket.NewReader(ctx, obj.key, nil)
+	zip := strings.HasSuffix(obj.key, gzipSuffix)
+	plain := in.codec == codecLines && !zip
+	var off int64
+	if plain && obj.off > 0 {
+		off = obj.off // continue after the records emitted instead of skipping them
+	}
+	r, err := in.bucket.NewRangeReader(ctx, obj.key, off, -1, nil)
 	if err != nil {
 		return nil, err
 	}
-	it := &recordIter{body: r, raw: &countingReader{r: r}, size: r.Size()}
-	zip := strings.HasSuffix(obj.key, gzipSuffix)
+	it := &recordIter{body: r, raw: &countingReader{r: r}, size: r.Size(), plain: plain, ranged: off > 0}
 	if in.codec != codecLines {
 		data, err := io.ReadAll(it.raw)
 		if err != nil {
@@ -584,6 +603,7 @@ func (it *recordIter) next() ([]byte, error) {
 		return it.recs[it.i-1], nil
 	}
 	line, err := it.lines.ReadBytes('\n')
+	it.last = int64(len(line))
 	if errors.Is(err, io.EOF) && len(line) > 0 {
 		err = nil // a last line without a newline
 	}

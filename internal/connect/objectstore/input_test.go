@@ -254,3 +254,32 @@ func TestInputConnectMissingDir(t *testing.T) {
 	}
 	_ = in.Close(ctx)
 }
+
+// TestInputResumesAtByteOffset: after a failed read, a plain lines
+// object is opened again at the byte after the records emitted instead of
+// being read again from its start; a gzip one skips records. The objects
+// are rewritten in between so that the two ways give different records.
+func TestInputResumesAtByteOffset(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		data func(string) []byte
+		want []string
+	}{
+		{"plain", func(s string) []byte { return []byte(s) }, []string{"l1", "o", "l1", "l2"}},
+		{"zipped.gz", func(s string) []byte { return gz(t, s) }, []string{"l1", "l1", "l2"}},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			dir := bucketDir(t, map[string][]byte{tc.key: tc.data("l1\nl2\n")})
+			in, ctx := connected(t, map[string]any{"url": "file://" + dir, "batch_size": float64(1)})
+			got := readN(t, ctx, in, 1)
+			in.closeReader() // as after a read error
+			if err := os.WriteFile(filepath.Join(dir, tc.key), tc.data("zero\nl1\nl2\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, readAll(t, ctx, in, 10, ackNil)...)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -190,6 +190,7 @@ func TestStreamInputServerRestart(t *testing.T) {
 		fmt.Fprintf(&big, "{\"id\": %d, \"pad\": \"%s\"}\n", id, strings.Repeat("x", 100))
 	}
 	s := newS3Server(t)
+	s.slow = true
 	s.put("in/000-big.jsonl", []byte(big.String()))
 	for i := range 20 {
 		var b strings.Builder
