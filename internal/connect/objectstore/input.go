@@ -531,7 +531,7 @@ func (e *corruptError) Unwrap() error { return e.err }
 
 // recordIter yields the records of one object.
 type recordIter struct {
-	body    *blob.Reader
+	body    io.Closer
 	raw     *countingReader
 	lines   *bufio.Reader // codec lines
 	gz      *gzip.Reader
