@@ -542,6 +542,7 @@ type recordIter struct {
 	plain   bool  // codec lines, not compressed
 	ranged  bool  // opened at the offset after the records emitted
 	last    int64 // bytes of the last line next returned, newline included
+	err     error // the first error of a line read, returned from then on
 }
 
 // openRecords opens obj for reading its records.
@@ -602,16 +603,20 @@ func (it *recordIter) next() ([]byte, error) {
 		it.i++
 		return it.recs[it.i-1], nil
 	}
+	if it.err != nil {
+		return nil, it.err
+	}
 	line, err := it.lines.ReadBytes('\n')
 	it.last = int64(len(line))
 	if errors.Is(err, io.EOF) && len(line) > 0 {
 		err = nil // a last line without a newline
 	}
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
+		if !errors.Is(err, io.EOF) {
+			err = it.classify(err)
 		}
-		return nil, it.classify(err)
+		it.err = err
+		return nil, err
 	}
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	return bytes.TrimSuffix(line, []byte("\r")), nil

@@ -66,3 +66,38 @@ func FuzzLines(f *testing.F) {
 		}
 	})
 }
+
+// flakyBody returns its data, then an error once, then io.EOF, like a
+// connection cut and then closed.
+type flakyBody struct {
+	data   []byte
+	failed bool
+}
+
+func (f *flakyBody) Read(p []byte) (int, error) {
+	if len(f.data) > 0 {
+		n := copy(p, f.data)
+		f.data = f.data[n:]
+		return n, nil
+	}
+	if !f.failed {
+		f.failed = true
+		return 0, errors.New("connection reset")
+	}
+	return 0, io.EOF
+}
+
+// TestLineErrorSticks: after a failed read the iterator keeps failing,
+// so a cut download never looks like the end of the object.
+func TestLineErrorSticks(t *testing.T) {
+	raw := &countingReader{r: &flakyBody{data: []byte("a\npart")}}
+	it := &recordIter{body: io.NopCloser(nil), raw: raw, size: 100, plain: true, lines: bufio.NewReader(raw)}
+	if rec, err := it.next(); err != nil || string(rec) != "a" {
+		t.Fatalf("next = %q, %v", rec, err)
+	}
+	for range 3 {
+		if _, err := it.next(); err == nil || errors.Is(err, io.EOF) {
+			t.Fatalf("next = %v, want the read error", err)
+		}
+	}
+}
