@@ -46,6 +46,9 @@ func FuzzLines(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 512 {
+			return // the check is quadratic in the records
+		}
 		recs, ends := readLinesAt(t, data, 0)
 		if len(ends) > 0 && ends[len(ends)-1] != int64(len(data)) {
 			t.Fatalf("offsets end at %d of %d bytes", ends[len(ends)-1], len(data))
