@@ -81,9 +81,10 @@ func scenarios() []scenario {
       topics: [%q]
       consumer_group: %q
       client_id: bench
+      batch_size: %d
     pipeline: {thread_num: 2, processors: []}
     output: {type: drop}
-`, p.kafka, p.topic, p.group)
+`, p.kafka, p.topic, p.group, p.batch)
 			},
 			benthos: func(p params) string {
 				return fmt.Sprintf(`input:
