@@ -19,7 +19,11 @@ func (r *Registry) Markdown() []byte {
 		if len(names) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %ss\n", titleCase(string(k)))
+		heading := titleCase(string(k)) + "s"
+		if k == KindTemporary {
+			heading = "Temporary tables (a stream's `temporary` list, each with a `name`)"
+		}
+		fmt.Fprintf(&b, "\n## %s\n", heading)
 		for _, n := range names {
 			s, _ := r.Lookup(k, n)
 			fmt.Fprintf(&b, "\n### `%s`\n\n%s\n", n, s.Summary)

@@ -1,0 +1,294 @@
+package mqtt
+
+import (
+	"encoding"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/storage"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// broker is a mochi MQTT broker on a fixed loopback port that a test can
+// stop and start again. Its sessions, subscriptions and inflight
+// messages live in a memStore that survives restarts, as a broker with
+// persistence enabled would keep them on disk.
+type broker struct {
+	t     testing.TB
+	port  int
+	store *memStore
+	// user and pass, when user is set, are the only credentials the
+	// broker accepts.
+	user, pass string
+
+	mu  sync.Mutex // guards srv
+	srv *mochi.Server
+}
+
+// freePort returns a loopback port nothing listens on.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// newBroker returns a stopped broker on a free port; start it with start.
+func newBroker(t testing.TB) *broker {
+	b := &broker{t: t, port: freePort(t), store: &memStore{kv: map[string][]byte{}}}
+	t.Cleanup(b.stop)
+	return b
+}
+
+// startBroker returns a running broker.
+func startBroker(t testing.TB) *broker {
+	b := newBroker(t)
+	b.start()
+	return b
+}
+
+func (b *broker) addr() string { return fmt.Sprintf("127.0.0.1:%d", b.port) }
+
+func (b *broker) start() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv != nil {
+		return
+	}
+	srv := mochi.New(&mochi.Options{
+		InlineClient: true,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err := srv.AddHook(&authHook{user: b.user, pass: b.pass}, nil); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := srv.AddHook(b.store, nil); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := srv.AddListener(listeners.NewTCP(listeners.Config{ID: "tcp", Address: b.addr()})); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := srv.Serve(); err != nil {
+		b.t.Fatal(err)
+	}
+	b.srv = srv
+}
+
+func (b *broker) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.srv == nil {
+		return
+	}
+	_ = b.srv.Close()
+	b.srv = nil
+}
+
+// server returns the running server (nil when stopped).
+func (b *broker) server() *mochi.Server {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.srv
+}
+
+// authHook lets every client in, or only those with the configured
+// credentials.
+type authHook struct {
+	mochi.HookBase
+	user, pass string
+}
+
+func (h *authHook) ID() string { return "test-auth" }
+
+func (h *authHook) Provides(b byte) bool {
+	return b == mochi.OnConnectAuthenticate || b == mochi.OnACLCheck
+}
+
+func (h *authHook) OnConnectAuthenticate(_ *mochi.Client, pk packets.Packet) bool {
+	return h.user == "" || (string(pk.Connect.Username) == h.user && string(pk.Connect.Password) == h.pass)
+}
+
+func (h *authHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
+
+// memStore is a mochi storage hook that keeps the broker's state in
+// memory: records are serialized as mochi's own storage types, so a
+// restarted broker loads exactly what a disk-backed one would.
+type memStore struct {
+	mochi.HookBase
+	mu sync.Mutex // guards kv
+	kv map[string][]byte
+}
+
+func (h *memStore) ID() string { return "test-memory-store" }
+
+func (h *memStore) Provides(b byte) bool {
+	switch b {
+	case mochi.OnSessionEstablished, mochi.OnDisconnect, mochi.OnSubscribed, mochi.OnUnsubscribed,
+		mochi.OnRetainMessage, mochi.OnQosPublish, mochi.OnQosComplete, mochi.OnQosDropped,
+		mochi.OnClientExpired, mochi.OnRetainedExpired,
+		mochi.StoredClients, mochi.StoredInflightMessages, mochi.StoredRetainedMessages, mochi.StoredSubscriptions:
+		return true
+	}
+	return false
+}
+
+func (h *memStore) put(k string, v encoding.BinaryMarshaler) {
+	b, err := v.MarshalBinary()
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	h.kv[k] = b
+	h.mu.Unlock()
+}
+
+func (h *memStore) del(k string) {
+	h.mu.Lock()
+	delete(h.kv, k)
+	h.mu.Unlock()
+}
+
+// each calls f with every record under prefix, in key order.
+func (h *memStore) each(prefix string, f func([]byte) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keys := make([]string, 0, len(h.kv))
+	for k := range h.kv {
+		if strings.HasPrefix(k, prefix+"/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := f(h.kv[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *memStore) OnSessionEstablished(cl *mochi.Client, _ packets.Packet) {
+	p := cl.Properties.Props.Copy(false)
+	h.put(storage.ClientKey+"/"+cl.ID, &storage.Client{
+		ID: cl.ID, T: storage.ClientKey, Remote: cl.Net.Remote, Listener: cl.Net.Listener,
+		Username: cl.Properties.Username, Clean: cl.Properties.Clean, ProtocolVersion: cl.Properties.ProtocolVersion,
+		Properties: storage.ClientProperties{
+			SessionExpiryInterval: p.SessionExpiryInterval, SessionExpiryIntervalFlag: p.SessionExpiryIntervalFlag,
+			ReceiveMaximum: p.ReceiveMaximum, TopicAliasMaximum: p.TopicAliasMaximum,
+			MaximumPacketSize: p.MaximumPacketSize, User: p.User,
+		},
+	})
+}
+
+func (h *memStore) OnDisconnect(cl *mochi.Client, _ error, expire bool) {
+	if expire && cl.StopCause() != packets.ErrSessionTakenOver {
+		h.del(storage.ClientKey + "/" + cl.ID)
+	}
+}
+
+func (h *memStore) OnClientExpired(cl *mochi.Client) { h.del(storage.ClientKey + "/" + cl.ID) }
+
+func (h *memStore) OnSubscribed(cl *mochi.Client, pk packets.Packet, codes []byte) {
+	for i, f := range pk.Filters {
+		h.put(storage.SubscriptionKey+"/"+cl.ID+":"+f.Filter, &storage.Subscription{
+			ID: cl.ID + ":" + f.Filter, T: storage.SubscriptionKey, Client: cl.ID, Qos: codes[i], Filter: f.Filter,
+			Identifier: f.Identifier, NoLocal: f.NoLocal, RetainHandling: f.RetainHandling, RetainAsPublished: f.RetainAsPublished,
+		})
+	}
+}
+
+func (h *memStore) OnUnsubscribed(cl *mochi.Client, pk packets.Packet) {
+	for _, f := range pk.Filters {
+		h.del(storage.SubscriptionKey + "/" + cl.ID + ":" + f.Filter)
+	}
+}
+
+func storedMessage(clientID string, pk packets.Packet, t string) *storage.Message {
+	p := pk.Properties.Copy(false)
+	return &storage.Message{
+		ID: clientID + ":" + pk.FormatID(), T: t, Client: clientID, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
+		TopicName: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Created: pk.Created,
+		Properties: storage.MessageProperties{
+			PayloadFormat: p.PayloadFormat, MessageExpiryInterval: p.MessageExpiryInterval, ContentType: p.ContentType,
+			User: p.User,
+		},
+	}
+}
+
+func (h *memStore) OnRetainMessage(cl *mochi.Client, pk packets.Packet, r int64) {
+	if r == -1 {
+		h.del(storage.RetainedKey + "/" + pk.TopicName)
+		return
+	}
+	h.put(storage.RetainedKey+"/"+pk.TopicName, storedMessage(cl.ID, pk, storage.RetainedKey))
+}
+
+func (h *memStore) OnRetainedExpired(topic string) { h.del(storage.RetainedKey + "/" + topic) }
+
+func (h *memStore) OnQosPublish(cl *mochi.Client, pk packets.Packet, sent int64, _ int) {
+	m := storedMessage(cl.ID, pk, storage.InflightKey)
+	m.Sent = sent
+	h.put(storage.InflightKey+"/"+cl.ID+":"+pk.FormatID(), m)
+}
+
+func (h *memStore) OnQosComplete(cl *mochi.Client, pk packets.Packet) {
+	h.del(storage.InflightKey + "/" + cl.ID + ":" + pk.FormatID())
+}
+
+func (h *memStore) OnQosDropped(cl *mochi.Client, pk packets.Packet) { h.OnQosComplete(cl, pk) }
+
+func (h *memStore) StoredClients() (v []storage.Client, err error) {
+	err = h.each(storage.ClientKey, func(b []byte) error {
+		var c storage.Client
+		if err := c.UnmarshalBinary(b); err != nil {
+			return err
+		}
+		v = append(v, c)
+		return nil
+	})
+	return v, err
+}
+
+func (h *memStore) StoredSubscriptions() (v []storage.Subscription, err error) {
+	err = h.each(storage.SubscriptionKey, func(b []byte) error {
+		var s storage.Subscription
+		if err := s.UnmarshalBinary(b); err != nil {
+			return err
+		}
+		v = append(v, s)
+		return nil
+	})
+	return v, err
+}
+
+func (h *memStore) messages(prefix string) (v []storage.Message, err error) {
+	err = h.each(prefix, func(b []byte) error {
+		var m storage.Message
+		if err := m.UnmarshalBinary(b); err != nil {
+			return err
+		}
+		v = append(v, m)
+		return nil
+	})
+	return v, err
+}
+
+func (h *memStore) StoredInflightMessages() ([]storage.Message, error) {
+	return h.messages(storage.InflightKey)
+}
+
+func (h *memStore) StoredRetainedMessages() ([]storage.Message, error) {
+	return h.messages(storage.RetainedKey)
+}

@@ -1,0 +1,134 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/flowplane/flowplane/internal/component"
+)
+
+// dialTimeout bounds one connection attempt, so that Connect against a
+// server that is down fails within seconds; a URL's dial_timeout wins.
+const dialTimeout = 3 * time.Second
+
+// ModeConfig is ArkFlow's connection mode: `{type: single, url}` or
+// `{type: cluster, urls}`.
+type ModeConfig struct {
+	Type string   `json:"type"`
+	URL  string   `json:"url,omitempty"`
+	URLs []string `json:"urls,omitempty"`
+}
+
+func modeSchema() map[string]any {
+	urls := component.Prop("array", "cluster: the URLs of some of the cluster's nodes (the rest are discovered); "+
+		"user, password and TLS are taken from the first.", nil)
+	urls["items"] = map[string]any{"type": "string"}
+	urls["minItems"] = 1
+	s := component.ObjectSchema(map[string]any{
+		"type": component.EnumProp("`single` for one server, `cluster` for a Redis Cluster.", "", "single", "cluster"),
+		"url": component.Prop("string", "single: the server's URL, redis://[user:password@]host:port[/db] or rediss:// "+
+			"for TLS; query options of go-redis such as dial_timeout are accepted.", nil),
+		"urls": urls,
+	}, "type")
+	s["description"] = "How to connect: `{type: single, url}` or `{type: cluster, urls}`."
+	return s
+}
+
+// connection is a validated mode: it makes clients on Connect.
+type connection struct {
+	single  *goredis.Options
+	cluster *goredis.ClusterOptions
+	hosts   string // for logs and errors: never the URL, which may hold a password
+}
+
+// parseMode validates the mode field; errors name it but never quote a URL.
+func parseMode(m ModeConfig) (*connection, error) {
+	switch m.Type {
+	case "single":
+		if m.URL == "" {
+			return nil, errors.New("mode.url: required with type single")
+		}
+		if len(m.URLs) > 0 {
+			return nil, errors.New("mode.urls: only with type cluster")
+		}
+		o, err := goredis.ParseURL(m.URL)
+		if err != nil {
+			return nil, fmt.Errorf("mode.url: not a redis:// or rediss:// URL (%s)", scrub(err))
+		}
+		if o.DialTimeout == 0 {
+			o.DialTimeout = dialTimeout
+		}
+		return &connection{single: o, hosts: o.Addr}, nil
+	case "cluster":
+		if len(m.URLs) == 0 {
+			return nil, errors.New("mode.urls: at least one is required with type cluster")
+		}
+		if m.URL != "" {
+			return nil, errors.New("mode.url: only with type single")
+		}
+		var co *goredis.ClusterOptions
+		for i, u := range m.URLs {
+			o, err := goredis.ParseClusterURL(u)
+			if err != nil {
+				return nil, fmt.Errorf("mode.urls[%d]: not a redis:// or rediss:// URL (%s)", i, scrub(err))
+			}
+			if co == nil {
+				co = o
+				continue
+			}
+			co.Addrs = append(co.Addrs, o.Addrs...)
+		}
+		if co.DialTimeout == 0 {
+			co.DialTimeout = dialTimeout
+		}
+		return &connection{cluster: co, hosts: strings.Join(co.Addrs, ",")}, nil
+	case "":
+		return nil, errors.New("mode.type: required (single or cluster)")
+	default:
+		return nil, fmt.Errorf("mode.type: must be single or cluster, got %q", m.Type)
+	}
+}
+
+// scrub keeps a URL parse error from repeating the URL, which may hold a
+// password: url.Error quotes it, so only the reason after the last ": "
+// is kept.
+func scrub(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		s = s[i+2:]
+	}
+	return s
+}
+
+// client makes a new client. readTimeout, when positive, raises the
+// socket read timeout (blocking reads need more than their block time).
+func (c *connection) client(readTimeout time.Duration) goredis.UniversalClient {
+	if c.single != nil {
+		o := *c.single
+		if readTimeout > 0 && o.ReadTimeout < readTimeout {
+			o.ReadTimeout = readTimeout
+		}
+		return goredis.NewClient(&o)
+	}
+	o := *c.cluster
+	if readTimeout > 0 && o.ReadTimeout < readTimeout {
+		o.ReadTimeout = readTimeout
+	}
+	return goredis.NewClusterClient(&o)
+}
+
+// ping checks that the server answers, so Connect fails fast and clearly
+// when it does not.
+func (c *connection) ping(ctx context.Context, cl goredis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*dialTimeout)
+	defer cancel()
+	if err := cl.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", c.hosts, err)
+	}
+	return nil
+}
