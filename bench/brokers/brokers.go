@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -156,6 +157,9 @@ func (b *brokers) preloadKafka(ctx context.Context, topic string) error {
 // partitions: the records the group acknowledged.
 func (b *brokers) committed(ctx context.Context, group, topic string) (int64, error) {
 	offs, err := b.kadm.FetchOffsetsForTopics(ctx, group, topic)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return 0, nil // the engine has not joined yet
+	}
 	if err != nil {
 		return 0, err
 	}

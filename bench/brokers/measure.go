@@ -184,8 +184,12 @@ func printTable(w io.Writer, rows []result) {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t-\t-\t-\t-\t-\t-\t\n", r.scenario, r.engine, r.run, r.done, r.records)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%d\t\n",
-			r.scenario, r.engine, r.run, r.done, r.wall.Seconds(), r.rate(r.wall), r.rate(r.active),
+		after := "-" // every record was counted at the first count
+		if r.active > 0 {
+			after = fmt.Sprintf("%.0f", r.rate(r.active))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.0f\t%s\t%.2f\t%.0f\t%d\t\n",
+			r.scenario, r.engine, r.run, r.done, r.wall.Seconds(), r.rate(r.wall), after,
 			r.cpu.Seconds(), r.rate(r.cpu), r.peakRSS>>20)
 	}
 	_ = tw.Flush()
