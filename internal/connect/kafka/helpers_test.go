@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +107,3 @@ func ids(from, n int) []string {
 	}
 	return out
 }
-
-func yamlList(s []string) string { return "[" + strings.Join(s, ",") + "]" }

@@ -308,10 +308,19 @@ func (in *Input) Read(ctx context.Context) (message.Batch, message.AckFunc, erro
 		if fs.IsClientClosed() {
 			return message.Batch{}, nil, errors.New("kafka input: client closed")
 		}
+		failed := false
 		fs.EachError(func(t string, p int32, err error) {
+			failed = true
 			in.log.Warn("kafka input: fetch failed; retrying", "topic", t, "partition", p, "error", err)
 		})
 		if fs.NumRecords() == 0 {
+			if failed { // do not spin on a failing fetch
+				select {
+				case <-ctx.Done():
+					return message.Batch{}, nil, ctx.Err()
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
 			continue
 		}
 		b := message.Batch{Messages: make([]message.Message, 0, fs.NumRecords())}

@@ -14,7 +14,6 @@ import (
 	"github.com/flowplane/flowplane/internal/component/componenttest"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/stream"
-
 )
 
 func streamDoc(in, out string) string {
@@ -74,10 +73,11 @@ func TestBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := c.ListenAddrs()[0]
-	produce(t, addr, "in", 0, 200)
+	produce(t, addr, "in", 0, 3000)
 	componenttest.Engine(t, streamDoc(addr, addr))
 	out := newCounter(t, addr, "out", false)
 	out.waitUnique(t, 50, 30*time.Second)
+	before := len(out.seen)
 	out.cl.Close()
 	c.Close()
 	c2, err := kfake.NewCluster(opts[:2]...)
@@ -85,10 +85,10 @@ func TestBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c2.Close)
-	produce(t, addr, "in", 200, 200)
+	produce(t, addr, "in", 3000, 200)
 	out = newCounter(t, addr, "out", false)
-	out.waitUnique(t, 400, 45*time.Second)
-	t.Logf("400 in, %d out, %d duplicates", out.n, out.duplicates())
+	out.waitUnique(t, 3200, 45*time.Second)
+	t.Logf("3200 in (restart after %d were out), %d out, %d duplicates", before, out.n, out.duplicates())
 }
 
 // TestBrokerDownAtStart: Connect fails quickly and clearly, the stream

@@ -219,7 +219,7 @@ func storedMessage(clientID string, pk packets.Packet, t string) *storage.Messag
 	p := pk.Properties.Copy(false)
 	return &storage.Message{
 		ID: clientID + ":" + pk.FormatID(), T: t, Client: clientID, Origin: pk.Origin, FixedHeader: pk.FixedHeader,
-		TopicName: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Created: pk.Created,
+		TopicName: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Created: pk.Created, PacketID: pk.PacketID,
 		Properties: storage.MessageProperties{
 			PayloadFormat: p.PayloadFormat, MessageExpiryInterval: p.MessageExpiryInterval, ContentType: p.ContentType,
 			User: p.User,

@@ -133,6 +133,9 @@ type dialer struct {
 	// included; onPublish receives incoming messages (nil for an output).
 	onUp      func(*autopaho.ConnectionManager, *paho.Connack)
 	onPublish func(paho.PublishReceived) (bool, error)
+	// onDown, when set, is called (it must not block) as soon as a
+	// connection is known to be lost, possibly more than once.
+	onDown    func()
 	manualAck bool
 }
 
@@ -143,6 +146,11 @@ type dialer struct {
 func (c *ClientConfig) dial(ctx context.Context, d dialer) (*autopaho.ConnectionManager, error) {
 	u := &url.URL{Scheme: "mqtt", Host: c.addr()}
 	firstErr := make(chan error, 1)
+	down := func() {
+		if d.onDown != nil {
+			d.onDown()
+		}
+	}
 	var expiry uint32
 	if !*c.CleanSession {
 		expiry = uint32(c.SessionExpiry)
@@ -155,6 +163,7 @@ func (c *ClientConfig) dial(ctx context.Context, d dialer) (*autopaho.Connection
 		ConnectTimeout:                c.connectTimeout(),
 		ReconnectBackoff:              reconnectBackoff,
 		OnConnectionUp:                d.onUp,
+		OnConnectionDown:              func() bool { down(); return true },
 		// paho sends Request Problem Information 0 whenever the CONNECT has
 		// properties; some brokers (mochi) then leave user properties out
 		// of the messages they deliver too. Ask for them.
@@ -177,9 +186,11 @@ func (c *ClientConfig) dial(ctx context.Context, d dialer) (*autopaho.Connection
 			EnableManualAcknowledgment: d.manualAck,
 			SendAcksInterval:           ackInterval,
 			OnClientError: func(err error) {
+				down()
 				d.log.Warn(d.role+": connection lost", "broker", c.addr(), "error", err)
 			},
 			OnServerDisconnect: func(dis *paho.Disconnect) {
+				down()
 				d.log.Warn(d.role+": broker disconnected", "broker", c.addr(), "reason_code", dis.ReasonCode)
 			},
 		},

@@ -76,8 +76,12 @@ type Output struct {
 	topic *strexpr.Expr
 	log   *slog.Logger
 
-	mu sync.Mutex // guards cm
+	mu sync.Mutex // guards cm, lost
 	cm *autopaho.ConnectionManager
+	// lost is closed when the current connection is lost (nil before the
+	// first one): a publish waiting for its acknowledgement then fails at
+	// once instead of after paho's 10s packet timeout.
+	lost chan struct{}
 }
 
 // NewOutput builds an mqtt output from its configuration.
@@ -106,7 +110,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 // the broker is unreachable and may be called again after a failure. Once
 // connected, the client reconnects by itself.
 func (o *Output) Connect(ctx context.Context) error {
-	cm, err := o.conf.dial(ctx, dialer{role: "mqtt output", log: o.log})
+	cm, err := o.conf.dial(ctx, dialer{role: "mqtt output", log: o.log, onUp: o.onUp, onDown: o.onDown})
 	if err != nil {
 		return err
 	}
@@ -115,6 +119,25 @@ func (o *Output) Connect(ctx context.Context) error {
 	o.mu.Unlock()
 	o.log.Info("mqtt output connected", "broker", o.conf.addr(), "client_id", o.conf.ClientID)
 	return nil
+}
+
+func (o *Output) onUp(*autopaho.ConnectionManager, *paho.Connack) {
+	o.mu.Lock()
+	o.lost = make(chan struct{})
+	o.mu.Unlock()
+}
+
+func (o *Output) onDown() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lost == nil {
+		return
+	}
+	select {
+	case <-o.lost:
+	default:
+		close(o.lost)
+	}
 }
 
 // Write publishes the messages of b in order, each waiting for the
@@ -161,10 +184,27 @@ func (o *Output) publish(ctx context.Context, cm *autopaho.ConnectionManager, p 
 		}
 		return fmt.Errorf("mqtt output: not connected to %s: %w", o.conf.addr(), err)
 	}
-	resp, err := cm.Publish(ctx, p)
+	o.mu.Lock()
+	lost := o.lost
+	o.mu.Unlock()
+	pubCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if lost != nil {
+		go func() {
+			select {
+			case <-lost:
+				cancel()
+			case <-pubCtx.Done():
+			}
+		}()
+	}
+	resp, err := cm.Publish(pubCtx, p)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if pubCtx.Err() != nil {
+			return fmt.Errorf("mqtt output: publish to %q: the connection was lost before the broker acknowledged it", p.Topic)
 		}
 		return fmt.Errorf("mqtt output: publish to %q: %w", p.Topic, err)
 	}

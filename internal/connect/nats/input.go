@@ -75,6 +75,13 @@ func inputModeSchema() map[string]any {
 			return p
 		}(),
 	}, "type")
+	ifType := func(t ...any) map[string]any {
+		return map[string]any{"properties": map[string]any{"type": map[string]any{"enum": t}}}
+	}
+	s["allOf"] = []any{
+		map[string]any{"if": ifType(modeRegular), "then": map[string]any{"required": []any{"subject"}}},
+		map[string]any{"if": ifType(modeJetStream, "jetstream"), "then": map[string]any{"required": []any{"stream"}}},
+	}
 	s["description"] = "How to read: `{type: regular, subject, queue_group}` or " +
 		"`{type: jet_stream, stream, consumer_name, durable_name}`."
 	return s
@@ -135,6 +142,9 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		return nil, err
 	}
 	cn, errs := parseConn(c.ConnConfig)
+	if res.Logger == nil {
+		res.Logger = slog.New(slog.DiscardHandler)
+	}
 	in := &Input{conn: cn, batchSize: c.BatchSize, log: res.Logger, down: make(chan struct{}, 1)}
 	if c.BatchSize < 1 {
 		errs = append(errs, errors.New("batch_size: must be at least 1"))
@@ -267,12 +277,12 @@ func (in *Input) bind(ctx context.Context) error {
 	}
 	cfg := cons.CachedInfo().Config
 	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
-		return fmt.Errorf("nats: consumer %q of stream %q has ack policy %s; at-least-once needs explicit",
-			in.consumer, m.Stream, cfg.AckPolicy)
+		return component.Permanent(fmt.Errorf("nats: consumer %q of stream %q has ack policy %s; "+
+			"at-least-once needs explicit", in.consumer, m.Stream, cfg.AckPolicy))
 	}
 	if cfg.DeliverSubject != "" {
-		return fmt.Errorf("nats: consumer %q of stream %q is a push consumer; a pull consumer is needed",
-			in.consumer, m.Stream)
+		return component.Permanent(fmt.Errorf("nats: consumer %q of stream %q is a push consumer; "+
+			"a pull consumer is needed", in.consumer, m.Stream))
 	}
 	in.cons = cons
 	return nil

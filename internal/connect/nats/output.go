@@ -36,6 +36,8 @@ func init() {
 						"its duplicate window."),
 				}, "type", "subject")
 				s["description"] = "How to publish: `{type: regular|jet_stream, subject, msg_id}`."
+				s["if"] = map[string]any{"properties": map[string]any{"type": map[string]any{"const": modeRegular}}}
+				s["then"] = map[string]any{"properties": map[string]any{"msg_id": false}}
 				return s
 			}(),
 			"value_field": component.Prop("string", "Publish this field of the JSON message instead of the "+
@@ -110,6 +112,9 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 		return nil, err
 	}
 	cn, errs := parseConn(c.ConnConfig)
+	if res.Logger == nil {
+		res.Logger = slog.New(slog.DiscardHandler)
+	}
 	o := &Output{conn: cn, valueField: c.ValueField, metaHdrs: c.MetadataHeaders, headers: c.Headers,
 		log: res.Logger, down: make(chan struct{}, 1)}
 	mode, err := normMode(c.Mode.Type)

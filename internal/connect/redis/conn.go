@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +38,7 @@ func modeSchema() map[string]any {
 		"urls": urls,
 	}, "type")
 	s["description"] = "How to connect: `{type: single, url}` or `{type: cluster, urls}`."
-	return s
+	return requireWhen(s, map[string][]string{"single": {"url"}, "cluster": {"urls"}})
 }
 
 // connection is a validated mode: it makes clients on Connect.
@@ -105,19 +107,21 @@ func scrub(err error) string {
 	return s
 }
 
-// client makes a new client. readTimeout, when positive, raises the
-// socket read timeout (blocking reads need more than their block time).
-func (c *connection) client(readTimeout time.Duration) goredis.UniversalClient {
+// client makes a new client. An input's client does not retry commands
+// itself (noRetries): a command retried after its reply was lost could
+// move an element or read an entry the input never sees, while a failure
+// it is told about makes it look for such orphans.
+func (c *connection) client(noRetries bool) goredis.UniversalClient {
 	if c.single != nil {
 		o := *c.single
-		if readTimeout > 0 && o.ReadTimeout < readTimeout {
-			o.ReadTimeout = readTimeout
+		if noRetries {
+			o.MaxRetries = -1
 		}
 		return goredis.NewClient(&o)
 	}
 	o := *c.cluster
-	if readTimeout > 0 && o.ReadTimeout < readTimeout {
-		o.ReadTimeout = readTimeout
+	if noRetries {
+		o.MaxRetries = -1
 	}
 	return goredis.NewClusterClient(&o)
 }
@@ -131,4 +135,40 @@ func (c *connection) ping(ctx context.Context, cl goredis.UniversalClient) error
 		return fmt.Errorf("redis %s: %w", c.hosts, err)
 	}
 	return nil
+}
+
+// requireWhen adds to the object schema s, for each value of its "type"
+// property, the properties that value requires (JSON Schema if/then), so
+// that validation names a missing one before the constructor runs.
+func requireWhen(s map[string]any, req map[string][]string) map[string]any {
+	var all []any
+	for _, t := range sortedKeys(req) {
+		all = append(all, map[string]any{
+			"if": map[string]any{
+				"properties": map[string]any{"type": map[string]any{"const": t}},
+				"required":   []any{"type"},
+			},
+			"then": map[string]any{"required": req[t]},
+		})
+	}
+	s["allOf"] = all
+	return s
+}
+
+func sortedKeys(m map[string][]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// logger is res.Logger, or one that discards for a component built
+// outside the registry.
+func logger(res component.Resources) *slog.Logger {
+	if res.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return res.Logger
 }

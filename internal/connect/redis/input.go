@@ -64,6 +64,7 @@ func inputTypeSchema() map[string]any {
 		"patterns": strs("Glob-style patterns to subscribe to (type patterns)."),
 	}, "type")
 	sub["description"] = "subscribe: what to subscribe to."
+	sub = requireWhen(sub, map[string][]string{"channels": {"channels"}, "patterns": {"patterns"}})
 	s := component.ObjectSchema(map[string]any{
 		"type": component.EnumProp("What to read: `list`, `subscribe` or `streams`.", "", "list", "subscribe", "streams"),
 		"list": strs("list: the keys of the lists to pop from (left end, so RPUSH producers give FIFO order)."),
@@ -85,7 +86,9 @@ func inputTypeSchema() map[string]any {
 	}, "type")
 	s["description"] = "What to read: `{type: list, list}`, `{type: subscribe, subscribe}` or " +
 		"`{type: streams, streams, group}`."
-	return s
+	return requireWhen(s, map[string][]string{
+		typeList: {"list"}, typeSubscribe: {"subscribe"}, typeStreams: {"streams", "group"},
+	})
 }
 
 // InputConfig is the configuration of the redis input.
@@ -130,8 +133,8 @@ const (
 	typeStreams   = "streams"
 )
 
-// pollBlock is how long one blocking read waits, which also bounds how
-// long Read takes to notice its ctx ended.
+// pollBlock is how long one XREADGROUP waits (BLMOVE waits a second),
+// which also bounds how long Read takes to notice its ctx ended.
 const pollBlock = 500 * time.Millisecond
 
 var _ component.Input = (*Input)(nil)
@@ -168,15 +171,26 @@ type Input struct {
 	pubsub *goredis.PubSub
 	ch     <-chan *goredis.Message
 
-	mu      sync.Mutex // guards redo, unacked
+	mu      sync.Mutex // guards redo, unacked, inflight
 	redo    []held     // batches whose ack failed, handed out again first
 	unacked []ref      // acknowledged refs whose LREM/XACK failed, retried by Read
+	// inflight counts the refs handed out whose acknowledgement Redis has
+	// not recorded yet (a list may hold equal elements).
+	inflight map[ref]int
 
 	// Owned by the goroutine that calls Connect and Read.
 	rr        int               // next list to try first
 	pending   []string          // streams: ids to read this consumer's pending entries from, "" when done
 	claimNext map[string]string // streams: XAUTOCLAIM cursor per stream
 	lastClaim time.Time
+	// dirty is set when a read failed: its reply may have been lost after
+	// Redis moved elements (list) or delivered entries (streams) to this
+	// consumer. The next Read then looks for such orphans: elements in
+	// the processing lists, entries in this consumer's pending list, that
+	// are not in flight.
+	dirty   bool
+	orphans []ref        // list: orphaned elements still to hand out
+	skip    map[ref]bool // streams: refs in flight when the pending re-read began
 }
 
 // NewInput builds a redis input from its configuration.
@@ -191,7 +205,10 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	if c.BatchSize < 1 {
 		errs = append(errs, fmt.Errorf("batch_size: must be at least 1, got %d", c.BatchSize))
 	}
-	in := &Input{conn: conn, batchSize: c.BatchSize, log: res.Logger, suffix: ":processing"}
+	in := &Input{
+		conn: conn, batchSize: c.BatchSize, log: logger(res), suffix: ":processing",
+		inflight: make(map[ref]int),
+	}
 	errs = append(errs, in.parseType(c.RedisType, res.StreamID))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -291,7 +308,8 @@ func cmpOr(s, def string) string {
 // read first. It may be called again after it failed.
 func (in *Input) Connect(ctx context.Context) error {
 	in.closeClient()
-	in.client = in.conn.client(pollBlock + 3*time.Second)
+	in.dirty, in.orphans, in.skip = false, nil, nil
+	in.client = in.conn.client(true)
 	if err := in.conn.ping(ctx, in.client); err != nil {
 		return fmt.Errorf("redis input: %w", err)
 	}
@@ -374,33 +392,93 @@ func (in *Input) Read(ctx context.Context) (message.Batch, message.AckFunc, erro
 		if err := ctx.Err(); err != nil {
 			return message.Batch{}, nil, err
 		}
+		if in.kind == typeSubscribe {
+			return in.readSubscribe(ctx)
+		}
+		if in.dirty {
+			if err := in.reconcile(ctx); err != nil {
+				return message.Batch{}, nil, fmt.Errorf("redis input: look for unread elements after a failure: %w", err)
+			}
+			in.dirty = false
+		}
 		var (
 			h   held
 			err error
 		)
-		switch in.kind {
-		case typeList:
+		if in.kind == typeList {
 			h, err = in.readList(ctx)
-		case typeSubscribe:
-			return in.readSubscribe(ctx)
-		case typeStreams:
+		} else {
 			h, err = in.readStreams(ctx)
 		}
 		if err != nil {
+			in.dirty = true
 			if ctx.Err() != nil {
 				return message.Batch{}, nil, ctx.Err()
 			}
 			return message.Batch{}, nil, fmt.Errorf("redis input: %w", err)
 		}
 		if h.batch.Len() > 0 {
+			in.mu.Lock()
+			for _, r := range h.refs {
+				in.inflight[r]++
+			}
+			in.mu.Unlock()
 			return h.batch, in.ackFor(h), nil
 		}
 	}
 }
 
+// reconcile, after a failed read, finds what Redis handed to this input
+// without the input seeing it: processing-list elements (list) or
+// pending entries of this consumer (streams) that are not in flight.
+func (in *Input) reconcile(ctx context.Context) error {
+	in.mu.Lock()
+	snap := make(map[ref]int, len(in.inflight))
+	for r, n := range in.inflight {
+		snap[r] = n
+	}
+	in.mu.Unlock()
+	if in.kind == typeStreams {
+		in.skip = make(map[ref]bool, len(snap))
+		for r := range snap {
+			in.skip[r] = true
+		}
+		for i := range in.pending {
+			in.pending[i] = "0"
+		}
+		return nil
+	}
+	var orphans []ref
+	for _, k := range in.keys {
+		vals, err := in.client.LRange(ctx, k+in.suffix, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		for _, v := range vals {
+			r := ref{key: k, val: v}
+			if snap[r] > 0 {
+				snap[r]--
+				continue
+			}
+			orphans = append(orphans, r)
+		}
+	}
+	if len(orphans) > 0 {
+		in.log.Warn("found elements moved by a read whose reply was lost; delivering them", "elements", len(orphans))
+	}
+	in.orphans = orphans
+	return nil
+}
+
 // readList moves up to batchSize elements of one list into its processing
 // list; an empty batch means nothing arrived within pollBlock.
 func (in *Input) readList(ctx context.Context) (held, error) {
+	if len(in.orphans) > 0 {
+		k := min(len(in.orphans), in.batchSize)
+		h := listHeld(in.orphans[:k])
+		in.orphans = in.orphans[k:]
+		return h, nil
+	}
 	n := len(in.keys)
 	var key, first string
 	for i := 0; i < n && key == ""; i++ {
@@ -416,7 +494,8 @@ func (in *Input) readList(ctx context.Context) (held, error) {
 	}
 	if key == "" {
 		k := in.keys[in.rr%n]
-		v, err := in.client.BLMove(ctx, k, k+in.suffix, "LEFT", "RIGHT", pollBlock).Result()
+		// BLMOVE's timeout has a granularity of a second in go-redis.
+		v, err := in.client.BLMove(ctx, k, k+in.suffix, "LEFT", "RIGHT", time.Second).Result()
 		if err == goredis.Nil {
 			in.rr++
 			return held{}, nil
@@ -438,23 +517,33 @@ func (in *Input) readList(ctx context.Context) (held, error) {
 		for _, c := range cmds {
 			v, err := c.Result()
 			if err != nil {
-				// goredis.Nil: the list is empty. Another error leaves
-				// the element moved or not; if moved, it comes back
-				// with the processing list on the next Connect.
+				// goredis.Nil: the list is empty. Another error may have
+				// lost the reply of a move that happened: look for it.
+				if err != goredis.Nil {
+					in.dirty = true
+				}
 				break
 			}
 			vals = append(vals, v)
 		}
 	}
-	h := held{batch: message.Batch{Messages: make([]message.Message, len(vals))}, refs: make([]ref, len(vals))}
+	refs := make([]ref, len(vals))
 	for i, v := range vals {
-		m := message.New([]byte(v))
-		m.Meta.Source = key
-		m.SetMeta(MetaKey, key)
-		h.batch.Messages[i] = m
-		h.refs[i] = ref{key: key, val: v}
+		refs[i] = ref{key: key, val: v}
 	}
-	return h, nil
+	return listHeld(refs), nil
+}
+
+// listHeld makes the messages of list elements.
+func listHeld(refs []ref) held {
+	h := held{batch: message.Batch{Messages: make([]message.Message, len(refs))}, refs: slices.Clone(refs)}
+	for i, r := range refs {
+		m := message.New([]byte(r.val))
+		m.Meta.Source = r.key
+		m.SetMeta(MetaKey, r.key)
+		h.batch.Messages[i] = m
+	}
+	return h
 }
 
 // readSubscribe waits for one published message, then takes what else
@@ -514,8 +603,10 @@ func (in *Input) readStreams(ctx context.Context) (held, error) {
 		}
 		msgs := res[0].Messages
 		in.pending[i] = msgs[len(msgs)-1].ID
+		msgs = slices.DeleteFunc(msgs, func(x goredis.XMessage) bool { return in.skip[ref{key: in.keys[i], val: x.ID}] })
 		return in.entries(ctx, in.keys[i], msgs)
 	}
+	in.skip = nil
 	if in.claimIdle > 0 && time.Since(in.lastClaim) >= in.claimIdle/2 {
 		h, err := in.claim(ctx)
 		if err != nil || h.batch.Len() > 0 {
@@ -643,7 +734,9 @@ func (in *Input) ackFor(h held) message.AckFunc {
 			in.mu.Lock()
 			in.unacked = append(in.unacked, h.refs...)
 			in.mu.Unlock()
+			return nil
 		}
+		in.untrack(h.refs)
 		return nil
 	}
 }
@@ -686,6 +779,21 @@ func (in *Input) retryAcks(ctx context.Context) {
 		in.mu.Lock()
 		in.unacked = append(in.unacked, refs...)
 		in.mu.Unlock()
+		return
+	}
+	in.untrack(refs)
+}
+
+// untrack forgets refs whose acknowledgement Redis recorded.
+func (in *Input) untrack(refs []ref) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, r := range refs {
+		if in.inflight[r] <= 1 {
+			delete(in.inflight, r)
+		} else {
+			in.inflight[r]--
+		}
 	}
 }
 

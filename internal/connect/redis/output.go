@@ -60,7 +60,9 @@ func outputTypeSchema() map[string]any {
 	}, "type")
 	s["description"] = "What to write: `{type: list, key}`, `{type: publish, channel}`, `{type: hashes, key, field}`, " +
 		"`{type: strings, key, ttl}` or `{type: streams, key, max_len}`."
-	return s
+	return requireWhen(s, map[string][]string{
+		"list": {"key"}, "publish": {"channel"}, "hashes": {"key", "field"}, "strings": {"key"}, "streams": {"key"},
+	})
 }
 
 // OutputConfig is the configuration of the redis output.
@@ -106,7 +108,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 	}
 	conn, err := parseMode(c.Mode)
 	errs := []error{err}
-	o := &Output{conn: conn, kind: c.RedisType.Type, valueField: c.ValueField, log: res.Logger}
+	o := &Output{conn: conn, kind: c.RedisType.Type, valueField: c.ValueField, log: logger(res)}
 	t := c.RedisType
 	only := func(set bool, field string, kinds ...string) {
 		if !set {
@@ -196,7 +198,7 @@ func (o *Output) Connect(ctx context.Context) error {
 	if o.client != nil {
 		_ = o.client.Close()
 	}
-	o.client = o.conn.client(0)
+	o.client = o.conn.client(false)
 	if err := o.conn.ping(ctx, o.client); err != nil {
 		return fmt.Errorf("redis output: %w", err)
 	}

@@ -92,7 +92,7 @@ func (t *Temporary) Connect(ctx context.Context) error {
 	if t.client != nil {
 		_ = t.client.Close()
 	}
-	t.client = t.conn.client(0)
+	t.client = t.conn.client(false)
 	if err := t.conn.ping(ctx, t.client); err != nil {
 		return fmt.Errorf("redis temporary: %w", err)
 	}

@@ -164,9 +164,6 @@ func TestPostgresDownAtStartStream(t *testing.T) {
 		"output": map[string]any{"type": "sql", "output_type": pgType(pg.uri()), "table_name": "t"},
 	}))
 	st := waitStream(t, e, "late", "the connect error", 30*time.Second, func(st engine.StreamStatus) bool { return st.LastError != "" })
-	if st.State == stream.StateFailed {
-		t.Skipf("the stream runtime does not retry Connect yet (state %s): %s", st.State, st.LastError)
-	}
 	if st.State != stream.StateStarting || strings.Contains(st.LastError, pgPassword) {
 		t.Fatalf("status %+v; want starting, with an error hiding the password", st.Status)
 	}

@@ -109,11 +109,43 @@ func textValue(s, t string) any {
 
 // isJSONNumber reports whether s is a JSON number literal.
 func isJSONNumber(s string) bool {
-	if s == "" {
+	digits := func(i int) int {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digits(i)
+	default:
 		return false
 	}
-	var n json.Number
-	return json.Unmarshal([]byte(s), &n) == nil && strings.TrimSpace(s) == s && s[0] != '"'
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
 }
 
 // rowJSON encodes one row as a JSON object whose keys are the column names
