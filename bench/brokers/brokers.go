@@ -237,14 +237,15 @@ func (b *brokers) preloadStream(ctx context.Context, stream, subject string) err
 // every message acknowledged (0 until the engine created it): with the
 // stream holding sequences 1..-records, the records acknowledged.
 func (b *brokers) ackFloor(ctx context.Context, stream, name string) (int64, error) {
-	c, err := b.js.Consumer(ctx, stream, name)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, nil
-	}
+	// The older JetStream API reads push and pull consumers alike.
+	js, err := b.nc.JetStream(nats.Context(ctx))
 	if err != nil {
 		return 0, err
 	}
-	info, err := c.Info(ctx)
+	info, err := js.ConsumerInfo(stream, name, nats.Context(ctx))
+	if errors.Is(err, nats.ErrConsumerNotFound) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}
