@@ -60,6 +60,17 @@ bench-rollout:
 
 # Durable desired-state writes/s through the Hub's HTTP API against the
 # disk's raw fsync rate, three runs (bench/README.md).
+# Broker connectors (bench/brokers, bench/README.md): Kafka (kfake) and
+# NATS JetStream (embedded nats-server) in the harness' process, flowplane
+# and, with BENTHOS=/path/to/benthos, Benthos 4.x side by side as child
+# processes; BROKERS_RECORDS records per run, each run at most 60 s.
+BROKERS_RECORDS ?= 1000000
+BENTHOS ?=
+.PHONY: bench-brokers
+bench-brokers:
+	$(GO) build -o bench/results/flowplane ./cmd/flowplane
+	$(GO) run ./bench/brokers -flowplane bench/results/flowplane -records $(BROKERS_RECORDS) $(if $(BENTHOS),-benthos $(BENTHOS))
+
 bench-hub-writes:
 	$(GO) build -o bench/results/flowplane ./cmd/flowplane
 	$(GO) build -o bench/results/hubwrites ./bench/hubwrites

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package main
+
+import (
+	"os/exec"
+	"time"
+)
+
+func dieWithParent(*exec.Cmd) {}
+
+// procCPU is unavailable here: the CPU time then comes from rusage once
+// the engine exited (its shutdown included).
+func procCPU(int) (time.Duration, bool) { return 0, false }
