@@ -11,7 +11,8 @@
 // offsets, JetStream ack floors, records in a topic or stream, messages on
 // a subscribed subject — until all -records are done or -timeout passes.
 // It then reads the child's CPU time (/proc, or rusage when the child has
-// already exited) and peak RSS (rusage), stops it, and prints one row.
+// already exited) and peak RSS (VmHWM, or rusage when the child has
+// exited), stops it, and prints one row.
 //
 // Usage (see bench/README.md):
 //

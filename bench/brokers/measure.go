@@ -101,6 +101,8 @@ func measure(ctx context.Context, b *brokers, sc scenario, eng engine, run int) 
 		gone        bool
 		cpuAtDone   time.Duration
 		cpuOK       bool
+		rssAtDone   int64
+		rssOK       bool
 	)
 	deadline := time.NewTimer(b.o.timeout)
 	defer deadline.Stop()
@@ -124,6 +126,13 @@ loop:
 			continue
 		case <-tick.C:
 		}
+		if !gone {
+			// VmHWM only grows; sampled while the engine lives, since an
+			// engine whose input ends exits before the harness stops it.
+			if v, ok := procPeakRSS(cmd.Process.Pid); ok {
+				rssAtDone, rssOK = max(rssAtDone, v), true
+			}
+		}
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		n, err := count(pctx)
 		cancel()
@@ -141,6 +150,9 @@ loop:
 		if r.done >= r.records {
 			if !gone {
 				cpuAtDone, cpuOK = procCPU(cmd.Process.Pid)
+				if v, ok := procPeakRSS(cmd.Process.Pid); ok {
+					rssAtDone, rssOK = max(rssAtDone, v), true
+				}
 			}
 			break
 		}
@@ -172,6 +184,9 @@ loop:
 	}
 	if cpuOK {
 		r.cpu = cpuAtDone
+	}
+	if rssOK {
+		r.peakRSS = rssAtDone
 	}
 	return r
 }

@@ -40,3 +40,25 @@ func procCPU(pid int) (time.Duration, bool) {
 	}
 	return time.Duration(ut+st) * time.Second / clockTick, true
 }
+
+// procPeakRSS is the peak resident set of a running process, VmHWM of
+// /proc/PID/status. The rusage of a waited-for child is no use here: Linux
+// starts a forked child's peak at its parent's resident set, and the
+// harness holds the brokers and their records.
+func procPeakRSS(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			f := bytes.Fields(v) // "<n> kB"
+			if len(f) == 0 {
+				return 0, false
+			}
+			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}
