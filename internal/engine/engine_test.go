@@ -237,6 +237,43 @@ func TestCheckReportsBuildProblemsWithPaths(t *testing.T) {
 	}
 }
 
+// TestTemporaryTables: a stream's temporary tables are built before its
+// processors, which find them by name; their problems, a processor naming
+// a table the stream lacks, and two tables of one name are reported with
+// paths. Building connects nothing.
+func TestTemporaryTables(t *testing.T) {
+	stream := func(temporary, table string) string {
+		return `streams:
+  - input: {type: memory, messages: ['{"u":"a"}']}
+    temporary:` + temporary + `
+    pipeline:
+      processors:
+        - {type: enrich, temporary: ` + table + `, key: {type: expr, expr: this.u}}
+    output: {type: drop}
+`
+	}
+	redis := func(name, url string) string {
+		return `
+      - {name: ` + name + `, type: redis, mode: {type: single, url: '` + url + `'}, redis_type: {type: string}, codec: {type: json}}`
+	}
+	if ps := engine.Check(materialize(t, stream(redis("users", "redis://127.0.0.1:1"), "users")), component.Default); len(ps) != 0 {
+		t.Errorf("a good configuration has problems: %v", ps)
+	}
+	ps := engine.Check(materialize(t, stream(redis("users", "redis://127.0.0.1:1"), "people")), component.Default)
+	if len(ps) != 1 || ps[0].Path != "streams[0].pipeline.processors[0]" || !strings.Contains(ps[0].Message, `no temporary table named "people"`) {
+		t.Errorf("enrich naming a missing table: %v", ps)
+	}
+	ps = engine.Check(materialize(t, stream(redis("users", "http://127.0.0.1:1"), "users")), component.Default)
+	if len(ps) == 0 || ps[0].Path != "streams[0].temporary[0]" {
+		t.Errorf("a table with a bad url: %v", ps)
+	}
+	_, err := config.Materialize([]byte(stream(redis("users", "redis://127.0.0.1:1")+redis("users", "redis://127.0.0.1:2"), "users")),
+		config.YAML, component.Default, secretref.Resolver{})
+	if err == nil || !strings.Contains(err.Error(), "streams[0].temporary[1].name") || !strings.Contains(err.Error(), `duplicate temporary name "users"`) {
+		t.Errorf("two tables named alike: %v", err)
+	}
+}
+
 func TestFailedListsOnlyFailedStreams(t *testing.T) {
 	e := newEngine(t)
 	// A file input on a missing path fails Connect for good, which fails
