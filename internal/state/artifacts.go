@@ -40,49 +40,68 @@ type Artifacts struct {
 	uri    string // for errors; without the query, which may hold secrets
 }
 
-// OpenArtifacts opens the store at uri (file:// or s3://). A file:// store
-// creates its directory, writes no metadata sidecar files and writes
-// temporary files next to their objects, unless the URI says otherwise
-// (create_dir, metadata, no_tmp_dir). The path of an s3:// URI is a key
-// prefix in the bucket; its query takes gocloud.dev's s3blob parameters
-// (region, endpoint, use_path_style, ...).
+// OpenArtifacts opens the store at uri (file:// or s3://), as OpenBucket
+// does with create set.
 func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, fmt.Errorf("state: object store uri: %w", err)
 	}
 	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-	var b *blob.Bucket
-	switch u.Scheme {
-	case fileblob.Scheme:
-		q := u.Query()
-		if !q.Has("create_dir") {
-			q.Set("create_dir", "true")
-		}
-		if !q.Has("metadata") {
-			q.Set("metadata", "skip")
-		}
-		// Temporary files in os.TempDir cannot be renamed into a store on
-		// another file system; next to their object they always can.
-		if !q.Has("no_tmp_dir") {
-			q.Set("no_tmp_dir", "true")
-		}
-		u.RawQuery = q.Encode()
-		b, err = blob.OpenBucket(ctx, u.String())
-	case s3blob.Scheme:
-		prefix := strings.Trim(u.Path, "/")
-		u.Path = ""
-		b, err = blob.OpenBucket(ctx, u.String())
-		if err == nil && prefix != "" {
-			b = blob.PrefixedBucket(b, prefix+"/")
-		}
-	default:
+	if u.Scheme != fileblob.Scheme && u.Scheme != s3blob.Scheme {
 		return nil, fmt.Errorf("state: object store uri %s: scheme %q is not file or s3", shown, u.Scheme)
 	}
+	b, err := OpenBucket(ctx, u, true)
 	if err != nil {
 		return nil, fmt.Errorf("state: open object store %s: %w", shown, err)
 	}
 	return &Artifacts{bucket: b, uri: shown}, nil
+}
+
+// OpenBucket opens the bucket of a file:// or s3:// URL the way flowplane
+// opens every object store (checkpoints and the object_store connector).
+// A file:// bucket writes no metadata sidecar files and writes temporary
+// files next to their objects (so the final rename stays on one file
+// system), and creates its directory when create is set, unless the URL
+// says otherwise (create_dir, metadata, no_tmp_dir). The path of an s3://
+// URL is a key prefix in the bucket; its query takes gocloud.dev's s3blob
+// parameters (region, endpoint, use_path_style, ...), and with an endpoint
+// responses are checked for checksums only when the request asked for them
+// (S3-compatible servers often send none, and the SDK then warns on
+// stderr for every object read). Credentials come from the standard AWS
+// environment. u is not modified.
+func OpenBucket(ctx context.Context, u *url.URL, create bool) (*blob.Bucket, error) {
+	v := *u
+	q := v.Query()
+	set := func(k, val string) {
+		if !q.Has(k) {
+			q.Set(k, val)
+		}
+	}
+	switch v.Scheme {
+	case fileblob.Scheme:
+		if create {
+			set("create_dir", "true")
+		}
+		set("metadata", "skip")
+		set("no_tmp_dir", "true")
+		v.RawQuery = q.Encode()
+		return blob.OpenBucket(ctx, v.String())
+	case s3blob.Scheme:
+		prefix := strings.Trim(v.Path, "/")
+		v.Path = ""
+		if q.Has("endpoint") {
+			set("response_checksum_validation", "when_required")
+			v.RawQuery = q.Encode()
+		}
+		b, err := blob.OpenBucket(ctx, v.String())
+		if err == nil && prefix != "" {
+			b = blob.PrefixedBucket(b, prefix+"/")
+		}
+		return b, err
+	default:
+		return nil, fmt.Errorf("scheme %q is not file or s3", v.Scheme)
+	}
 }
 
 // Prefix is where the task artifacts of an artifact go: a key prefix that

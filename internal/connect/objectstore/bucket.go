@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strings"
 	"time"
 
 	"gocloud.dev/blob"
@@ -14,6 +13,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/state"
 )
 
 // connectTimeout bounds opening and probing a bucket, so that Connect
@@ -63,61 +63,19 @@ func parseBucketURL(field, raw string) (bucketURL, error) {
 	return bucketURL{u: u, shown: shown}, nil
 }
 
-// open opens the bucket the way the state package opens checkpoint
-// stores: a file:// bucket writes no metadata sidecar files and writes
-// temporary files next to their objects (so the final rename stays on one
-// file system), and creates its directory when create is set; the path of
-// an s3:// URL is a key prefix in the bucket, whose query takes
-// gocloud.dev's s3blob parameters (region, endpoint, use_path_style, ...);
-// with an endpoint, responses are checked for checksums only when the
-// request asked for them (response_checksum_validation=when_required)
-// unless the URL says otherwise.
-// Credentials come from the standard AWS environment.
-//
-// It then lists one key to learn that the bucket exists and answers,
-// within connectTimeout.
+// open opens the bucket as state.OpenBucket does (create: a file://
+// bucket creates its directory), having first dialled an S3-compatible
+// endpoint, and then lists one key to learn that the bucket exists and
+// answers, within connectTimeout.
 func (b bucketURL) open(ctx context.Context, create bool) (*blob.Bucket, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	u := *b.u
-	var (
-		bk  *blob.Bucket
-		err error
-	)
-	switch u.Scheme {
-	case fileblob.Scheme:
-		q := u.Query()
-		if create && !q.Has("create_dir") {
-			q.Set("create_dir", "true")
-		}
-		if !q.Has("metadata") {
-			q.Set("metadata", "skip")
-		}
-		if !q.Has("no_tmp_dir") {
-			q.Set("no_tmp_dir", "true")
-		}
-		u.RawQuery = q.Encode()
-		bk, err = blob.OpenBucket(ctx, u.String())
-	case s3blob.Scheme:
-		prefix := strings.Trim(u.Path, "/")
-		u.Path = ""
-		q := u.Query()
-		if q.Has("endpoint") && !q.Has("response_checksum_validation") {
-			// S3-compatible servers often send no checksums, and the SDK
-			// then prints a warning to stderr for every object read.
-			q.Set("response_checksum_validation", "when_required")
-			u.RawQuery = q.Encode()
-		}
-		if ep := q.Get("endpoint"); ep != "" {
-			if err := dialEndpoint(ctx, ep); err != nil {
-				return nil, fmt.Errorf("open %s: %w", b.shown, err)
-			}
-		}
-		bk, err = blob.OpenBucket(ctx, u.String())
-		if err == nil && prefix != "" {
-			bk = blob.PrefixedBucket(bk, prefix+"/")
+	if ep := b.u.Query().Get("endpoint"); ep != "" && b.u.Scheme == s3blob.Scheme {
+		if err := dialEndpoint(ctx, ep); err != nil {
+			return nil, fmt.Errorf("open %s: %w", b.shown, err)
 		}
 	}
+	bk, err := state.OpenBucket(ctx, b.u, create)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", b.shown, err)
 	}
