@@ -96,6 +96,9 @@ func (l *link) fail(cause error) {
 		default:
 			l.err = fmt.Errorf("%w: %w", ErrLinkBroken, cause)
 		}
+		// The peer is down before any stream of the link can see the
+		// failure: a stream's error and Up never disagree.
+		l.p.detach(l, cause)
 		close(l.done)
 		_ = l.conn.Close()
 		l.mu.Lock()
@@ -110,7 +113,6 @@ func (l *link) fail(cause error) {
 		for _, r := range rs {
 			r.fail(l.err)
 		}
-		l.p.detach(l, cause)
 	})
 }
 
