@@ -23,6 +23,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require go.mongodb.org/mongo-driver/v2 v2.10.0
+
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
