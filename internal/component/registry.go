@@ -167,8 +167,25 @@ type UnknownError struct {
 	Known []string
 }
 
+// unavailable explains component names other engines have (ArkFlow's
+// processors) that flowplane cannot offer, with what to use instead, so a
+// user bringing such a configuration learns more than "unknown".
+var unavailable = map[Kind]map[string]string{
+	KindProcessor: {
+		"vrl": "VRL (Vector Remap Language) is a Rust library and cannot run in flowplane, a Go program; " +
+			"use a mapping processor with an expr-lang expression instead, e.g. " +
+			`{type: mapping, expression: 'merge(this, {"doubled": this.value * 2})'}, and filter for conditions`,
+		"python": "Python processors cannot run in flowplane, a Go program without a Python interpreter; " +
+			"use mapping (expr-lang expressions) and filter processors instead, " +
+			"or, in a job, a udf operator (a WebAssembly function; see docs/jobs.md)",
+	},
+}
+
 func (e *UnknownError) Error() string {
 	msg := fmt.Sprintf("unknown %s %q", e.Kind, e.Name)
+	if why, ok := unavailable[e.Kind][e.Name]; ok {
+		return msg + ": " + why
+	}
 	if s := Suggest(e.Name, e.Known); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}

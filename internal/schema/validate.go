@@ -264,11 +264,9 @@ func (v *Validator) enumMessage(schemaURL string, k *kind.Enum) string {
 	got := fmt.Sprint(k.Got)
 	for _, ck := range component.Kinds {
 		if strings.Contains(schemaURL, "/$defs/"+kindDef(ck)+"/") {
-			msg := fmt.Sprintf("unknown %s %q", ck, got)
-			if s := component.Suggest(got, want); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			return msg
+			// The registry's wording: a suggestion for a typo, and why
+			// for a name flowplane cannot offer (vrl, python).
+			return (&component.UnknownError{Kind: ck, Name: got, Known: want}).Error()
 		}
 	}
 	msg := fmt.Sprintf("%q is not one of %s", got, strings.Join(want, ", "))

@@ -1,0 +1,170 @@
+package all_test
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/secretref"
+)
+
+const arkflowDir = "../../../testdata/arkflow"
+
+// Reasons a configuration of ArkFlow's shape does not validate, each a
+// substring of the problem --validate reports.
+const (
+	jsonToArrow     = `unknown processor "json_to_arrow"`
+	arrowToJSON     = `unknown processor "arrow_to_json"`
+	sqlProcessor    = `unknown processor "sql"`
+	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
+	protobufToArrow = `unknown processor "protobuf_to_arrow"`
+	kafkaCodec      = `input.codec: unknown field`
+	walBackend      = `durability.backend: unknown field`
+	exactlyOnce     = `output.exactly_once: unknown field`
+	multipleInputs  = `unknown input "multiple_inputs"`
+	joinBuffer      = `buffer.join: unknown field`
+	nullProcessors  = `pipeline.processors: got null, want array`
+	windowState     = `declare state: {durability: ephemeral}`
+	mongodbOutput   = `unknown output "mongodb"`
+	websocketInput  = `unknown input "websocket"`
+	sqlObjectStore  = `input_type.object_store: unknown field`
+	sqlJSONType     = `input_type.type: "json" is not one of`
+	traceLevel      = `logging.level: "trace" is not one of`
+	sqlKeyExpr      = `redis_type.key.expr: unknown name device`
+	hubURL          = `health_check.hub_url: field hub_url was removed`
+	vrl             = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
+	python          = `unknown processor "python": Python processors cannot run in flowplane`
+)
+
+// arkflowMissing says, for each configuration in testdata/arkflow (one per
+// example of ArkFlow's repository, written by us in ArkFlow's shape), why
+// it does not validate today. A file not listed must validate. A listed
+// file must fail, every reason must occur among its problems, and every
+// problem must be one of its reasons: problems --validate reports, plus
+// those the deep build finds in components --validate does not reach yet
+// because of an earlier problem (sqlKeyExpr). When a missing piece lands,
+// the test fails until its reasons are removed here (and from
+// docs/arkflow.md), so the table stays exact.
+var arkflowMissing = map[string][]string{
+	"cdc_debezium":                  {kafkaCodec, sqlProcessor},
+	"control_plane_node":            {hubURL}, // rejected by design
+	"drop_output_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
+	"durability_example":            {jsonToArrow, arrowToJSON},
+	"durability_example_aggressive": {walBackend, jsonToArrow},
+	"durability_example_compressed": {walBackend, jsonToArrow},
+	"durability_example_parallel":   {walBackend, jsonToArrow},
+	"durability_example_s3":         {walBackend, jsonToArrow, arrowToJSON},
+	"durability_smoke_test":         {walBackend},
+	"eos-kafka":                     {exactlyOnce, jsonToArrow, arrowToJSON},
+	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
+	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
+	"http_server_example":           {jsonToArrow, sqlProcessor},
+	"join_buffer_example":           {multipleInputs, joinBuffer, nullProcessors, windowState},
+	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
+	"mongodb_output_example":        {mongodbOutput, jsonToArrow},
+	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
+	"nats_input_example":            {sqlProcessor},
+	"nats_output_example":           {sqlProcessor},
+	"protobuf_example":              {traceLevel, jsonToArrow, sqlProcessor, arrowToProtobuf, protobufToArrow},
+	"python_processor_example":      {jsonToArrow, python}, // python: rejected by design
+	"redis_input_example":           {sqlProcessor},
+	"redis_output_example":          {jsonToArrow, sqlProcessor, arrowToJSON, sqlKeyExpr},
+	"redis_temporary_example":       {jsonToArrow, sqlProcessor},
+	"schema_registry":               {kafkaCodec, sqlProcessor},
+	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
+	"sql_output_example":            {jsonToArrow, sqlProcessor},
+	"vrl_example":                   {jsonToArrow, vrl, arrowToJSON}, // vrl: rejected by design
+	"websocket_input_example":       {websocketInput, sqlProcessor},
+}
+
+// validateLikeCLI returns the problems `flowplane --config <file>
+// --validate` reports for a file (materialize against the built-in
+// components, then the deep build), and the deep build's problems in the
+// components validation stopped before: those --validate will report once
+// the first are fixed. Deep problems that only repeat a validation problem
+// (same component, or an unknown type) are left out.
+func validateLikeCLI(t *testing.T, path string) (cli, hidden []config.Problem) {
+	t.Helper()
+	data, format, err := config.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Materialize(data, format, component.Default, secretref.Resolver{})
+	cli = config.Problems(err)
+	if cfg == nil {
+		return cli, nil
+	}
+	deep := cfg.Redact(engine.Check(cfg, component.Default))
+	if len(cli) == 0 {
+		return deep, nil
+	}
+	for _, d := range deep {
+		repeats := strings.HasPrefix(d.Message, "unknown ") || slices.ContainsFunc(cli, func(p config.Problem) bool {
+			return p.Path == d.Path || strings.HasPrefix(p.Path, d.Path+".")
+		})
+		if !repeats {
+			hidden = append(hidden, d)
+		}
+	}
+	return cli, hidden
+}
+
+// TestArkFlowExamples validates each ArkFlow-shaped configuration as
+// --validate does and compares the outcome with arkflowMissing.
+func TestArkFlowExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(arkflowDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 32 {
+		t.Fatalf("%d files in %s, want one per ArkFlow example (32)", len(files), arkflowDir)
+	}
+	seen := make(map[string]bool)
+	valid := 0
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		seen[name] = true
+		t.Run(name, func(t *testing.T) {
+			cli, hidden := validateLikeCLI(t, f)
+			if len(cli) == 0 {
+				valid++
+			}
+			reasons, listed := arkflowMissing[name]
+			switch {
+			case !listed && len(cli) > 0:
+				t.Fatalf("want it to validate, --validate says:\n  %s", lines(cli))
+			case listed && len(cli) == 0:
+				t.Fatalf("validates now: remove its row from arkflowMissing and update docs/arkflow.md")
+			}
+			all := append(cli, hidden...)
+			for _, r := range reasons {
+				if !slices.ContainsFunc(all, func(p config.Problem) bool { return strings.Contains(p.Error(), r) }) {
+					t.Errorf("no problem mentions %q; got:\n  %s", r, lines(all))
+				}
+			}
+			for _, p := range all {
+				if !slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(p.Error(), r) }) {
+					t.Errorf("problem not in the table: %s", p.Error())
+				}
+			}
+		})
+	}
+	for name := range arkflowMissing {
+		if !seen[name] {
+			t.Errorf("arkflowMissing lists %s, which has no file in %s", name, arkflowDir)
+		}
+	}
+	t.Logf("%d of %d validate", valid, len(files))
+}
+
+func lines(ps []config.Problem) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.Error()
+	}
+	return strings.Join(s, "\n  ")
+}
