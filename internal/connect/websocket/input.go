@@ -64,6 +64,9 @@ type Config struct {
 	BatchSize int               `json:"batch_size"`
 }
 
+// errClosed is returned by Connect and Read after Close.
+var errClosed = errors.New("websocket: input closed")
+
 // Input is a WebSocket client reading messages from one server.
 type Input struct {
 	url       string // as configured; may hold credentials
@@ -176,14 +179,17 @@ func (in *Input) Connect(ctx context.Context) error {
 }
 
 // session returns the live connection, dialing one when there is none.
+// The dial runs without the lock, so Close does not wait for it; Connect
+// and Read, which dial, are called from one goroutine.
 func (in *Input) session(ctx context.Context) (*session, error) {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.closed {
-		return nil, errors.New("websocket: input closed")
+	closed, live := in.closed, in.sess
+	in.mu.Unlock()
+	if closed {
+		return nil, errClosed
 	}
-	if in.sess != nil {
-		return in.sess, nil
+	if live != nil {
+		return live, nil
 	}
 	conn, resp, err := in.dialer.DialContext(ctx, in.url, in.header)
 	if resp != nil && resp.Body != nil {
@@ -202,8 +208,15 @@ func (in *Input) session(ctx context.Context) (*session, error) {
 		stop:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
-	go s.read()
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		_ = conn.Close()
+		return nil, errClosed
+	}
 	in.sess = s
+	in.mu.Unlock()
+	go s.read()
 	in.log.Info("websocket connected", "url", in.shown)
 	return s, nil
 }

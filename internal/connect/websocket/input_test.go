@@ -106,16 +106,15 @@ func TestServerRestart(t *testing.T) {
 	srv.accept().send(t, 0, half)
 	componenttest.WaitFor(t, "the first half in the file", 20*time.Second, func() bool { return len(lines(t, path)) >= half })
 
+	// The dropped connection fails a Read; the stream counts the error
+	// and retries, and only the retried Read dials the new connection.
 	srv.stop()
-	componenttest.WaitFor(t, "the lost connection reported", 20*time.Second, func() bool {
-		return strings.Contains(status(t, e, "ws").LastError, "lost")
-	})
 	srv.start()
 	srv.accept().send(t, half, half)
 	componenttest.WaitFor(t, "the second half in the file", 20*time.Second, func() bool { return len(lines(t, path)) >= 2*half })
 	wantIDs(t, path, 2*half)
-	if s := status(t, e, "ws"); s.Received != 2*half || s.Retries == 0 {
-		t.Errorf("received %d (want %d), retries %d (want > 0)", s.Received, 2*half, s.Retries)
+	if s := status(t, e, "ws"); s.Received != 2*half || s.Retries == 0 || s.Errors == 0 {
+		t.Errorf("received %d (want %d), errors %d, retries %d (want > 0)", s.Received, 2*half, s.Errors, s.Retries)
 	}
 }
 
@@ -271,4 +270,18 @@ func TestExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = in.Close(context.Background())
+}
+
+// TestRejectedHandshake: a server that refuses the upgrade fails Connect
+// with its HTTP status.
+func TestRejectedHandshake(t *testing.T) {
+	srv := startServer(t)
+	in, err := websocket.NewInput(map[string]any{"url": strings.TrimSuffix(srv.url(), "/ws") + "/nope"}, component.Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+	if err := in.Connect(testCtx(t)); err == nil || !strings.Contains(err.Error(), "bad handshake (HTTP 404)") {
+		t.Errorf("Connect: %v, want a bad handshake with HTTP 404", err)
+	}
 }
