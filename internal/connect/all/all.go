@@ -9,10 +9,12 @@ import (
 	_ "github.com/flowplane/flowplane/internal/connect/input"
 	_ "github.com/flowplane/flowplane/internal/connect/kafka"
 	_ "github.com/flowplane/flowplane/internal/connect/mqtt"
+	_ "github.com/flowplane/flowplane/internal/connect/multi"
 	_ "github.com/flowplane/flowplane/internal/connect/nats"
 	_ "github.com/flowplane/flowplane/internal/connect/objectstore"
 	_ "github.com/flowplane/flowplane/internal/connect/output"
 	_ "github.com/flowplane/flowplane/internal/connect/processor"
 	_ "github.com/flowplane/flowplane/internal/connect/redis"
 	_ "github.com/flowplane/flowplane/internal/connect/sqldb"
+	_ "github.com/flowplane/flowplane/internal/connect/websocket"
 )
