@@ -25,12 +25,11 @@ const (
 	kafkaCodec      = `input.codec: unknown field`
 	walBackend      = `durability.backend: unknown field`
 	exactlyOnce     = `output.exactly_once: unknown field`
-	multipleInputs  = `unknown input "multiple_inputs"`
+	childName       = `].name: unknown field` // multiple_inputs children have no name field
 	joinBuffer      = `buffer.join: unknown field`
 	nullProcessors  = `pipeline.processors: got null, want array`
 	windowState     = `declare state: {durability: ephemeral}`
 	mongodbOutput   = `unknown output "mongodb"`
-	websocketInput  = `unknown input "websocket"`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
 	traceLevel      = `logging.level: "trace" is not one of`
@@ -63,7 +62,7 @@ var arkflowMissing = map[string][]string{
 	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_server_example":           {jsonToArrow, sqlProcessor},
-	"join_buffer_example":           {multipleInputs, joinBuffer, nullProcessors, windowState},
+	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
 	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
 	"mongodb_output_example":        {mongodbOutput, jsonToArrow},
 	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
@@ -78,7 +77,7 @@ var arkflowMissing = map[string][]string{
 	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
 	"sql_output_example":            {jsonToArrow, sqlProcessor},
 	"vrl_example":                   {jsonToArrow, vrl, arrowToJSON}, // vrl: rejected by design
-	"websocket_input_example":       {websocketInput, sqlProcessor},
+	"websocket_input_example":       {sqlProcessor},
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>
