@@ -8,6 +8,7 @@ import (
 	_ "github.com/flowplane/flowplane/internal/connect/buffer"
 	_ "github.com/flowplane/flowplane/internal/connect/input"
 	_ "github.com/flowplane/flowplane/internal/connect/kafka"
+	_ "github.com/flowplane/flowplane/internal/connect/mongodb"
 	_ "github.com/flowplane/flowplane/internal/connect/mqtt"
 	_ "github.com/flowplane/flowplane/internal/connect/multi"
 	_ "github.com/flowplane/flowplane/internal/connect/nats"

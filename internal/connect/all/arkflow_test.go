@@ -29,7 +29,6 @@ const (
 	joinBuffer      = `buffer.join: unknown field`
 	nullProcessors  = `pipeline.processors: got null, want array`
 	windowState     = `declare state: {durability: ephemeral}`
-	mongodbOutput   = `unknown output "mongodb"`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
 	traceLevel      = `logging.level: "trace" is not one of`
@@ -64,7 +63,7 @@ var arkflowMissing = map[string][]string{
 	"http_server_example":           {jsonToArrow, sqlProcessor},
 	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
 	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
-	"mongodb_output_example":        {mongodbOutput, jsonToArrow},
+	"mongodb_output_example":        {jsonToArrow},
 	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
 	"nats_input_example":            {sqlProcessor},
 	"nats_output_example":           {sqlProcessor},
