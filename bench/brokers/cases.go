@@ -73,31 +73,13 @@ func scenarios() []scenario {
 				return p, func(ctx context.Context) (int64, error) { return b.committed(ctx, p.group, p.topic) }, func() {}, nil
 			},
 			flowplane: func(p params) string {
-				return fmt.Sprintf(`streams:
-  - id: bench
-    input:
-      type: kafka
-      brokers: [%q]
-      topics: [%q]
-      consumer_group: %q
-      client_id: bench
-      batch_size: %d
-    pipeline: {thread_num: 2, processors: []}
-    output: {type: drop}
-`, p.kafka, p.topic, p.group, p.batch)
+				return flowplaneStream(fmt.Sprintf(`{type: kafka, brokers: [%q], topics: [%q], consumer_group: %q, client_id: bench, batch_size: %d}`,
+					p.kafka, p.topic, p.group, p.batch), `{type: drop}`)
 			},
 			benthos: func(p params) string {
-				return fmt.Sprintf(`input:
-  kafka_franz:
-    seed_brokers: [%q]
-    topics: [%q]
-    consumer_group: %q
-    client_id: bench
-    start_from_oldest: true
-    commit_period: 100ms
-    batching: {count: %d, period: 10ms}
-output: {drop: {}}
-`, p.kafka, p.topic, p.group, p.batch)
+				return benthosConfig(fmt.Sprintf(`{kafka_franz: {seed_brokers: [%q], topics: [%q], consumer_group: %q, client_id: bench, `+
+					`start_from_oldest: true, commit_period: 100ms, batching: {count: %d, period: 10ms}}}`,
+					p.kafka, p.topic, p.group, p.batch), `{drop: {}}`)
 			},
 		},
 		{
@@ -111,25 +93,12 @@ output: {drop: {}}
 				return p, func(ctx context.Context) (int64, error) { return b.endOffsets(ctx, p.topic) }, func() {}, nil
 			},
 			flowplane: func(p params) string {
-				return fmt.Sprintf(`streams:
-  - id: bench
-    input: %s
-    pipeline: {thread_num: 2, processors: []}
-    output:
-      type: kafka
-      brokers: [%q]
-      topic: {type: value, value: %q}
-      client_id: bench
-`, flowplaneGenerate(p), p.kafka, p.topic)
+				return flowplaneStream(flowplaneGenerate(p),
+					fmt.Sprintf(`{type: kafka, brokers: [%q], topic: {type: value, value: %q}, client_id: bench}`, p.kafka, p.topic))
 			},
 			benthos: func(p params) string {
-				return fmt.Sprintf(`input: %s
-output:
-  kafka_franz:
-    seed_brokers: [%q]
-    topic: %q
-    client_id: bench
-`, benthosGenerate(p), p.kafka, p.topic)
+				return benthosConfig(benthosGenerate(p),
+					fmt.Sprintf(`{kafka_franz: {seed_brokers: [%q], topic: %q, client_id: bench}}`, p.kafka, p.topic))
 			},
 		},
 		{
@@ -148,35 +117,15 @@ output:
 				return p, func(ctx context.Context) (int64, error) { return b.ackFloor(ctx, p.stream, p.durable) }, cleanup, nil
 			},
 			flowplane: func(p params) string {
-				return fmt.Sprintf(`streams:
-  - id: bench
-    input:
-      type: nats
-      url: %q
-      mode:
-        type: jet_stream
-        stream: %q
-        durable_name: %q
-        deliver: all
-        max_ack_pending: %d
-      batch_size: %d
-    pipeline: {thread_num: 2, processors: []}
-    output: {type: drop}
-`, p.natsURL, p.stream, p.durable, natsMaxAckPending(p), min(p.batch, 10000))
+				return flowplaneStream(fmt.Sprintf(`{type: nats, url: %q, mode: {type: jet_stream, stream: %q, durable_name: %q, `+
+					`deliver: all, max_ack_pending: %d}, batch_size: %d}`,
+					p.natsURL, p.stream, p.durable, natsMaxAckPending(p), min(p.batch, 10000)), `{type: drop}`)
 			},
 			// Benthos' push consumer (its pull path fetches one message at
 			// a time); nats_jetstream has no input batching.
 			benthos: func(p params) string {
-				return fmt.Sprintf(`input:
-  nats_jetstream:
-    urls: [%q]
-    stream: %q
-    subject: %q
-    durable: %q
-    deliver: all
-    max_ack_pending: %d
-output: {drop: {}}
-`, p.natsURL, p.stream, p.subject, p.durable, natsMaxAckPending(p))
+				return benthosConfig(fmt.Sprintf(`{nats_jetstream: {urls: [%q], stream: %q, subject: %q, durable: %q, deliver: all, max_ack_pending: %d}}`,
+					p.natsURL, p.stream, p.subject, p.durable, natsMaxAckPending(p)), `{drop: {}}`)
 			},
 		},
 		{
@@ -199,25 +148,10 @@ output: {drop: {}}
 				return p, func(context.Context) (int64, error) { return n.Load(), nil }, func() { _ = sub.Unsubscribe() }, nil
 			},
 			flowplane: func(p params) string {
-				return fmt.Sprintf(`streams:
-  - id: bench
-    input: %s
-    pipeline: {thread_num: 2, processors: []}
-    output:
-      type: nats
-      url: %q
-      mode:
-        type: regular
-        subject: {type: value, value: %q}
-`, flowplaneGenerate(p), p.natsURL, p.subject)
+				return flowplaneStream(flowplaneGenerate(p), natsOutput(p, "regular"))
 			},
 			benthos: func(p params) string {
-				return fmt.Sprintf(`input: %s
-output:
-  nats:
-    urls: [%q]
-    subject: %q
-`, benthosGenerate(p), p.natsURL, p.subject)
+				return benthosConfig(benthosGenerate(p), fmt.Sprintf(`{nats: {urls: [%q], subject: %q}}`, p.natsURL, p.subject))
 			},
 		},
 		{
@@ -237,25 +171,10 @@ output:
 				return p, func(ctx context.Context) (int64, error) { return b.streamMsgs(ctx, p.stream) }, cleanup, nil
 			},
 			flowplane: func(p params) string {
-				return fmt.Sprintf(`streams:
-  - id: bench
-    input: %s
-    pipeline: {thread_num: 2, processors: []}
-    output:
-      type: nats
-      url: %q
-      mode:
-        type: jet_stream
-        subject: {type: value, value: %q}
-`, flowplaneGenerate(p), p.natsURL, p.subject)
+				return flowplaneStream(flowplaneGenerate(p), natsOutput(p, "jet_stream"))
 			},
 			benthos: func(p params) string {
-				return fmt.Sprintf(`input: %s
-output:
-  nats_jetstream:
-    urls: [%q]
-    subject: %q
-`, benthosGenerate(p), p.natsURL, p.subject)
+				return benthosConfig(benthosGenerate(p), fmt.Sprintf(`{nats_jetstream: {urls: [%q], subject: %q}}`, p.natsURL, p.subject))
 			},
 		},
 	}
@@ -264,6 +183,24 @@ output:
 // flowplaneGenerate and benthosGenerate are the same finite source in
 // each engine: -records messages {"id":N,"pad":"x..."} of about 100 bytes,
 // in batches of -batch, as fast as possible.
+// flowplaneStream is flowplane's configuration of one stream from input
+// to output (YAML flow objects), with the same two workers in every case.
+func flowplaneStream(input, output string) string {
+	return fmt.Sprintf("streams:\n  - id: bench\n    input: %s\n    pipeline: {thread_num: 2, processors: []}\n    output: %s\n", input, output)
+}
+
+// benthosConfig is Benthos' configuration from input to output (YAML flow
+// objects).
+func benthosConfig(input, output string) string {
+	return fmt.Sprintf("input: %s\noutput: %s\n", input, output)
+}
+
+// natsOutput is flowplane's nats output to the case's subject in mode
+// regular or jet_stream.
+func natsOutput(p params, mode string) string {
+	return fmt.Sprintf(`{type: nats, url: %q, mode: {type: %s, subject: {type: value, value: %q}}}`, p.natsURL, mode, p.subject)
+}
+
 func flowplaneGenerate(p params) string {
 	return fmt.Sprintf(`{type: generate, context: '{"id":{{count}},"pad":"%s"}', interval: 0s, count: %d, batch_size: %d}`,
 		generatedPad, p.records, p.batch)
