@@ -19,8 +19,8 @@ const (
 	KindOutput    Kind = "output"
 )
 
-// Kinds lists every kind in pipeline order, then temporary tables.
-var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput, KindTemporary}
+// Kinds lists every kind in pipeline order, then temporary tables and codecs.
+var Kinds = []Kind{KindInput, KindBuffer, KindProcessor, KindOutput, KindTemporary, KindCodec}
 
 // Resources are what a constructor may use. Logger is never nil once built
 // by the registry.

@@ -22,8 +22,9 @@ type Spec struct {
 }
 
 type entry struct {
-	spec Spec
-	ctor any
+	spec     Spec
+	ctor     any
+	ownCodec bool // an input or output that declares its own codec field
 }
 
 // Registry maps (kind, name) to a spec and a constructor. It is safe for
@@ -56,7 +57,13 @@ func (r *Registry) register(spec Spec, ctor any) {
 	if _, dup := k[spec.Name]; dup {
 		panic(fmt.Sprintf("component: %s %q registered twice", spec.Kind, spec.Name))
 	}
-	k[spec.Name] = entry{spec: spec, ctor: ctor}
+	e := entry{spec: spec, ctor: ctor}
+	if spec.Kind == KindInput || spec.Kind == KindOutput {
+		props, _ := spec.Schema["properties"].(map[string]any)
+		_, e.ownCodec = props[codecField]
+		e.spec.Schema = withCodecField(spec.Schema)
+	}
+	k[spec.Name] = e
 }
 
 // RegisterInput adds an input. A duplicate name panics.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
@@ -76,7 +77,10 @@ func buildStream(reg *component.Registry, prefix string, s config.Stream, res co
 			return t, ok
 		}
 	}
-	if b.input, err = reg.NewInput(s.Input.Type, s.Input.Fields, res); err != nil {
+	inConf, inCodec, err := reg.SplitCodec(component.KindInput, s.Input.Type, s.Input.Fields, res)
+	if err != nil {
+		fail("input", err)
+	} else if b.input, err = reg.NewInput(s.Input.Type, inConf, res); err != nil {
 		fail("input", err)
 	}
 	if s.Buffer != nil {
@@ -95,13 +99,12 @@ func buildStream(reg *component.Registry, prefix string, s config.Stream, res co
 		}
 		b.processors = append(b.processors, p)
 	}
-	if b.output, err = reg.NewOutput(s.Output.Type, s.Output.Fields, res); err != nil {
-		fail("output", err)
+	if inCodec != nil {
+		b.processors = withDecoder(b.processors, component.DecodeProcessor(inCodec))
 	}
+	b.output = buildOutput(reg, "output", s.Output, res, fail)
 	if s.ErrorOutput != nil {
-		if b.errorOutput, err = reg.NewOutput(s.ErrorOutput.Type, s.ErrorOutput.Fields, res); err != nil {
-			fail("error_output", err)
-		}
+		b.errorOutput = buildOutput(reg, "error_output", *s.ErrorOutput, res, fail)
 	}
 	if len(ps) > 0 {
 		b.close(context.Background())
@@ -183,3 +186,34 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (*streamW
 }
 
 var _ stream.WAL = (*streamWAL)(nil)
+
+// buildOutput builds an output, wrapped in its codec when it has one.
+func buildOutput(reg *component.Registry, path string, c config.Component, res component.Resources, fail func(string, error)) component.Output {
+	conf, codec, err := reg.SplitCodec(component.KindOutput, c.Type, c.Fields, res)
+	if err != nil {
+		fail(path, err)
+		return nil
+	}
+	out, err := reg.NewOutput(c.Type, conf, res)
+	if err != nil {
+		fail(path, err)
+		return nil
+	}
+	if codec != nil {
+		out = component.EncodingOutput(out, codec)
+	}
+	return out
+}
+
+// withDecoder puts an input codec's decoder first among the processors,
+// after a leading Batcher (which must stay first: it gathers batches as
+// the input read them).
+func withDecoder(procs []component.Processor, dec component.Processor) []component.Processor {
+	at := 0
+	if len(procs) > 0 {
+		if _, ok := procs[0].(component.Batcher); ok {
+			at = 1
+		}
+	}
+	return slices.Insert(procs, at, dec)
+}

@@ -2,6 +2,7 @@
 //
 // A Message holds its payload bytes and, lazily, the structured value parsed
 // from them; whichever side was written last is authoritative and the other
-// is derived on demand. The package does no I/O and must not import any other
+// is derived on demand. A Batch is either messages or an Apache Arrow
+// table (its columnar form). The package does no I/O and must not import any other
 // flowplane package.
 package message

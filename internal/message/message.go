@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/goccy/go-json"
 )
 
@@ -97,12 +98,27 @@ func (e *ParseError) Error() string { return "payload is not valid JSON: " + e.E
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // Batch is an ordered group of messages that travels and is acknowledged as one.
+//
+// A batch has one of two forms. Usually it is Messages. A processor that
+// works on columns (json_to_arrow, sql, a codec) gives it the columnar form
+// instead: Table is set, one row per message, and Messages is nil. The
+// stream runtime turns a Table back into Messages (columnar.Flatten: one
+// JSON object per row) before any processor or output that does not read
+// tables itself (component.Columnar), so a batch is converted once however
+// many columnar processors follow each other. Tables are allocated from
+// Go memory; releasing them is optional.
 type Batch struct {
 	Messages []Message
+	Table    arrow.RecordBatch
 }
 
-// Len is the number of messages.
-func (b Batch) Len() int { return len(b.Messages) }
+// Len is the number of messages, or of rows in the columnar form.
+func (b Batch) Len() int {
+	if b.Table != nil {
+		return int(b.Table.NumRows())
+	}
+	return len(b.Messages)
+}
 
 // Bytes sums the payload sizes that are already materialized.
 func (b Batch) Bytes() int {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 )
@@ -182,7 +183,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 	useA := true
 	for i, pr := range procs {
 		if len(batches) == 1 {
-			out, err := safeProcess(p.hard, pr, batches[0])
+			out, err := p.run(pr, batches[0])
 			if err != nil {
 				p.failed(sl, i, err, orig, scratch)
 				return
@@ -195,7 +196,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 			next = sl.bufA[:0]
 		}
 		for _, b := range batches {
-			out, err := safeProcess(p.hard, pr, b)
+			out, err := p.run(pr, b)
 			if err != nil {
 				p.failed(sl, i, err, orig, scratch)
 				return
@@ -210,8 +211,29 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 		useA = !useA
 		batches = next
 	}
+	if !component.IsColumnar(p.s.cfg.Output) {
+		for i := range batches {
+			if err := columnar.Flatten(&batches[i]); err != nil {
+				sl.err = fmt.Errorf("output: turning the table into messages: %w", err)
+				sl.orig = orig
+				*scratch = nil
+				return
+			}
+		}
+	}
 	sl.out = batches
 	clear(orig) // do not keep the batch's payloads alive until the next one
+}
+
+// run calls one processor, first turning a table into messages for a
+// processor that does not read tables.
+func (p *pipeline) run(pr component.Processor, b message.Batch) ([]message.Batch, error) {
+	if b.Table != nil && !component.IsColumnar(pr) {
+		if err := columnar.Flatten(&b); err != nil {
+			return nil, fmt.Errorf("turning the table into messages: %w", err)
+		}
+	}
+	return safeProcess(p.hard, pr, b)
 }
 
 func (p *pipeline) failed(sl *slot, i int, err error, orig []message.Message, scratch *[]message.Message) {

@@ -20,6 +20,21 @@ func Validate(spec component.Spec, conf map[string]any) error {
 	for k, v := range spec.Schema {
 		sch[k] = v
 	}
+	// A component's schema may refer to another component by kind
+	// (#/$defs/component.<kind>: an input's codec, multiple_inputs'
+	// children); alone, such a reference accepts any component object.
+	defs := map[string]any{}
+	if d, ok := sch["$defs"].(map[string]any); ok {
+		for k, v := range d {
+			defs[k] = v
+		}
+	}
+	for _, k := range component.Kinds {
+		if _, ok := defs["component."+string(k)]; !ok {
+			defs["component."+string(k)] = map[string]any{"type": "object", "required": []any{"type"}}
+		}
+	}
+	sch["$defs"] = defs
 	// Round-trip through JSON so the schema holds only JSON types.
 	raw, err := json.Marshal(sch)
 	if err != nil {

@@ -22,7 +22,7 @@ const (
 	sqlProcessor    = `unknown processor "sql"`
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
-	kafkaCodec      = `input.codec: unknown field`
+	kafkaCodec      = `input.codec.type: unknown codec`
 	walBackend      = `durability.backend: unknown field`
 	exactlyOnce     = `output.exactly_once: unknown field`
 	childName       = `].name: unknown field` // multiple_inputs children have no name field
