@@ -264,22 +264,52 @@ func Flatten(b *message.Batch) error {
 	if b.Table == nil {
 		return nil
 	}
-	rec := b.Table
-	n := int(rec.NumRows())
-	var payloads [][]byte
+	var msgs []message.Message
 	var err error
-	if ix := rec.Schema().FieldIndices(ValueField); len(ix) > 0 {
-		payloads, err = columnBytes(rec.Column(ix[0]), ValueField)
+	if ix := b.Table.Schema().FieldIndices(ValueField); len(ix) > 0 {
+		var payloads [][]byte
+		if payloads, err = columnBytes(b.Table.Column(ix[0]), ValueField); err != nil {
+			return err
+		}
+		msgs = make([]message.Message, len(payloads))
+		for i := range msgs {
+			msgs[i] = message.New(payloads[i])
+		}
+		err = setMetas(b.Table, msgs)
 	} else {
-		payloads, err = toJSONOmitMeta(rec)
+		msgs, err = Rows(b.Table, nil)
 	}
 	if err != nil {
 		return err
 	}
-	msgs := make([]message.Message, n)
+	b.Messages, b.Table = msgs, nil
+	return nil
+}
+
+// Rows returns a message per row of rec: its payload the row as a JSON
+// object (see ToJSON) of the include columns, or when include is empty of
+// every column but the __meta_* ones; its metadata from the __meta_*
+// columns, as Flatten sets it.
+func Rows(rec arrow.RecordBatch, include []string) ([]message.Message, error) {
+	var payloads [][]byte
+	var err error
+	if len(include) > 0 {
+		payloads, err = ToJSON(rec, include)
+	} else {
+		payloads, err = toJSONOmitMeta(rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]message.Message, len(payloads))
 	for i := range msgs {
 		msgs[i] = message.New(payloads[i])
 	}
+	return msgs, setMetas(rec, msgs)
+}
+
+// setMetas sets the metadata of msgs from the __meta_* columns of rec.
+func setMetas(rec arrow.RecordBatch, msgs []message.Message) error {
 	for j, f := range rec.Schema().Fields() {
 		if !strings.HasPrefix(f.Name, MetaPrefix) {
 			continue
@@ -298,7 +328,6 @@ func Flatten(b *message.Batch) error {
 			}
 		}
 	}
-	b.Messages, b.Table = msgs, nil
 	return nil
 }
 
