@@ -676,3 +676,30 @@ func BenchmarkToJSON(b *testing.B) {
 		}
 	}
 }
+
+func TestRows(t *testing.T) {
+	rec, err := columnar.FromJSON(lines(`{"a":1,"__meta_key":"k","b":"x"}`, `{"a":2}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		include []string
+		want    []flat
+	}{
+		{nil, []flat{{`{"a":1,"b":"x"}`, message.Metadata{Key: []byte("k")}}, {`{"a":2,"b":null}`, message.Metadata{}}}},
+		{[]string{"__meta_key", "a"}, []flat{{`{"a":1,"__meta_key":"k"}`, message.Metadata{Key: []byte("k")}}, {`{"a":2,"__meta_key":null}`, message.Metadata{}}}},
+	} {
+		msgs, err := columnar.Rows(rec, tt.include)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []flat
+		for i := range msgs {
+			p, _ := msgs[i].Payload()
+			got = append(got, flat{string(p), msgs[i].Meta})
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Rows(%q) (-want +got):\n%s", tt.include, diff)
+		}
+	}
+}
