@@ -134,7 +134,6 @@ var notRunHere = []string{
 var notYetRunnable = map[string]string{
 	"cdc_debezium":                  "the debezium_json codec and the sql processor",
 	"drop_output_example":           "json_to_arrow, sql, arrow_to_json",
-	"durability_example":            "json_to_arrow, arrow_to_json",
 	"durability_example_aggressive": "durability.backend object_store, json_to_arrow",
 	"durability_example_compressed": "durability.backend object_store, json_to_arrow",
 	"durability_example_parallel":   "durability.backend object_store, json_to_arrow",
