@@ -48,6 +48,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// repoDir is the repository root, absolute (tests may change directory).
+var repoDir = sync.OnceValue(func() string {
+	d, err := filepath.Abs("../../..")
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
+
 // flowplaneBinary builds ./cmd/flowplane the first time it is called.
 func flowplaneBinary(t *testing.T) string {
 	t.Helper()
@@ -57,7 +66,7 @@ func flowplaneBinary(t *testing.T) string {
 		}
 		binaryPath = filepath.Join(binaryDir, "flowplane")
 		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/flowplane")
-		cmd.Dir = "../../.."
+		cmd.Dir = repoDir()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binaryErr = fmt.Errorf("go build ./cmd/flowplane: %v\n%s", err, out)
 		}
@@ -108,7 +117,7 @@ func startNodeWith(t *testing.T, name string, subs []sub, prepare func(dir strin
 
 func launch(t *testing.T, name string, subs []sub, env []string, prepare func(dir string)) *node {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(arkflowDir, name+".yaml"))
+	raw, err := os.ReadFile(filepath.Join(repoDir(), "testdata", "arkflow", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
