@@ -128,6 +128,9 @@ func launch(t *testing.T, name string, subs []sub, env []string, prepare func(di
 		}
 		text = strings.ReplaceAll(text, s.old, s.new)
 	}
+	if !strings.Contains(text, "\nhealth_check:") {
+		text += fmt.Sprintf("health_check:\n  address: %q\n", freeAddr(t))
+	}
 	dir := t.TempDir()
 	if prepare != nil {
 		prepare(dir)

@@ -70,6 +70,11 @@ import (
 //	durability_example_aggressive,   | ${FP_NODE_ID} ${FP_S3_KEY}       | environment variables of the child
 //	_compressed, _parallel, _s3      | ${FP_S3_SECRET}                  |
 //
+// An example without health_check serves the node's API on the default
+// 127.0.0.1:8080; the test appends `health_check: {address: <a free
+// loopback port>}` to it, that default made explicit and substituted, so
+// that examples run side by side and never meet another server on 8080.
+//
 // protobuf_example reads testdata/protos/ relative to its working
 // directory; the test writes readings.proto (message readings.Reading)
 // there.
@@ -946,7 +951,8 @@ func runCDCDebezium(t *testing.T) {
 		if op == "d" {
 			before, after = row, "null"
 		}
-		return fmt.Appendf(nil, `{"payload":{"before":%s,"after":%s,"source":{"db":"inventory","table":"products"},"op":%q,"ts_ms":%d}}`,
+		// The JSON converter without schemas: the bare change event.
+		return fmt.Appendf(nil, `{"before":%s,"after":%s,"source":{"db":"inventory","table":"products"},"op":%q,"ts_ms":%d}`,
 			before, after, op, 1700000000000+id)
 	}
 	cl := kafkaClient(t, addr)
