@@ -31,7 +31,7 @@ type token struct {
 
 // tokenize splits SQL into tokens, keeping every byte so that joining the
 // texts gives the input back. It understands string literals, quoted
-// identifiers ("", ``, []) and comments, enough to rewrite type names and
+// identifiers ("", “, []) and comments, enough to rewrite type names and
 // to see statement boundaries without touching literals.
 func tokenize(q string) ([]token, error) {
 	var toks []token

@@ -138,8 +138,8 @@ func (t *arrowTable) BestIndex(info *vtab.IndexInfo) error {
 }
 
 func (t *arrowTable) Open() (vtab.Cursor, error) { return &arrowCursor{s: t.s}, nil }
-func (t *arrowTable) Disconnect() error         { return nil }
-func (t *arrowTable) Destroy() error            { return nil }
+func (t *arrowTable) Disconnect() error          { return nil }
+func (t *arrowTable) Destroy() error             { return nil }
 
 type arrowCursor struct {
 	s   *slot
