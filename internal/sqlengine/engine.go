@@ -294,10 +294,16 @@ func (c *conn) load(ctx context.Context, tables map[string]arrow.RecordBatch) er
 			cols = append(cols, strings.TrimSpace(quoteIdent(f.Name)+" "+decl[i]))
 			marks = append(marks, "?")
 		}
+		if len(cols) == 0 {
+			cols = append(cols, `"__no_columns__"`)
+		}
 		if err := c.exec(ctx, "CREATE TEMP TABLE "+quoteIdent(name)+"("+strings.Join(cols, ", ")+")"); err != nil {
 			return cleanError(err)
 		}
 		bt := bind(rec)
+		if len(bt.cols) == 0 {
+			continue
+		}
 		c.internal.Store(true)
 		err = func() error {
 			defer c.internal.Store(false)

@@ -374,3 +374,25 @@ func BenchmarkQuery(b *testing.B) {
 		}
 	}
 }
+
+// TestNoColumns: a table without columns (a lookup that found nothing)
+// can still be joined.
+func TestNoColumns(t *testing.T) {
+	for _, insert := range []bool{false, true} {
+		e, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.insert = insert
+		empty := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 0)
+		got, err := e.Query(context.Background(), "SELECT flow.id FROM flow LEFT JOIN t ORDER BY id",
+			map[string]arrow.RecordBatch{"flow": sample(t), "t": empty})
+		if err != nil {
+			t.Fatalf("insert=%v: %v", insert, err)
+		}
+		if d := cmp.Diff([]string{"id int64", "1", "2", "3"}, dump(t, got)); d != "" {
+			t.Error(d)
+		}
+		e.Close()
+	}
+}

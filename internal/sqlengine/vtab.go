@@ -118,6 +118,10 @@ func connectTable(ctx vtab.Context, args []string) (vtab.Table, error) {
 			b.WriteString(" " + s.decl[i])
 		}
 	}
+	if len(names) == 0 {
+		// SQLite has no table without columns: a hidden one nobody reads.
+		b.WriteString(`"__no_columns__" HIDDEN`)
+	}
 	b.WriteString(")")
 	if err := ctx.Declare(b.String()); err != nil {
 		return nil, err
@@ -156,6 +160,9 @@ func (c *arrowCursor) Filter(int, string, []vtab.Value) error {
 func (c *arrowCursor) Next() error { c.row++; return nil }
 func (c *arrowCursor) Eof() bool   { return c.bt == nil || c.row >= c.bt.rows }
 func (c *arrowCursor) Column(col int) (vtab.Value, error) {
+	if col >= len(c.bt.cols) {
+		return nil, nil
+	}
 	return c.bt.cols[col](c.row), nil
 }
 func (c *arrowCursor) Rowid() (int64, error) { return int64(c.row), nil }
