@@ -19,7 +19,6 @@ const arkflowDir = "../../../testdata/arkflow"
 const (
 	jsonToArrow     = `unknown processor "json_to_arrow"`
 	arrowToJSON     = `unknown processor "arrow_to_json"`
-	sqlProcessor    = `unknown processor "sql"`
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
@@ -32,7 +31,6 @@ const (
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
 	traceLevel      = `logging.level: "trace" is not one of`
-	sqlKeyExpr      = `redis_type.key.expr: unknown name device`
 	hubURL          = `health_check.hub_url: field hub_url was removed`
 	vrl             = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
 	python          = `unknown processor "python": Python processors cannot run in flowplane`
@@ -44,13 +42,13 @@ const (
 // file must fail, every reason must occur among its problems, and every
 // problem must be one of its reasons: problems --validate reports, plus
 // those the deep build finds in components --validate does not reach yet
-// because of an earlier problem (sqlKeyExpr). When a missing piece lands,
+// because of an earlier problem. When a missing piece lands,
 // the test fails until its reasons are removed here (and from
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
-	"cdc_debezium":                  {kafkaCodec, sqlProcessor},
+	"cdc_debezium":                  {kafkaCodec},
 	"control_plane_node":            {hubURL}, // rejected by design
-	"drop_output_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
+	"drop_output_example":           {jsonToArrow, arrowToJSON},
 	"durability_example":            {jsonToArrow, arrowToJSON},
 	"durability_example_aggressive": {walBackend, jsonToArrow},
 	"durability_example_compressed": {walBackend, jsonToArrow},
@@ -58,25 +56,21 @@ var arkflowMissing = map[string][]string{
 	"durability_example_s3":         {walBackend, jsonToArrow, arrowToJSON},
 	"durability_smoke_test":         {walBackend},
 	"eos-kafka":                     {exactlyOnce, jsonToArrow, arrowToJSON},
-	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_server_example":           {jsonToArrow, sqlProcessor},
+	"generate_example":              {jsonToArrow, arrowToJSON},
+	"http_client_example":           {jsonToArrow, arrowToJSON},
+	"http_server_example":           {jsonToArrow},
 	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
-	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
+	"kafka_example":                 {jsonToArrow, arrowToJSON},
 	"mongodb_output_example":        {jsonToArrow},
-	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
-	"nats_input_example":            {sqlProcessor},
-	"nats_output_example":           {sqlProcessor},
-	"protobuf_example":              {traceLevel, jsonToArrow, sqlProcessor, arrowToProtobuf, protobufToArrow},
+	"mqtt_example":                  {jsonToArrow, arrowToJSON},
+	"protobuf_example":              {traceLevel, jsonToArrow, arrowToProtobuf, protobufToArrow},
 	"python_processor_example":      {jsonToArrow, python}, // python: rejected by design
-	"redis_input_example":           {sqlProcessor},
-	"redis_output_example":          {jsonToArrow, sqlProcessor, arrowToJSON, sqlKeyExpr},
-	"redis_temporary_example":       {jsonToArrow, sqlProcessor},
-	"schema_registry":               {kafkaCodec, sqlProcessor},
-	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
-	"sql_output_example":            {jsonToArrow, sqlProcessor},
+	"redis_output_example":          {jsonToArrow, arrowToJSON},
+	"redis_temporary_example":       {jsonToArrow},
+	"schema_registry":               {kafkaCodec},
+	"sql_input_example":             {sqlObjectStore, sqlJSONType},
+	"sql_output_example":            {jsonToArrow},
 	"vrl_example":                   {jsonToArrow, vrl, arrowToJSON}, // vrl: rejected by design
-	"websocket_input_example":       {sqlProcessor},
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>
