@@ -42,64 +42,11 @@ var pipelines = []struct {
 	}},
 }
 
-// jsonToArrow and arrowToJSON stand in for the json_to_arrow and
-// arrow_to_json processors until they are registered: the same columnar
-// conversions.
-type jsonToArrow struct{}
-
-func (jsonToArrow) Columnar()                   {}
-func (jsonToArrow) Close(context.Context) error { return nil }
-func (jsonToArrow) Process(_ context.Context, b message.Batch) ([]message.Batch, error) {
-	ps := make([][]byte, len(b.Messages))
-	for i := range b.Messages {
-		p, err := b.Messages[i].Payload()
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
-	}
-	rec, err := columnar.FromJSON(ps, nil)
-	if err != nil {
-		return nil, err
-	}
-	return []message.Batch{{Table: rec}}, nil
-}
-
-type arrowToJSON struct{}
-
-func (arrowToJSON) Columnar()                   {}
-func (arrowToJSON) Close(context.Context) error { return nil }
-func (arrowToJSON) Process(_ context.Context, b message.Batch) ([]message.Batch, error) {
-	if b.Table == nil {
-		return []message.Batch{b}, nil
-	}
-	js, err := columnar.ToJSON(b.Table, nil)
-	if err != nil {
-		return nil, err
-	}
-	msgs := make([]message.Message, len(js))
-	for i, j := range js {
-		msgs[i] = message.New(j)
-	}
-	return []message.Batch{{Messages: msgs}}, nil
-}
-
 func build(tb testing.TB, procs [][2]any) []component.Processor {
 	tb.Helper()
 	var out []component.Processor
 	for _, pc := range procs {
-		name := pc[0].(string)
-		if _, ok := component.Default.Lookup(component.KindProcessor, name); !ok {
-			switch name {
-			case "json_to_arrow":
-				out = append(out, jsonToArrow{})
-				continue
-			case "arrow_to_json":
-				out = append(out, arrowToJSON{})
-				continue
-			}
-		}
-		p, err := component.Default.NewProcessor(name, pc[1].(map[string]any), component.Resources{})
+		p, err := component.Default.NewProcessor(pc[0].(string), pc[1].(map[string]any), component.Resources{})
 		if err != nil {
 			tb.Fatal(err)
 		}
