@@ -341,15 +341,25 @@ func obj(t *testing.T, s string) map[string]any {
 	return m
 }
 
-// freeAddr returns a loopback address nothing listens on (for now).
+// handedOut holds the addresses freeAddr returned, so that two examples
+// running side by side never get the same one.
+var handedOut sync.Map
+
+// freeAddr returns a loopback address nothing listens on (for now), for a
+// child process to listen on; servers in the test listen on port 0.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if _, taken := handedOut.LoadOrStore(addr, true); !taken {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // kafkaCluster starts a one-broker kfake cluster with one-partition topics
