@@ -88,6 +88,7 @@ type node struct {
 	t    *testing.T
 	name string
 	dir  string // the working directory: the example's relative paths land here
+	api  string // the API address the test gave an example without health_check
 	cmd  *exec.Cmd
 
 	mu       sync.Mutex // guards payloads, logs
@@ -128,8 +129,10 @@ func launch(t *testing.T, name string, subs []sub, env []string, prepare func(di
 		}
 		text = strings.ReplaceAll(text, s.old, s.new)
 	}
+	api := ""
 	if !strings.Contains(text, "\nhealth_check:") {
-		text += fmt.Sprintf("health_check:\n  address: %q\n", freeAddr(t))
+		api = freeAddr(t)
+		text += fmt.Sprintf("health_check:\n  address: %q\n", api)
 	}
 	dir := t.TempDir()
 	if prepare != nil {
@@ -139,7 +142,7 @@ func launch(t *testing.T, name string, subs []sub, env []string, prepare func(di
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := &node{t: t, name: name, dir: dir, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	n := &node{t: t, name: name, dir: dir, api: api, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	n.cmd = exec.Command(flowplaneBinary(t), "--config", cfg, "--state-dir", filepath.Join(dir, "state"))
 	n.cmd.Dir = dir
 	n.cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE="+filepath.Join(dir, "none"),

@@ -304,7 +304,14 @@ func runGenerateExample(t *testing.T) {
 // without errors (the drop output shows nothing else).
 func runDropOutput(t *testing.T) {
 	n := startNode(t, "drop_output_example", nil)
-	n.waitLog(regexp.MustCompile(`msg="stream state" stream=\S+ state=running`))
+	id := n.waitLog(regexp.MustCompile(`msg="stream state" stream=(\S+) state=running`))[1]
+	waitUntil(t, "the stream to send a batch", func() bool {
+		st := getJSON(t, "http://"+n.api+"/streams/"+id).(map[string]any)
+		observed, _ := st["observed"].(map[string]any)
+		counters, _ := observed["counters"].(map[string]any)
+		sent, _ := counters["sent"].(float64)
+		return sent > 0
+	})
 	if lines := n.stopClean(); len(lines) != 0 {
 		t.Errorf("payload lines from a drop output: %d", len(lines))
 	}
