@@ -70,7 +70,7 @@ type instance struct {
 	path string // configuration path, e.g. streams[2]
 
 	rt      *stream.Stream
-	wal     *streamWAL
+	wal     stoppableWAL
 	stopped bool // stopped on request (not ended by itself)
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when Run returned

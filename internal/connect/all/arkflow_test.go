@@ -23,7 +23,6 @@ const (
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
-	walBackend      = `durability.backend: unknown field`
 	exactlyOnce     = `output.exactly_once: unknown field`
 	childName       = `].name: unknown field` // multiple_inputs children have no name field
 	joinBuffer      = `buffer.join: unknown field`
@@ -52,11 +51,10 @@ var arkflowMissing = map[string][]string{
 	"control_plane_node":            {hubURL}, // rejected by design
 	"drop_output_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
 	"durability_example":            {jsonToArrow, arrowToJSON},
-	"durability_example_aggressive": {walBackend, jsonToArrow},
-	"durability_example_compressed": {walBackend, jsonToArrow},
-	"durability_example_parallel":   {walBackend, jsonToArrow},
-	"durability_example_s3":         {walBackend, jsonToArrow, arrowToJSON},
-	"durability_smoke_test":         {walBackend},
+	"durability_example_aggressive": {jsonToArrow},
+	"durability_example_compressed": {jsonToArrow},
+	"durability_example_parallel":   {jsonToArrow},
+	"durability_example_s3":         {jsonToArrow, arrowToJSON},
 	"eos-kafka":                     {exactlyOnce, jsonToArrow, arrowToJSON},
 	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
