@@ -54,6 +54,9 @@ func (w *WAL) put(batch []pending) {
 	}
 	s := segInfo{first: first, count: n, key: w.segKey(first, n)}
 	data, err := EncodeSegment(first, entries, w.opts.Compression)
+	if err == nil && w.hookPut != nil {
+		err = w.hookPut(s.key)
+	}
 	if err == nil {
 		err = w.b.WriteAll(w.ctx, s.key, data, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	}

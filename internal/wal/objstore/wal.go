@@ -188,6 +188,8 @@ type WAL struct {
 	nputs    uint64
 	nfailed  uint64
 
+	hookPut func(key string) error // tests: called before each segment PUT; an error fails it
+
 	rmu    sync.Mutex // guards the Read cache
 	rcache struct {
 		key string
@@ -459,11 +461,11 @@ func (w *WAL) Read(ctx context.Context, from, limit uint64) (seq uint64, data []
 	w.mu.Lock()
 	i := sort.Search(len(w.segs), func(i int) bool { return w.segs[i].end() > from })
 	var s segInfo
-	if i < len(w.segs) && w.segs[i].first < limit {
-		s, found = w.segs[i], true
+	if i < len(w.segs) {
+		s, seq = w.segs[i], max(from, w.segs[i].first)
 	}
 	w.mu.Unlock()
-	if !found {
+	if s.count == 0 || seq >= limit {
 		return 0, nil, false, nil
 	}
 	w.rmu.Lock()
@@ -475,7 +477,6 @@ func (w *WAL) Read(ctx context.Context, from, limit uint64) (seq uint64, data []
 		}
 		w.rcache.key, w.rcache.seg = s.key, seg
 	}
-	seq = max(from, s.first)
 	return seq, w.rcache.seg.Entries[seq-s.first], true, nil
 }
 
