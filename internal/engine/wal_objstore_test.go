@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/wal/objstore"
 )
 
 // The crash child's environment: its mode (run: an endless input, and an
@@ -314,4 +317,44 @@ func deliveredCounts(t *testing.T, path string) map[int]int {
 		out[n]++
 	}
 	return out
+}
+
+// TestObjectWALOptions checks how a backend's settings resolve: the
+// balanced preset by default, segment overrides it, segment_tuning (a
+// preset with overrides) takes precedence over segment, as in ArkFlow.
+func TestObjectWALOptions(t *testing.T) {
+	five := 5
+	for _, tc := range []struct {
+		name string
+		b    config.WALBackend
+		want objstore.Options
+	}{
+		{"defaults", config.WALBackend{Prefix: "fp/wal", NodeID: "n", StreamID: "s"},
+			objstore.Options{Prefix: "fp/wal/n/s/", MaxEntries: 1000, MaxBytes: 1 << 20}},
+		{"segment", config.WALBackend{Prefix: "p", NodeID: "n", StreamID: "s",
+			Segment: &config.WALSegment{MaxEntries: 2000, MaxBytes: 2097152, FlushInterval: "2s"},
+			Cursor:  &config.WALCursor{MaxEntries: 2000, Interval: "2s"}},
+			objstore.Options{Prefix: "p/n/s/", MaxEntries: 2000, MaxBytes: 2097152, CursorMaxEntries: 2000, CursorInterval: 2 * time.Second}},
+		{"tuning over segment", config.WALBackend{Prefix: "p", NodeID: "n", StreamID: "s",
+			Segment:       &config.WALSegment{MaxEntries: 2000},
+			SegmentTuning: &config.WALSegmentTuning{Strategy: "aggressive", MaxBytes: 4096},
+			ParallelPut:   &config.WALParallelPut{Workers: 3, ShutdownTimeout: "20s"},
+			Compression:   &config.WALCompression{Type: "zstd", Level: &five}},
+			objstore.Options{Prefix: "p/n/s/", MaxEntries: 10000, MaxBytes: 4096, Workers: 3, ShutdownTimeout: 20 * time.Second,
+				Compression: objstore.Compression{Codec: objstore.CodecZstd, Level: 5}}},
+		{"low latency gzip", config.WALBackend{Prefix: "p", NodeID: "n", StreamID: "s",
+			SegmentTuning: &config.WALSegmentTuning{Strategy: "low_latency"},
+			Compression:   &config.WALCompression{Type: "gzip"}},
+			objstore.Options{Prefix: "p/n/s/", MaxEntries: 100, MaxBytes: 100 << 10, Compression: objstore.Compression{Codec: objstore.CodecGzip}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := objectWALOptions(&tc.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(objstore.Options{}), cmpopts.IgnoreFields(objstore.Options{}, "Bucket", "Logger")); diff != "" {
+				t.Fatalf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
