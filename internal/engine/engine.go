@@ -211,6 +211,9 @@ func (e *Engine) start(in *instance) error {
 	if w != nil {
 		sc.WAL = w
 		sc.WALMaxBytes = in.conf.Durability.MaxBytes
+		if ow, ok := w.(*objectWAL); ok {
+			sc.WALAppendDepth = ow.depth
+		}
 	}
 	rt, err := stream.New(sc)
 	if err != nil {

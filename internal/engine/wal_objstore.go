@@ -26,7 +26,15 @@ type stoppableWAL interface {
 type objectWAL struct {
 	w           *objstore.WAL
 	replayBytes int64
+	// depth is the stream's WALAppendDepth: enough appends in flight to
+	// fill every PUT worker's segment, since a PUT takes far longer than
+	// an fsync.
+	depth int
 }
+
+// maxAppendDepth bounds the appends a stream keeps in flight to an
+// object-store WAL.
+const maxAppendDepth = 1024
 
 var _ stoppableWAL = (*objectWAL)(nil)
 
@@ -109,7 +117,8 @@ func objectWALFor(b *config.WALBackend, res component.Resources) (*objectWAL, er
 	if rec.Pending > 0 {
 		res.Logger.Info("WAL replays unacknowledged batches", "pending", rec.Pending, "cursor", rec.Cursor)
 	}
-	return &objectWAL{w: w, replayBytes: rec.PendingBytes}, nil
+	depth := min(max(opts.MaxEntries*max(opts.Workers, 1), 4), maxAppendDepth)
+	return &objectWAL{w: w, replayBytes: rec.PendingBytes, depth: depth}, nil
 }
 
 // objectWALOptions resolves a backend's settings: segment_tuning (a preset

@@ -151,7 +151,7 @@ func TestObjectWALCrashChild(t *testing.T) {
 	}
 	s, err := stream.New(stream.Config{
 		ID: "crash", Input: in, Output: out, WAL: w, ThreadNum: 2, Logger: log,
-		WALMaxBytes: 1 << 30,
+		WALMaxBytes: 1 << 30, WALAppendDepth: w.(*objectWAL).depth,
 	})
 	if err != nil {
 		t.Fatal(err)
