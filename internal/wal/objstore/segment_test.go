@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ func bigEntries(n, size int) [][]byte {
 // the same entries.
 func TestSegmentRoundTrip(t *testing.T) {
 	entries := bigEntries(100, 300)
-	for _, c := range []Compression{{}, {Codec: CodecGzip}, {Codec: CodecGzip, Level: 9}, {Codec: CodecZstd}, {Codec: CodecZstd, Level: 19}, {Codec: CodecLZ4}, {Codec: CodecLZ4, Level: 12}} {
+	for _, c := range []Compression{{}, {Codec: CodecGzip}, {Codec: CodecGzip, Level: 9}, {Codec: CodecZstd}, {Codec: CodecZstd, Level: 9}, {Codec: CodecLZ4}, {Codec: CodecLZ4, Level: 12}} {
 		t.Run(fmt.Sprintf("codec%d-level%d", c.Codec, c.Level), func(t *testing.T) {
 			data, err := EncodeSegment(1000, entries, c)
 			if err != nil {
@@ -67,8 +68,8 @@ func TestSegmentRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(Segment{First: 1000, Entries: entries}, seg); diff != "" {
-				t.Fatalf("round trip (-want +got):\n%s", diff)
+			if seg.First != 1000 || !slices.EqualFunc(seg.Entries, entries, bytes.Equal) {
+				t.Fatalf("round trip: first %d, %d entries; want 1000 and the %d entries encoded", seg.First, len(seg.Entries), len(entries))
 			}
 		})
 	}
@@ -150,7 +151,7 @@ func FuzzDecodeSegment(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !cmp.Equal(seg, seg2) {
+		if seg.First != seg2.First || !slices.EqualFunc(seg.Entries, seg2.Entries, bytes.Equal) {
 			t.Fatal("re-encoded segment decodes differently")
 		}
 	})

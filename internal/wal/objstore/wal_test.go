@@ -43,6 +43,15 @@ func open(t testing.TB, dir string, o Options) (*WAL, Recovery) {
 // keys lists the bucket's keys under wal/n1/s1/.
 func keys(t *testing.T, dir string) []string {
 	t.Helper()
+	out, err := tryKeys(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryKeys lists the keys; it fails when a file is deleted while listed.
+func tryKeys(t *testing.T, dir string) ([]string, error) {
 	b := fileBucket(t, dir)
 	defer b.Close()
 	var out []string
@@ -50,10 +59,10 @@ func keys(t *testing.T, dir string) []string {
 	for {
 		o, err := it.Next(context.Background())
 		if err == io.EOF {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		out = append(out, strings.TrimPrefix(o.Key, "wal/n1/s1/"))
 	}
@@ -329,9 +338,13 @@ func TestCursorAfterMaxEntries(t *testing.T) {
 	}
 	want := []string{"cursor", "seg/00000000000000000004-0000000001"}
 	deadline := time.Now().Add(waitBound)
-	for !slices.Equal(keys(t, dir), want) {
+	for {
+		got, err := tryKeys(t, dir) // the WAL deletes while we list
+		if err == nil && slices.Equal(got, want) {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("keys %v, want %v", keys(t, dir), want)
+			t.Fatalf("keys %v (%v), want %v", got, err, want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
