@@ -410,3 +410,31 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Open without a bucket: %v", err)
 	}
 }
+
+// TestCursorAfterInterval checks the cursor is written CursorInterval
+// after it moved, with CursorMaxEntries far away.
+func TestCursorAfterInterval(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := open(t, dir, Options{CursorMaxEntries: 1000, CursorInterval: 10 * time.Millisecond})
+	defer w.Close()
+	appendN(t, w, 1, 2)
+	if err := w.Ack(1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitBound)
+	for w.Stats().Cursor != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want the cursor at 2", w.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b := fileBucket(t, dir)
+	defer b.Close()
+	data, err := b.ReadAll(context.Background(), "wal/n1/s1/cursor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := decodeCursor(data); !ok || c != 2 {
+		t.Fatalf("cursor object %x decodes to %d %v, want 2", data, c, ok)
+	}
+}
