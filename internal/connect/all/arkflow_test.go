@@ -17,9 +17,6 @@ const arkflowDir = "../../../testdata/arkflow"
 // Reasons a configuration of ArkFlow's shape does not validate, each a
 // substring of the problem --validate reports.
 const (
-	jsonToArrow     = `unknown processor "json_to_arrow"`
-	arrowToJSON     = `unknown processor "arrow_to_json"`
-	sqlProcessor    = `unknown processor "sql"`
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
@@ -31,7 +28,6 @@ const (
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
 	traceLevel      = `logging.level: "trace" is not one of`
-	sqlKeyExpr      = `redis_type.key.expr: unknown name device`
 	hubURL          = `health_check.hub_url: field hub_url was removed`
 	vrl             = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
 	python          = `unknown processor "python": Python processors cannot run in flowplane`
@@ -43,38 +39,19 @@ const (
 // file must fail, every reason must occur among its problems, and every
 // problem must be one of its reasons: problems --validate reports, plus
 // those the deep build finds in components --validate does not reach yet
-// because of an earlier problem (sqlKeyExpr). When a missing piece lands,
+// because of an earlier problem. When a missing piece lands,
 // the test fails until its reasons are removed here (and from
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
-	"cdc_debezium":                  {kafkaCodec, sqlProcessor},
-	"control_plane_node":            {hubURL}, // rejected by design
-	"drop_output_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"durability_example":            {jsonToArrow, arrowToJSON},
-	"durability_example_aggressive": {jsonToArrow},
-	"durability_example_compressed": {jsonToArrow},
-	"durability_example_parallel":   {jsonToArrow},
-	"durability_example_s3":         {jsonToArrow, arrowToJSON},
-	"eos-kafka":                     {exactlyOnce, jsonToArrow, arrowToJSON},
-	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_server_example":           {jsonToArrow, sqlProcessor},
-	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
-	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
-	"mongodb_output_example":        {jsonToArrow},
-	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
-	"nats_input_example":            {sqlProcessor},
-	"nats_output_example":           {sqlProcessor},
-	"protobuf_example":              {traceLevel, jsonToArrow, sqlProcessor, arrowToProtobuf, protobufToArrow},
-	"python_processor_example":      {jsonToArrow, python}, // python: rejected by design
-	"redis_input_example":           {sqlProcessor},
-	"redis_output_example":          {jsonToArrow, sqlProcessor, arrowToJSON, sqlKeyExpr},
-	"redis_temporary_example":       {jsonToArrow, sqlProcessor},
-	"schema_registry":               {kafkaCodec, sqlProcessor},
-	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
-	"sql_output_example":            {jsonToArrow, sqlProcessor},
-	"vrl_example":                   {jsonToArrow, vrl, arrowToJSON}, // vrl: rejected by design
-	"websocket_input_example":       {sqlProcessor},
+	"cdc_debezium":             {kafkaCodec},
+	"control_plane_node":       {hubURL}, // rejected by design
+	"eos-kafka":                {exactlyOnce},
+	"join_buffer_example":      {childName, joinBuffer, nullProcessors, windowState},
+	"protobuf_example":         {traceLevel, arrowToProtobuf, protobufToArrow},
+	"python_processor_example": {python}, // python: rejected by design
+	"schema_registry":          {kafkaCodec},
+	"sql_input_example":        {sqlObjectStore, sqlJSONType},
+	"vrl_example":              {vrl}, // vrl: rejected by design
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>
