@@ -20,7 +20,6 @@ const (
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
-	walBackend      = `durability.backend: unknown field`
 	exactlyOnce     = `output.exactly_once: unknown field`
 	childName       = `].name: unknown field` // multiple_inputs children have no name field
 	joinBuffer      = `buffer.join: unknown field`
@@ -44,20 +43,15 @@ const (
 // the test fails until its reasons are removed here (and from
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
-	"cdc_debezium":                  {kafkaCodec},
-	"control_plane_node":            {hubURL}, // rejected by design
-	"durability_example_aggressive": {walBackend},
-	"durability_example_compressed": {walBackend},
-	"durability_example_parallel":   {walBackend},
-	"durability_example_s3":         {walBackend},
-	"durability_smoke_test":         {walBackend},
-	"eos-kafka":                     {exactlyOnce},
-	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
-	"protobuf_example":              {traceLevel, arrowToProtobuf, protobufToArrow},
-	"python_processor_example":      {python}, // python: rejected by design
-	"schema_registry":               {kafkaCodec},
-	"sql_input_example":             {sqlObjectStore, sqlJSONType},
-	"vrl_example":                   {vrl}, // vrl: rejected by design
+	"cdc_debezium":             {kafkaCodec},
+	"control_plane_node":       {hubURL}, // rejected by design
+	"eos-kafka":                {exactlyOnce},
+	"join_buffer_example":      {childName, joinBuffer, nullProcessors, windowState},
+	"protobuf_example":         {traceLevel, arrowToProtobuf, protobufToArrow},
+	"python_processor_example": {python}, // python: rejected by design
+	"schema_registry":          {kafkaCodec},
+	"sql_input_example":        {sqlObjectStore, sqlJSONType},
+	"vrl_example":              {vrl}, // vrl: rejected by design
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>
