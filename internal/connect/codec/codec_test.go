@@ -1,0 +1,120 @@
+package codec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/component/componenttest"
+)
+
+// TestExamples builds every component's example.
+func TestExamples(t *testing.T) {
+	for _, name := range []string{"json", "lines", "csv", "protobuf", "avro", "schema_registry", "debezium_json"} {
+		conf := componenttest.Example(t, component.Default, component.KindCodec, name)
+		c, err := component.Default.NewCodec(name, conf, component.Resources{})
+		if err != nil {
+			t.Errorf("codec %s example: %v", name, err)
+			continue
+		}
+		if !component.IsColumnar(c) {
+			t.Errorf("codec %s is not columnar", name)
+		}
+	}
+	for _, name := range []string{"protobuf_to_arrow", "arrow_to_protobuf"} {
+		conf := componenttest.Example(t, component.Default, component.KindProcessor, name)
+		if _, err := component.Default.NewProcessor(name, conf, component.Resources{}); err != nil {
+			t.Errorf("processor %s example: %v", name, err)
+		}
+	}
+}
+
+// TestUnknownFields: every codec refuses a field it does not declare.
+func TestUnknownFields(t *testing.T) {
+	for _, name := range []string{"json", "lines", "csv", "protobuf", "avro", "schema_registry", "debezium_json"} {
+		_, err := component.Default.NewCodec(name, map[string]any{"bogus": 1}, component.Resources{})
+		if err == nil || !strings.Contains(err.Error(), `unknown field "bogus"`) {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
+
+func TestJSONDecode(t *testing.T) {
+	out, err := newCodec(t, "json", nil).Decode(ctx, msgs(`{"a": 1, "b": "x"}`, `{"a": 2.5, "c": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tbl{
+		Cols: []string{"a float64", "b utf8", "c bool"},
+		Rows: [][]any{{1.0, "x", nil}, {2.5, nil, true}},
+	}
+	if diff := cmp.Diff(want, dump(t, out.Table)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if _, err := newCodec(t, "json", nil).Decode(ctx, msgs(`{}`, `[1]`)); err == nil {
+		t.Error("a payload that is not an object: no error")
+	}
+}
+
+func TestJSONEncode(t *testing.T) {
+	c := newCodec(t, "json", map[string]any{"pretty": true})
+	rec := build(t, []colDef{{name: "a", typ: i64}, {name: "b", typ: str}, {name: "j", typ: str, json: true}},
+		[]any{int64(1), "x", `{"k":[1]}`}, []any{nil, nil, nil})
+	out, err := c.Encode(ctx, messageBatchOf(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`{"a":1,"b":"x","j":{"k":[1]}}`, `{"a":null,"b":null,"j":null}`}, payloadStrings(t, out)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	out, err = c.Encode(ctx, msgs(`{"x": 1}`, `plain`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{`{"x": 1}`, `plain`}, payloadStrings(t, out)); diff != "" {
+		t.Errorf("messages pass through (-want +got)\n%s", diff)
+	}
+}
+
+func TestCSVEncode(t *testing.T) {
+	rec := build(t, []colDef{{name: "id", typ: i64}, {name: "name", typ: str}, {name: "ok", typ: boolean}, {name: "j", typ: str, json: true}},
+		[]any{int64(1), "a,b", true, `{"k":1}`}, []any{nil, "", false, nil})
+	tests := []struct {
+		name string
+		conf map[string]any
+		want string
+	}{
+		{"header", nil, "id,name,ok,j\n1,\"a,b\",true,\"{\"\"k\"\":1}\"\n,,false,\n"},
+		{"no header, semicolons", map[string]any{"header": false, "delimiter": ";"}, "1;a,b;true;\"{\"\"k\"\":1}\"\n;;false;\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCodec(t, "csv", tt.conf)
+			out, err := c.Encode(ctx, messageBatchOf(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{tt.want}, payloadStrings(t, out)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCSVRoundTrip(t *testing.T) {
+	c := newCodec(t, "csv", nil)
+	in := "id,price,name,ok\n1,2.5,\"x, y\",true\n2,,z,false\n"
+	dec, err := c.Decode(ctx, msgs(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := c.Encode(ctx, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{in}, payloadStrings(t, enc)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
