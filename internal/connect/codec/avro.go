@@ -275,7 +275,7 @@ func (r *avroRecord) encode(rec arrow.RecordBatch) ([][]byte, error) {
 			if !ok {
 				continue
 			}
-			v, err := columnar.Value(rec.Column(j), row)
+			v, err := cell(rec, j, row)
 			if err != nil {
 				return nil, fmt.Errorf("row %d: column %q: %w", row, c.name, err)
 			}

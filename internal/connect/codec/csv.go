@@ -254,7 +254,7 @@ func (c *CSV) encode(rec arrow.RecordBatch) ([]byte, error) {
 	row := make([]string, n)
 	for r := range int(rec.NumRows()) {
 		for i := range n {
-			v, err := columnar.Value(rec.Column(i), r)
+			v, err := cell(rec, i, r)
 			if err != nil {
 				return nil, fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
 			}

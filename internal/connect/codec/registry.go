@@ -133,9 +133,8 @@ func (*SchemaRegistry) Columnar() {}
 
 // wireHeader is the parsed prefix of a Confluent wire-format payload.
 type wireHeader struct {
-	id      uint32
-	indexes []int64 // Protobuf message indexes; nil when not parsed
-	body    []byte
+	id   uint32
+	body []byte // for Protobuf, the message indexes (parseIndexes) come first
 }
 
 // parseWire splits the magic byte and schema id from p; body is the rest.

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -161,4 +162,21 @@ func payloadsOf(b message.Batch, field string) ([][]byte, error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// cell returns row r of column j of rec as columnar.Value does, a JSON
+// column's value decoded.
+func cell(rec arrow.RecordBatch, j, r int) (any, error) {
+	v, err := columnar.Value(rec.Column(j), r)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := v.(string); ok && isJSONField(rec.Schema().Field(j)) {
+		var x any
+		if err := json.Unmarshal([]byte(s), &x); err != nil {
+			return nil, fmt.Errorf("JSON column: %w", err)
+		}
+		return x, nil
+	}
+	return v, nil
 }
