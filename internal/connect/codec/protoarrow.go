@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
-
-	"github.com/flowplane/flowplane/internal/columnar"
 )
 
 // protoTable converts between one message type and table rows: a column
@@ -139,14 +138,30 @@ var protoJSONIn = protojson.UnmarshalOptions{DiscardUnknown: true}
 // fields set them (include, when not empty, limits which), others are
 // ignored, nulls and missing fields stay unset.
 func (t *protoTable) encode(rec arrow.RecordBatch, include []string) ([][]byte, error) {
-	rows, err := columnar.ToJSON(rec, include)
-	if err != nil {
-		return nil, err
+	var cols []int
+	for j := range int(rec.NumCols()) {
+		if len(include) == 0 || slices.Contains(include, rec.ColumnName(j)) {
+			cols = append(cols, j)
+		}
 	}
-	out := make([][]byte, len(rows))
-	for i, r := range rows {
-		if out[i], err = t.fromJSON(r); err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
+	out := make([][]byte, rec.NumRows())
+	for r := range out {
+		// The row as a JSON object protojson reads: bytes base64 (as
+		// encoding/json writes []byte), JSON columns embedded.
+		obj := make(map[string]any, len(cols))
+		for _, j := range cols {
+			v, err := cell(rec, j, r)
+			if err != nil {
+				return nil, fmt.Errorf("row %d: column %q: %w", r, rec.ColumnName(j), err)
+			}
+			obj[rec.ColumnName(j)] = v
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", r, err)
+		}
+		if out[r], err = t.fromJSON(b); err != nil {
+			return nil, fmt.Errorf("row %d: %w", r, err)
 		}
 	}
 	return out, nil
