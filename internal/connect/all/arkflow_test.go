@@ -23,9 +23,6 @@ const repoRoot = "../../.."
 // Reasons a configuration of ArkFlow's shape does not validate, each a
 // substring of the problem --validate reports.
 const (
-	jsonToArrow    = `unknown processor "json_to_arrow"`
-	arrowToJSON    = `unknown processor "arrow_to_json"`
-	sqlProcessor   = `unknown processor "sql"`
 	walBackend     = `durability.backend: unknown field`
 	exactlyOnce    = `output.exactly_once: unknown field`
 	childName      = `].name: unknown field` // multiple_inputs children have no name field
@@ -35,7 +32,6 @@ const (
 	sqlObjectStore = `input_type.object_store: unknown field`
 	sqlJSONType    = `input_type.type: "json" is not one of`
 	traceLevel     = `logging.level: "trace" is not one of`
-	sqlKeyExpr     = `redis_type.key.expr: unknown name device`
 	hubURL         = `health_check.hub_url: field hub_url was removed`
 	vrl            = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
 	python         = `unknown processor "python": Python processors cannot run in flowplane`
@@ -47,39 +43,22 @@ const (
 // file must fail, every reason must occur among its problems, and every
 // problem must be one of its reasons: problems --validate reports, plus
 // those the deep build finds in components --validate does not reach yet
-// because of an earlier problem (sqlKeyExpr). When a missing piece lands,
+// because of an earlier problem. When a missing piece lands,
 // the test fails until its reasons are removed here (and from
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
-	"cdc_debezium":                  {sqlProcessor},
 	"control_plane_node":            {hubURL}, // rejected by design
-	"drop_output_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"durability_example":            {jsonToArrow, arrowToJSON},
-	"durability_example_aggressive": {walBackend, jsonToArrow},
-	"durability_example_compressed": {walBackend, jsonToArrow},
-	"durability_example_parallel":   {walBackend, jsonToArrow},
-	"durability_example_s3":         {walBackend, jsonToArrow, arrowToJSON},
+	"durability_example_aggressive": {walBackend},
+	"durability_example_compressed": {walBackend},
+	"durability_example_parallel":   {walBackend},
+	"durability_example_s3":         {walBackend},
 	"durability_smoke_test":         {walBackend},
-	"eos-kafka":                     {exactlyOnce, jsonToArrow, arrowToJSON},
-	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_server_example":           {jsonToArrow, sqlProcessor},
+	"eos-kafka":                     {exactlyOnce},
 	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
-	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
-	"mongodb_output_example":        {jsonToArrow},
-	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
-	"nats_input_example":            {sqlProcessor},
-	"nats_output_example":           {sqlProcessor},
-	"protobuf_example":              {traceLevel, jsonToArrow, sqlProcessor},
-	"python_processor_example":      {jsonToArrow, python}, // python: rejected by design
-	"redis_input_example":           {sqlProcessor},
-	"redis_output_example":          {jsonToArrow, sqlProcessor, arrowToJSON, sqlKeyExpr},
-	"redis_temporary_example":       {jsonToArrow, sqlProcessor},
-	"schema_registry":               {sqlProcessor},
-	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
-	"sql_output_example":            {jsonToArrow, sqlProcessor},
-	"vrl_example":                   {jsonToArrow, vrl, arrowToJSON}, // vrl: rejected by design
-	"websocket_input_example":       {sqlProcessor},
+	"protobuf_example":              {traceLevel},
+	"python_processor_example":      {python}, // python: rejected by design
+	"sql_input_example":             {sqlObjectStore, sqlJSONType},
+	"vrl_example":                   {vrl}, // vrl: rejected by design
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>
