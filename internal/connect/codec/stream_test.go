@@ -12,8 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/component/componenttest"
 	_ "github.com/flowplane/flowplane/internal/connect/kafka"
+	_ "github.com/flowplane/flowplane/internal/connect/processor"
+	_ "github.com/flowplane/flowplane/internal/connect/sqlproc"
 )
 
 // kafkaCluster starts a one-broker kfake cluster on 127.0.0.1 with topics
@@ -74,7 +77,14 @@ func consumeJSON(t *testing.T, addr string, n int) []map[string]any {
 	return out
 }
 
-func kafkaStream(addr, codec string) string {
+func kafkaStream(addr, codec string) string { return kafkaStreamSQL(addr, codec, "") }
+
+// kafkaStreamSQL is kafkaStream with an sql processor running query.
+func kafkaStreamSQL(addr, codec, query string) string {
+	procs := "[]"
+	if query != "" {
+		procs = fmt.Sprintf("[{type: sql, query: %q}]", query)
+	}
 	return fmt.Sprintf(`
 streams:
   - id: k
@@ -85,12 +95,12 @@ streams:
       consumer_group: g
       codec: %[2]s
     pipeline:
-      processors: []
+      processors: %[3]s
     output:
       type: kafka
       brokers: [%[1]q]
       topic: {type: value, value: out}
-`, addr, codec)
+`, addr, codec, procs)
 }
 
 // TestKafkaDebezium reads a Debezium change feed from Kafka through the
@@ -135,5 +145,58 @@ func TestKafkaSchemaRegistry(t *testing.T) {
 	}
 	if n := reg.hitsOf("1"); n != 1 {
 		t.Errorf("schema fetched %d times, want 1", n)
+	}
+}
+
+// TestKafkaDebeziumSQL runs testdata/arkflow/cdc_debezium.yaml's pipeline:
+// change events decoded by debezium_json, routed by op in SQL.
+func TestKafkaDebeziumSQL(t *testing.T) {
+	addr := kafkaCluster(t)
+	produceValues(t, addr, dbzCreate, dbzUpdate, dbzDelete)
+	componenttest.Engine(t, kafkaStreamSQL(addr, "{type: debezium_json}",
+		"SELECT op, id, title, price, source_table, ts_ms FROM flow WHERE op IN ('c', 'u', 'r')"))
+	got := consumeJSON(t, addr, 2)
+	want := []map[string]any{
+		{"op": "c", "id": 1.0, "title": "pen", "price": 2.5, "source_table": "products", "ts_ms": 1.7e12},
+		{"op": "u", "id": 1.0, "title": "pen", "price": 3.0, "source_table": "products", "ts_ms": 1700000000001.0},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestProtobufExamplePipeline runs the processors of
+// testdata/arkflow/protobuf_example.yaml on a batch: JSON to a table, an
+// SQL summary, encoded to Protobuf with the repository's
+// testdata/protos/readings.proto and decoded again.
+func TestProtobufExamplePipeline(t *testing.T) {
+	protos := []any{"../../../testdata/protos/"}
+	steps := []struct {
+		typ  string
+		conf map[string]any
+	}{
+		{"json_to_arrow", map[string]any{}},
+		{"sql", map[string]any{"query": "SELECT count(ts) AS ts, sum(reading) AS reading, cast(count(device) AS string) AS device FROM flow"}},
+		{"arrow_to_protobuf", map[string]any{"proto_inputs": protos, "message_type": "readings.Reading"}},
+		{"protobuf_to_arrow", map[string]any{"proto_inputs": protos, "message_type": "readings.Reading"}},
+	}
+	b := msgs(`{"ts": 1, "reading": 2.5, "device": "a"}`, `{"ts": 2, "reading": 1.5, "device": "b"}`)
+	for _, s := range steps {
+		p, err := component.Default.NewProcessor(s.typ, s.conf, component.Resources{})
+		if err != nil {
+			t.Fatalf("%s: %v", s.typ, err)
+		}
+		if b.Table != nil && !component.IsColumnar(p) {
+			t.Fatalf("%s is not columnar", s.typ)
+		}
+		out, err := p.Process(ctx, b)
+		if err != nil {
+			t.Fatalf("%s: %v", s.typ, err)
+		}
+		b = out[0]
+	}
+	want := tbl{Cols: []string{"ts int64", "reading float64", "device utf8"}, Rows: [][]any{{int64(2), 4.0, "2"}}}
+	if diff := cmp.Diff(want, dump(t, b.Table)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
