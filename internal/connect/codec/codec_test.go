@@ -118,3 +118,23 @@ func TestCSVRoundTrip(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// TestEncodeMetaColumns: the __meta_* columns become metadata (json) or
+// are left out (csv), as when a table becomes messages.
+func TestEncodeMetaColumns(t *testing.T) {
+	rec := build(t, []colDef{{name: "a", typ: i64}, {name: "__meta_source", typ: str}}, []any{int64(1), "in"})
+	out, err := newCodec(t, "json", nil).Encode(ctx, messageBatchOf(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := payloadStrings(t, out); !cmp.Equal(got, []string{`{"a":1}`}) || out.Messages[0].Meta.Source != "in" {
+		t.Errorf("json: %v, source %q", got, out.Messages[0].Meta.Source)
+	}
+	out, err = newCodec(t, "csv", nil).Encode(ctx, messageBatchOf(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a\n1\n"}, payloadStrings(t, out)); diff != "" {
+		t.Errorf("csv (-want +got)\n%s", diff)
+	}
+}

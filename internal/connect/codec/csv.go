@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -241,24 +242,29 @@ func (c *CSV) encode(rec arrow.RecordBatch) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Comma = c.comma
-	n := int(rec.NumCols())
+	var cols []int // every column but the __meta_* ones
+	for i := range int(rec.NumCols()) {
+		if !strings.HasPrefix(rec.ColumnName(i), columnar.MetaPrefix) {
+			cols = append(cols, i)
+		}
+	}
 	if c.header {
-		names := make([]string, n)
-		for i := range n {
-			names[i] = rec.ColumnName(i)
+		names := make([]string, len(cols))
+		for k, i := range cols {
+			names[k] = rec.ColumnName(i)
 		}
 		if err := w.Write(names); err != nil {
 			return nil, err
 		}
 	}
-	row := make([]string, n)
+	row := make([]string, len(cols))
 	for r := range int(rec.NumRows()) {
-		for i := range n {
+		for k, i := range cols {
 			v, err := cell(rec, i, r)
 			if err != nil {
 				return nil, fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
 			}
-			if row[i], err = csvCell(v, isJSONField(rec.Schema().Field(i))); err != nil {
+			if row[k], err = csvCell(v, isJSONField(rec.Schema().Field(i))); err != nil {
 				return nil, fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
 			}
 		}

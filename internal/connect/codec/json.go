@@ -58,22 +58,18 @@ func (JSON) Decode(_ context.Context, b message.Batch) (message.Batch, error) {
 	return message.Batch{Table: rec}, nil
 }
 
-// Encode writes each row of a table as a JSON object; messages pass
+// Encode writes each row of a table as a JSON object, the __meta_*
+// columns becoming the messages' metadata (columnar.Rows); messages pass
 // through.
 func (JSON) Encode(_ context.Context, b message.Batch) (message.Batch, error) {
 	if b.Table == nil {
 		return b, nil
 	}
-	return encodeRows(b.Table, func(rec arrow.RecordBatch) ([][]byte, error) { return columnar.ToJSON(rec, nil) })
-}
-
-// encodeRows turns a table into one message per encoded row.
-func encodeRows(rec arrow.RecordBatch, enc func(arrow.RecordBatch) ([][]byte, error)) (message.Batch, error) {
-	payloads, err := enc(rec)
+	msgs, err := columnar.Rows(b.Table, nil)
 	if err != nil {
 		return message.Batch{}, err
 	}
-	return message.Batch{Messages: messagesOf(payloads)}, nil
+	return message.Batch{Messages: msgs}, nil
 }
 
 func messagesOf(payloads [][]byte) []message.Message {
