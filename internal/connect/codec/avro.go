@@ -88,6 +88,9 @@ func (a *Avro) Decode(_ context.Context, b message.Batch) (message.Batch, error)
 	if err != nil {
 		return message.Batch{}, err
 	}
+	if rec, err = withMeta(rec, b, nil); err != nil {
+		return message.Batch{}, err
+	}
 	return message.Batch{Table: rec}, nil
 }
 

@@ -1,13 +1,16 @@
 package codec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/component/componenttest"
+	"github.com/flowplane/flowplane/internal/message"
 )
 
 // TestExamples builds every component's example.
@@ -137,4 +140,73 @@ func TestEncodeMetaColumns(t *testing.T) {
 	if diff := cmp.Diff([]string{"a\n1\n"}, payloadStrings(t, out)); diff != "" {
 		t.Errorf("csv (-want +got)\n%s", diff)
 	}
+}
+
+// metaOf returns the (__meta_source, __meta_offset, __meta_key) of each
+// row, read back through columnar.Flatten.
+func metaOf(t *testing.T, b message.Batch) []string {
+	t.Helper()
+	if err := columnar.Flatten(&b); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range b.Messages {
+		out = append(out, fmt.Sprintf("%s/%d/%s", m.Meta.Source, m.Meta.Offset, m.Meta.Key))
+	}
+	return out
+}
+
+func withMetaMsgs(payloads ...string) message.Batch {
+	b := msgs(payloads...)
+	for i := range b.Messages {
+		b.Messages[i].Meta = message.Metadata{Source: "kafka", Offset: int64(10 + i), Key: []byte(fmt.Sprint("k", i))}
+	}
+	return b
+}
+
+// TestDecodeMetadata: a decoded table keeps each record's metadata as
+// __meta_* columns, every row of a payload the payload's.
+func TestDecodeMetadata(t *testing.T) {
+	md := loadMD(t, "example.v1.Reading")
+	pb := protoBytes(t, md, `{"ts": "1"}`)
+	tests := []struct {
+		name  string
+		codec string
+		conf  map[string]any
+		in    message.Batch
+		want  []string
+	}{
+		{"csv rows take their payload's", "csv", nil, withMetaMsgs("a\n1\n2\n", "a\n3\n"), []string{"kafka/10/k0", "kafka/10/k0", "kafka/11/k1"}},
+		{"debezium skips tombstones", "debezium_json", nil, withMetaMsgs(dbzCreate, "", dbzDelete), []string{"kafka/10/k0", "kafka/12/k2"}},
+		{"json", "json", nil, withMetaMsgs(`{"a": 1}`, `{"a": 2}`), []string{"kafka/10/k0", "kafka/11/k1"}},
+		{"protobuf", "protobuf", protoConf("example.v1.Reading", "testdata/reading.proto"), withMetaMsgs(pb), []string{"kafka/10/k0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := newCodec(t, tt.codec, tt.conf).Decode(ctx, tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, metaOf(t, out)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+	t.Run("protobuf_to_arrow keeps a binary table's", func(t *testing.T) {
+		in, err := columnar.FromMessages(withMetaMsgs(pb, pb).Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := component.Default.NewProcessor("protobuf_to_arrow", protoConf("example.v1.Reading", "testdata/reading.proto"), component.Resources{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Process(ctx, message.Batch{Table: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"kafka/10/k0", "kafka/11/k1"}, metaOf(t, out[0])); diff != "" {
+			t.Errorf("(-want +got)\n%s", diff)
+		}
+	})
 }

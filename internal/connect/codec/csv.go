@@ -73,15 +73,21 @@ func (c *CSV) Decode(_ context.Context, b message.Batch) (message.Batch, error) 
 	if err != nil {
 		return message.Batch{}, err
 	}
-	rec, err := c.decode(payloads)
+	rec, src, err := c.decode(payloads)
 	if err != nil {
+		return message.Batch{}, err
+	}
+	if rec, err = withMeta(rec, b, src); err != nil {
 		return message.Batch{}, err
 	}
 	return message.Batch{Table: rec}, nil
 }
 
-func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, error) {
+// decode returns the table of payloads' records and, for each row, the
+// index of its payload.
+func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, []int, error) {
 	var (
+		src   []int
 		names []string // columns in order of first appearance
 		index = map[string]int{}
 		rows  [][]string // cells by column index; missing cells stay ""
@@ -99,14 +105,14 @@ func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, error) {
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("payload %d: %w", pi, err)
+				return nil, nil, fmt.Errorf("payload %d: %w", pi, err)
 			}
 			if first && c.header {
 				first = false
 				cols = make([]int, len(fields))
 				for i, name := range fields {
 					if _, dup := slicesIndex(fields[:i], name); dup {
-						return nil, fmt.Errorf("payload %d: column %q named twice in the header", pi, name)
+						return nil, nil, fmt.Errorf("payload %d: column %q named twice in the header", pi, name)
 					}
 					j, ok := index[name]
 					if !ok {
@@ -120,7 +126,7 @@ func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, error) {
 			}
 			first = false
 			if c.header && len(fields) > len(cols) {
-				return nil, fmt.Errorf("payload %d: record with %d fields, the header names %d", pi, len(fields), len(cols))
+				return nil, nil, fmt.Errorf("payload %d: record with %d fields, the header names %d", pi, len(fields), len(cols))
 			}
 			row := make([]string, 0, len(names))
 			has := make([]bool, 0, len(names))
@@ -138,7 +144,7 @@ func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, error) {
 				}
 				row[j], has[j] = v, true
 			}
-			rows, set = append(rows, row), append(set, has)
+			rows, set, src = append(rows, row), append(set, has), append(src, pi)
 		}
 	}
 	var t tableBuilder
@@ -147,7 +153,7 @@ func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, error) {
 		typ, f := inferCSV(rows, set, j)
 		conv[j] = f
 		if _, err := t.column(colDef{name: name, typ: typ}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for r, row := range rows {
@@ -159,7 +165,8 @@ func (c *CSV) decode(payloads [][]byte) (arrow.RecordBatch, error) {
 		}
 		t.add(vals)
 	}
-	return t.build()
+	rec, err := t.build()
+	return rec, src, err
 }
 
 func slicesIndex(s []string, v string) (int, bool) {

@@ -52,17 +52,21 @@ func (Debezium) Decode(_ context.Context, b message.Batch) (message.Batch, error
 		return message.Batch{}, err
 	}
 	rows := make([][]byte, 0, len(payloads))
+	var src []int // the payload of each row: tombstones have none
 	for i, p := range payloads {
 		row, err := flattenDebezium(p)
 		if err != nil {
 			return message.Batch{}, fmt.Errorf("payload %d: %w", i, err)
 		}
 		if row != nil {
-			rows = append(rows, row)
+			rows, src = append(rows, row), append(src, i)
 		}
 	}
 	rec, err := columnar.FromJSON(rows, nil)
 	if err != nil {
+		return message.Batch{}, err
+	}
+	if rec, err = withMeta(rec, b, src); err != nil {
 		return message.Batch{}, err
 	}
 	return message.Batch{Table: rec}, nil

@@ -116,9 +116,12 @@ func FuzzCSVDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p []byte, header bool) {
 		c := &CSV{comma: ',', header: header}
-		rec, err := c.decode([][]byte{p})
+		rec, src, err := c.decode([][]byte{p})
 		if err != nil {
 			return
+		}
+		if len(src) != int(rec.NumRows()) {
+			t.Fatalf("%d rows, %d sources", rec.NumRows(), len(src))
 		}
 		if rec.NumRows() < 0 || int(rec.NumCols()) != len(rec.Schema().Fields()) {
 			t.Fatalf("bad table %v", rec.Schema())

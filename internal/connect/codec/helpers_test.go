@@ -3,18 +3,21 @@ package codec
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 )
 
 // tbl is a table in a comparable form: columns as "name type" ("name
-// json" for a JSON column) and rows of Go values (nil for null).
+// json" for a JSON column) and rows of Go values (nil for null). dump
+// leaves the __meta_* columns out (TestDecodeMetadata checks them).
 type tbl struct {
 	Cols []string
 	Rows [][]any
@@ -26,7 +29,12 @@ func dump(t *testing.T, rec arrow.RecordBatch) tbl {
 		t.Fatal("no table")
 	}
 	var out tbl
-	for _, f := range rec.Schema().Fields() {
+	var keep []int
+	for c, f := range rec.Schema().Fields() {
+		if strings.HasPrefix(f.Name, columnar.MetaPrefix) {
+			continue
+		}
+		keep = append(keep, c)
 		typ := f.Type.String()
 		if isJSONField(f) {
 			typ = "json"
@@ -34,15 +42,15 @@ func dump(t *testing.T, rec arrow.RecordBatch) tbl {
 		out.Cols = append(out.Cols, f.Name+" "+typ)
 	}
 	for r := range int(rec.NumRows()) {
-		row := make([]any, rec.NumCols())
-		for c := range int(rec.NumCols()) {
+		row := make([]any, len(keep))
+		for k, c := range keep {
 			col := rec.Column(c)
 			if col.IsNull(r) {
 				continue
 			}
-			row[c] = col.GetOneForMarshal(r)
+			row[k] = col.GetOneForMarshal(r)
 			if s, ok := col.(*array.String); ok {
-				row[c] = s.Value(r)
+				row[k] = s.Value(r)
 			}
 		}
 		out.Rows = append(out.Rows, row)

@@ -71,6 +71,9 @@ func (p *Protobuf) Decode(_ context.Context, b message.Batch) (message.Batch, er
 	if err != nil {
 		return message.Batch{}, err
 	}
+	if rec, err = withMeta(rec, b, nil); err != nil {
+		return message.Batch{}, err
+	}
 	return message.Batch{Table: rec}, nil
 }
 

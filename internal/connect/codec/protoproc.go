@@ -79,6 +79,9 @@ func (p *ProtobufToArrow) Process(_ context.Context, b message.Batch) ([]message
 	if err != nil {
 		return nil, err
 	}
+	if rec, err = withMeta(rec, b, nil); err != nil {
+		return nil, err
+	}
 	return []message.Batch{{Table: rec}}, nil
 }
 

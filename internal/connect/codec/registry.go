@@ -195,6 +195,9 @@ func (s *SchemaRegistry) Decode(ctx context.Context, b message.Batch) (message.B
 	if err != nil {
 		return message.Batch{}, err
 	}
+	if rec, err = withMeta(rec, b, nil); err != nil {
+		return message.Batch{}, err
+	}
 	return message.Batch{Table: rec}, nil
 }
 

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -179,4 +180,51 @@ func cell(rec arrow.RecordBatch, j, r int) (any, error) {
 		return x, nil
 	}
 	return v, nil
+}
+
+// withMeta appends to rec, decoded from the messages of b, the __meta_*
+// columns of columnar.FromMessages: row i gets the metadata of message
+// src[i] (nil src: row i comes from message i). As in ArkFlow, a decoded
+// table keeps each record's source, partition, offset, key and
+// timestamps, and columnar.Flatten restores them as metadata. A table
+// in b lends its own __meta_* columns instead. A column rec already has
+// is kept.
+func withMeta(rec arrow.RecordBatch, b message.Batch, src []int) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	if b.Table != nil {
+		if src != nil || b.Table.NumRows() != int64(n) {
+			return rec, nil
+		}
+		return appendMeta(rec, b.Table), nil
+	}
+	if len(b.Messages) == 0 {
+		return rec, nil
+	}
+	sel := make([]message.Message, n)
+	for i := range sel {
+		j := i
+		if src != nil {
+			j = src[i]
+		}
+		sel[i] = message.New(nil)
+		sel[i].Meta = b.Messages[j].Meta
+	}
+	meta, err := columnar.FromMessages(sel)
+	if err != nil {
+		return nil, err
+	}
+	return appendMeta(rec, meta), nil
+}
+
+// appendMeta returns rec with the __meta_* columns of meta (of as many
+// rows) that rec does not have.
+func appendMeta(rec, meta arrow.RecordBatch) arrow.RecordBatch {
+	fields, cols := rec.Schema().Fields(), rec.Columns()
+	for i, f := range meta.Schema().Fields() {
+		if !strings.HasPrefix(f.Name, columnar.MetaPrefix) || rec.Schema().HasField(f.Name) {
+			continue
+		}
+		fields, cols = append(fields, f), append(cols, meta.Column(i))
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 }
