@@ -50,7 +50,7 @@ message_type: example.v1.Reading
 auth:
   type: basic
   username: reader
-  password: ${SR_PASSWORD}
+  password: ${secret:env:SR_PASSWORD}
 `,
 	}, NewSchemaRegistry)
 }
