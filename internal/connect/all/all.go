@@ -6,6 +6,7 @@ package all
 
 import (
 	_ "github.com/flowplane/flowplane/internal/connect/buffer"
+	_ "github.com/flowplane/flowplane/internal/connect/codec"
 	_ "github.com/flowplane/flowplane/internal/connect/input"
 	_ "github.com/flowplane/flowplane/internal/connect/kafka"
 	_ "github.com/flowplane/flowplane/internal/connect/mongodb"
