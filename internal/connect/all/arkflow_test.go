@@ -140,3 +140,20 @@ func lines(ps []config.Problem) string {
 	}
 	return strings.Join(s, "\n  ")
 }
+
+// TestArkFlowRows checks that every flowplane component the compatibility
+// table names is registered under that kind.
+func TestArkFlowRows(t *testing.T) {
+	rows := component.Default.ArkFlow()
+	if len(rows) == 0 {
+		t.Fatal("no ArkFlow compatibility table registered")
+	}
+	for _, r := range rows {
+		if r.Flowplane == "" {
+			continue
+		}
+		if _, ok := component.Default.Lookup(r.Kind, r.Flowplane); !ok {
+			t.Errorf("ArkFlow %s %q maps to %q, which is not a registered %s", r.Kind, r.ArkFlow, r.Flowplane, r.Kind)
+		}
+	}
+}
