@@ -8,7 +8,7 @@ func init() { component.Default.SetArkFlow(arkflowRows) }
 // (docs/components of arkflow-rs/arkflow) to flowplane's. TestArkFlowRows
 // checks that each named flowplane component is registered.
 var arkflowRows = []component.ArkFlowRow{
-	row(component.KindInput, "file", "file", "flowplane's `file` reads lines of a local file; ArkFlow's runs SQL over files in object stores: use the `sql` input's `json`/`csv` types or `object_store` for that"),
+	row(component.KindInput, "file", "file", "flowplane's `file` reads lines of a local file; ArkFlow's runs SQL over files in object stores: use the `sql` input with `input_type: {type: json}` or `object_store` for that"),
 	row(component.KindInput, "generate", "generate", "same fields (`context`, `interval`, `count`, `batch_size`)"),
 	row(component.KindInput, "http", "http", "same fields; `auth` bearer and basic"),
 	row(component.KindInput, "kafka", "kafka", "same fields; offsets committed only after acknowledgement; `codec` as on every input"),
@@ -19,7 +19,7 @@ var arkflowRows = []component.ArkFlowRow{
 	row(component.KindInput, "nats", "nats", "same `mode` shapes; `jetstream` accepted beside `jet_stream`"),
 	row(component.KindInput, "pulsar", "", "not available"),
 	row(component.KindInput, "redis", "redis", "same `mode`/`redis_type`; also Redis streams"),
-	row(component.KindInput, "sql", "sql", "`postgres`, `mysql`, `sqlite`, and `json`/`csv` files (local or in an object store); `duckdb` refused (see decisions.md)"),
+	row(component.KindInput, "sql", "sql", "`postgres`, `mysql`, `sqlite`, and `json` files (local, `file://` or `s3://` with `object_store`); `duckdb` refused (see decisions.md)"),
 	row(component.KindInput, "websocket", "websocket", "same fields"),
 	row(component.KindBuffer, "memory", "memory", "same fields"),
 	row(component.KindBuffer, "session_window", "session_window", "same fields, `join` included; `state` defaults to ephemeral"),
