@@ -14,6 +14,7 @@ func (r *Registry) Markdown() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Components\n\n<!-- Generated from the component registry by `go test ./internal/connect/all -update`; do not edit. -->\n\n")
 	b.WriteString("Every component is an object selected by `type`; its fields sit beside `type`.\n")
+	r.arkflowMarkdown(&b)
 	for _, k := range Kinds {
 		names := r.Names(k)
 		if len(names) == 0 {

@@ -30,8 +30,9 @@ type entry struct {
 // Registry maps (kind, name) to a spec and a constructor. It is safe for
 // concurrent use; registration normally happens from init().
 type Registry struct {
-	mu sync.RWMutex // guards m
-	m  map[Kind]map[string]entry
+	mu      sync.RWMutex // guards m and arkflow
+	m       map[Kind]map[string]entry
+	arkflow []ArkFlowRow
 }
 
 // NewRegistry returns an empty registry.

@@ -89,6 +89,27 @@ func TestBadConfigurations(t *testing.T) {
 		"syntax.bad.yaml": {
 			{"", "yaml:"},
 		},
+		"wal_backend.bad.yaml": {
+			{"streams[0].durability.backend.compression.level", "23 is outside zstd's 0-22"},
+			{"streams[0].durability.backend.cursor.interval", `"-1s" is not a duration such as 500ms, 2s or 1m`},
+			{"streams[0].durability.backend.node_id", "required: a stable id of this node"},
+			{"streams[0].durability.backend.parallel_put.shutdown_timeout", `"30 s" is not a duration`},
+			{"streams[0].durability.backend.parallel_put.workers", "maximum: got 9, want 8"},
+			{"streams[0].durability.backend.s3.bucket", "required"},
+			{"streams[0].durability.backend.s3.endpoint", "an http:// endpoint needs allow_http: true"},
+			{"streams[0].durability.backend.s3.secret_access_key", "access_key_id and secret_access_key go together"},
+			{"streams[0].durability.backend.segment.flush_interval", `"soon" is not a duration`},
+			{"streams[0].durability.backend.stream_id", `"x/y" contains a slash`},
+			{"streams[0].durability.path", "path is the local WAL's directory"},
+			{"streams[0].durability.sync", "per_entry is not possible with backend object_store"},
+			{"streams[1].durability.backend.compression.level", "compression none takes no level"},
+			{"streams[1].durability.backend.s3", "required (or url)"},
+			{"streams[1].durability.backend.segment_tuning.strategy", "not one of"},
+			{"streams[2].durability.backend.type", "not one of"},
+			{"streams[2].durability.backend.url", "url and s3 name the bucket twice"},
+			{"streams[3].durability.backend.s3_bucket", "unknown field"},
+			{"streams[3].durability.backend.url", "names no bucket"},
+		},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.*")
 	for _, f := range files {

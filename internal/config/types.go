@@ -89,6 +89,69 @@ type Durability struct {
 	SyncIntervalMs  int    `json:"sync_interval_ms" default:"100" min:"1" doc:"fsync period in ms for sync: periodic."`
 	MaxSegmentBytes int64  `json:"max_segment_bytes" default:"16777216" min:"4096" doc:"Size at which a WAL segment is rolled."`
 	MaxBytes        int64  `json:"max_bytes" default:"1073741824" min:"4096" doc:"Bound on the bytes of WAL entries not yet delivered: the input keeps being acknowledged while the output is down until the WAL holds this much, then it gets back-pressure."`
+	// Backend moves the WAL to an object store; absent, it is the local
+	// directory above.
+	Backend *WALBackend `json:"backend,omitempty" doc:"Where the WAL lives: absent is the local directory (path); type object_store keeps it in an S3-compatible bucket."`
+}
+
+// WALBackend is ArkFlow's object-store WAL backend: segments of group-committed
+// entries in a bucket, one PUT per group commit, and a cursor object.
+type WALBackend struct {
+	Type          string            `json:"type" required:"true" enum:"object_store" doc:"object_store: segments in a bucket."`
+	NodeID        string            `json:"node_id" required:"true" doc:"Stable id of this node: the WAL's namespace in the bucket. Two nodes with the same id corrupt each other's WAL."`
+	StreamID      string            `json:"stream_id" required:"true" doc:"Stable id of the stream, unique within the node."`
+	Prefix        string            `json:"prefix" default:"flowplane/wal" doc:"Key prefix; keys are <prefix>/<node_id>/<stream_id>/..."`
+	URL           string            `json:"url,omitempty" pattern:"^(file|s3)://" doc:"Bucket URL instead of s3 (flowplane): file:///dir or s3://bucket?region=...&endpoint=...&use_path_style=true."`
+	S3            *WALS3            `json:"s3,omitempty" doc:"S3 or S3-compatible bucket."`
+	Segment       *WALSegment       `json:"segment,omitempty" doc:"Segment limits (balanced preset when absent); segment_tuning takes precedence."`
+	SegmentTuning *WALSegmentTuning `json:"segment_tuning,omitempty" doc:"A segment preset with overrides."`
+	Cursor        *WALCursor        `json:"cursor,omitempty" doc:"How often the acknowledgement cursor object is written."`
+	ParallelPut   *WALParallelPut   `json:"parallel_put,omitempty" doc:"Concurrent segment PUTs."`
+	Compression   *WALCompression   `json:"compression,omitempty" doc:"Segment compression."`
+}
+
+// WALS3 is the S3 connection of an object-store WAL, named as ArkFlow names it.
+type WALS3 struct {
+	Bucket          string `json:"bucket" required:"true" doc:"Bucket name."`
+	Region          string `json:"region,omitempty" doc:"Region; default us-east-1."`
+	Endpoint        string `json:"endpoint,omitempty" doc:"S3-compatible endpoint URL (MinIO, ...); requests then use path-style addressing."`
+	AccessKeyID     string `json:"access_key_id,omitempty" doc:"Access key; absent, the AWS SDK's default credential chain applies."`
+	SecretAccessKey string `json:"secret_access_key,omitempty" doc:"Secret key; goes with access_key_id."`
+	AllowHTTP       bool   `json:"allow_http,omitempty" doc:"Allow an http:// endpoint."`
+}
+
+// WALSegment bounds a segment: one group commit is cut into segments of at
+// most MaxEntries entries and MaxBytes bytes.
+type WALSegment struct {
+	MaxEntries    int    `json:"max_entries,omitempty" min:"1" doc:"Entries per segment; default 1000."`
+	MaxBytes      int64  `json:"max_bytes,omitempty" min:"1" doc:"Bytes per segment (an entry larger than this gets a segment of its own); default 1048576."`
+	FlushInterval string `json:"flush_interval,omitempty" doc:"Accepted for ArkFlow (its loss window); flowplane PUTs a segment as soon as a PUT worker is free and acknowledges nothing before its PUT, so nothing waits on it."`
+}
+
+// WALSegmentTuning is a segment preset with overrides.
+type WALSegmentTuning struct {
+	Strategy      string `json:"strategy,omitempty" enum:"aggressive|balanced|low_latency" doc:"Preset: aggressive 10000 entries/10 MB, balanced 1000/1 MB, low_latency 100/100 KB."`
+	MaxEntries    int    `json:"max_entries,omitempty" min:"1" doc:"Overrides the preset's entries per segment."`
+	MaxBytes      int64  `json:"max_bytes,omitempty" min:"1" doc:"Overrides the preset's bytes per segment."`
+	FlushInterval string `json:"flush_interval,omitempty" doc:"Accepted for ArkFlow; see segment.flush_interval."`
+}
+
+// WALCursor says when the cursor (every entry below it acknowledged) is written.
+type WALCursor struct {
+	MaxEntries int    `json:"max_entries,omitempty" min:"1" doc:"Write the cursor after this many acknowledgements; default 1000."`
+	Interval   string `json:"interval,omitempty" doc:"Write the cursor at least this often while it moves, e.g. 2s; default 1s."`
+}
+
+// WALParallelPut is the number of concurrent segment PUTs.
+type WALParallelPut struct {
+	Workers         int    `json:"workers,omitempty" min:"1" max:"8" doc:"Segment PUTs in flight at once, 1-8; default 1."`
+	ShutdownTimeout string `json:"shutdown_timeout,omitempty" doc:"How long closing waits for PUTs in flight, e.g. 30s; default 30s."`
+}
+
+// WALCompression compresses segments of 10 KiB and more.
+type WALCompression struct {
+	Type  string `json:"type" required:"true" enum:"none|zstd|gzip|lz4" doc:"none, zstd or gzip (lz4 is ArkFlow's and is refused)."`
+	Level *int   `json:"level,omitempty" doc:"zstd 0-22 (default 3), gzip 1-9 (default 6)."`
 }
 
 // StreamState is the state contract of a stream's legacy window buffer.

@@ -157,10 +157,13 @@ func isUnknown(err error) bool {
 }
 
 // walFor opens the WAL of a stream with durability enabled.
-func walFor(s config.Stream, stateDir string, res component.Resources) (*streamWAL, error) {
+func walFor(s config.Stream, stateDir string, res component.Resources) (stoppableWAL, error) {
 	d := s.Durability
 	if d == nil || !d.Enabled {
 		return nil, nil
+	}
+	if d.Backend != nil {
+		return objectWALFor(d.Backend, res)
 	}
 	dir := d.Path
 	if dir == "" {

@@ -70,7 +70,7 @@ type instance struct {
 	path string // configuration path, e.g. streams[2]
 
 	rt      *stream.Stream
-	wal     *streamWAL
+	wal     stoppableWAL
 	stopped bool // stopped on request (not ended by itself)
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when Run returned
@@ -211,6 +211,9 @@ func (e *Engine) start(in *instance) error {
 	if w != nil {
 		sc.WAL = w
 		sc.WALMaxBytes = in.conf.Durability.MaxBytes
+		if ow, ok := w.(*objectWAL); ok {
+			sc.WALAppendDepth = ow.depth
+		}
 	}
 	rt, err := stream.New(sc)
 	if err != nil {

@@ -214,9 +214,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 	if !component.IsColumnar(p.s.cfg.Output) {
 		for i := range batches {
 			if err := columnar.Flatten(&batches[i]); err != nil {
-				sl.err = fmt.Errorf("output: turning the table into messages: %w", err)
-				sl.orig = orig
-				*scratch = nil
+				p.failWith(sl, fmt.Errorf("output: turning the table into messages: %w", err), orig, scratch)
 				return
 			}
 		}
@@ -237,8 +235,21 @@ func (p *pipeline) run(pr component.Processor, b message.Batch) ([]message.Batch
 }
 
 func (p *pipeline) failed(sl *slot, i int, err error, orig []message.Message, scratch *[]message.Message) {
-	sl.err = fmt.Errorf("processors[%d]: %w", i+p.s.staged, err)
+	p.failWith(sl, fmt.Errorf("processors[%d]: %w", i+p.s.staged, err), orig, scratch)
+}
+
+// failWith records a failed slot. The original batch goes to
+// error_output as messages: an input's table (the sql input's) is
+// turned into messages for it.
+func (p *pipeline) failWith(sl *slot, err error, orig []message.Message, scratch *[]message.Message) {
+	sl.err = err
 	sl.orig = orig
+	if sl.in.Table != nil {
+		c := sl.in
+		if columnar.Flatten(&c) == nil {
+			sl.orig = c.Messages
+		}
+	}
 	*scratch = nil
 }
 

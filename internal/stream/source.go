@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/message"
 )
 
@@ -51,6 +52,19 @@ func (p *pipeline) readLoop() {
 		if n == 0 {
 			p.ack(ack, nil)
 			continue
+		}
+		if b.Table != nil && (s.cfg.WAL != nil || s.cfg.Buffer != nil) {
+			// The WAL and buffers hold messages; a table from the input
+			// (the sql input's) is turned into messages first.
+			if err := columnar.Flatten(&b); err != nil {
+				attempt++
+				s.recordError(kindInput, err)
+				p.ack(ack, err) // handed back to the input, which may redeliver it
+				if !sleep(p.stop, s.cfg.Retry.Delay(attempt)) {
+					return
+				}
+				continue
+			}
 		}
 		s.received.Add(uint64(n))
 		if s.m != nil {

@@ -1,11 +1,13 @@
 // Package all registers every built-in component into component.Default by
 // importing the component packages for their init functions. Binaries and
-// tests that need the full set import it for its side effect; it holds no
-// code of its own.
+// tests that need the full set import it for its side effect. Its only
+// code is the table mapping ArkFlow's components to flowplane's
+// (arkflow.go), rendered at the top of docs/components.md.
 package all
 
 import (
 	_ "github.com/flowplane/flowplane/internal/connect/buffer"
+	_ "github.com/flowplane/flowplane/internal/connect/codec"
 	_ "github.com/flowplane/flowplane/internal/connect/input"
 	_ "github.com/flowplane/flowplane/internal/connect/kafka"
 	_ "github.com/flowplane/flowplane/internal/connect/mongodb"

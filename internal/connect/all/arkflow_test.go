@@ -12,26 +12,26 @@ import (
 	"github.com/flowplane/flowplane/internal/secretref"
 )
 
-const arkflowDir = "../../../testdata/arkflow"
+// arkflowDir is relative to the repository root, where the test runs:
+// paths inside the configurations (proto_inputs) are relative to the
+// working directory, as when flowplane runs from a checkout.
+const arkflowDir = "testdata/arkflow"
+
+// repoRoot is the repository root seen from this package.
+const repoRoot = "../../.."
 
 // Reasons a configuration of ArkFlow's shape does not validate, each a
 // substring of the problem --validate reports.
 const (
-	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
-	protobufToArrow = `unknown processor "protobuf_to_arrow"`
-	kafkaCodec      = `input.codec.type: unknown codec`
-	walBackend      = `durability.backend: unknown field`
-	exactlyOnce     = `output.exactly_once: unknown field`
-	childName       = `].name: unknown field` // multiple_inputs children have no name field
-	joinBuffer      = `buffer.join: unknown field`
-	nullProcessors  = `pipeline.processors: got null, want array`
-	windowState     = `declare state: {durability: ephemeral}`
-	sqlObjectStore  = `input_type.object_store: unknown field`
-	sqlJSONType     = `input_type.type: "json" is not one of`
-	traceLevel      = `logging.level: "trace" is not one of`
-	hubURL          = `health_check.hub_url: field hub_url was removed`
-	vrl             = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
-	python          = `unknown processor "python": Python processors cannot run in flowplane`
+	exactlyOnce    = `output.exactly_once: unknown field`
+	childName      = `].name: unknown field` // multiple_inputs children have no name field
+	joinBuffer     = `buffer.join: unknown field`
+	nullProcessors = `pipeline.processors: got null, want array`
+	windowState    = `declare state: {durability: ephemeral}`
+	traceLevel     = `logging.level: "trace" is not one of`
+	hubURL         = `health_check.hub_url: field hub_url was removed`
+	vrl            = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
+	python         = `unknown processor "python": Python processors cannot run in flowplane`
 )
 
 // arkflowMissing says, for each configuration in testdata/arkflow (one per
@@ -44,20 +44,12 @@ const (
 // the test fails until its reasons are removed here (and from
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
-	"cdc_debezium":                  {kafkaCodec},
-	"control_plane_node":            {hubURL}, // rejected by design
-	"durability_example_aggressive": {walBackend},
-	"durability_example_compressed": {walBackend},
-	"durability_example_parallel":   {walBackend},
-	"durability_example_s3":         {walBackend},
-	"durability_smoke_test":         {walBackend},
-	"eos-kafka":                     {exactlyOnce},
-	"join_buffer_example":           {childName, joinBuffer, nullProcessors, windowState},
-	"protobuf_example":              {traceLevel, arrowToProtobuf, protobufToArrow},
-	"python_processor_example":      {python}, // python: rejected by design
-	"schema_registry":               {kafkaCodec},
-	"sql_input_example":             {sqlObjectStore, sqlJSONType},
-	"vrl_example":                   {vrl}, // vrl: rejected by design
+	"control_plane_node":       {hubURL}, // rejected by design
+	"eos-kafka":                {exactlyOnce},
+	"join_buffer_example":      {childName, joinBuffer, nullProcessors, windowState},
+	"protobuf_example":         {traceLevel},
+	"python_processor_example": {python}, // python: rejected by design
+	"vrl_example":              {vrl},    // vrl: rejected by design
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>
@@ -95,6 +87,7 @@ func validateLikeCLI(t *testing.T, path string) (cli, hidden []config.Problem) {
 // TestArkFlowExamples validates each ArkFlow-shaped configuration as
 // --validate does and compares the outcome with arkflowMissing.
 func TestArkFlowExamples(t *testing.T) {
+	t.Chdir(repoRoot)
 	files, err := filepath.Glob(filepath.Join(arkflowDir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -146,4 +139,21 @@ func lines(ps []config.Problem) string {
 		s[i] = p.Error()
 	}
 	return strings.Join(s, "\n  ")
+}
+
+// TestArkFlowRows checks that every flowplane component the compatibility
+// table names is registered under that kind.
+func TestArkFlowRows(t *testing.T) {
+	rows := component.Default.ArkFlow()
+	if len(rows) == 0 {
+		t.Fatal("no ArkFlow compatibility table registered")
+	}
+	for _, r := range rows {
+		if r.Flowplane == "" {
+			continue
+		}
+		if _, ok := component.Default.Lookup(r.Kind, r.Flowplane); !ok {
+			t.Errorf("ArkFlow %s %q maps to %q, which is not a registered %s", r.Kind, r.ArkFlow, r.Flowplane, r.Kind)
+		}
+	}
 }

@@ -27,6 +27,7 @@ const (
 	typeMySQL    = "mysql"
 	typeSQLite   = "sqlite"
 	typeDuckDB   = "duckdb"
+	typeJSON     = "json" // input only: a JSON file, local or in an object store
 )
 
 // dialTimeout bounds connecting to a server, so that Connect fails fast
@@ -36,11 +37,12 @@ const dialTimeout = 5 * time.Second
 // DBConfig is input_type / output_type: which database and how to reach it,
 // in ArkFlow's shape.
 type DBConfig struct {
-	Type string     `json:"type"`
-	URI  string     `json:"uri"`
-	Path string     `json:"path"`
-	Name string     `json:"name"`
-	SSL  *SSLConfig `json:"ssl"`
+	Type        string             `json:"type"`
+	URI         string             `json:"uri"`
+	Path        string             `json:"path"`
+	Name        string             `json:"name"`
+	SSL         *SSLConfig         `json:"ssl"`
+	ObjectStore *ObjectStoreConfig `json:"object_store"`
 }
 
 // SSLConfig is the ssl object of a postgres or mysql connection.
@@ -51,8 +53,9 @@ type SSLConfig struct {
 	ClientKey  string `json:"client_key"`
 }
 
-// dbSchema is the schema of input_type and output_type.
-func dbSchema(what string) map[string]any {
+// dbSchema is the schema of input_type and output_type; files adds the
+// json type and object_store (the input's).
+func dbSchema(what string, files bool) map[string]any {
 	ssl := component.ObjectSchema(map[string]any{
 		"ssl_mode": component.Prop("string", "disable, prefer, require, verify_ca or verify_full "+
 			"(verify_identity is verify_full; ArkFlow's spellings with _ or - are accepted).", nil),
@@ -61,17 +64,31 @@ func dbSchema(what string) map[string]any {
 		"client_key":  component.Prop("string", "Path of the client key (PEM).", nil),
 	}, "ssl_mode")
 	ssl["description"] = "TLS to the server (postgres and mysql)."
-	p := component.ObjectSchema(map[string]any{
-		"type": component.EnumProp("Database: postgres (pgx), mysql (go-sql-driver) or sqlite (modernc, "+
-			"no server). duckdb is recognized for ArkFlow compatibility but not supported.", "",
-			typePostgres, typeMySQL, typeSQLite, typeDuckDB),
+	types := []string{typePostgres, typeMySQL, typeSQLite, typeDuckDB}
+	typeDoc := "Database: postgres (pgx), mysql (go-sql-driver) or sqlite (modernc, no server). " +
+		"duckdb is recognized for ArkFlow compatibility but not supported."
+	if files {
+		types = append(types, typeJSON)
+		typeDoc += " json: a JSON file (objects one per line, or one array of objects), local or in an " +
+			"object store, queried as the table `flow` (or `name`)."
+	}
+	props := map[string]any{
+		"type": component.EnumProp(typeDoc, "", types...),
 		"uri": component.Prop("string", "Connection URI for postgres (`postgres://user:pass@host:5432/db`, or "+
 			"key=value form) and mysql (`mysql://user:pass@host:3306/db`, or a go-sql-driver DSN). The "+
 			"password is never logged nor shown in errors.", nil),
 		"path": component.Prop("string", "Database file for sqlite.", nil),
 		"name": component.Prop("string", "Accepted for ArkFlow compatibility (its registered table name); unused.", nil),
 		"ssl":  ssl,
-	}, "type")
+	}
+	if files {
+		props["path"] = component.Prop("string", "Database file for sqlite; for json the file: a local path, "+
+			"a file:// URL, or s3://bucket/key with object_store.", nil)
+		props["name"] = component.Prop("string", "For json, the table name select_sql reads (default flow); "+
+			"otherwise accepted for ArkFlow compatibility and unused.", nil)
+		props["object_store"] = objectStoreSchema()
+	}
+	p := component.ObjectSchema(props, "type")
 	p["description"] = what
 	delete(p["properties"].(map[string]any)["type"].(map[string]any), "default")
 	return p

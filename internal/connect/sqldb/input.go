@@ -29,7 +29,7 @@ func init() {
 			"select_sql": component.Prop("string", "The query. With `cursor`, it takes the cursor value as its "+
 				"one bind parameter and orders by the cursor column, e.g. "+
 				"`SELECT * FROM events WHERE id > $1 ORDER BY id LIMIT 1000`.", nil),
-			"input_type": dbSchema("The database to read from (ArkFlow's tagged object)."),
+			"input_type": dbSchema("The database or file to read from (ArkFlow's tagged object).", true),
 			"interval": component.DurationProp("Run the query again this long after the previous run "+
 				"ended; absent or \"0s\" runs it once, then the input ends.", "0s"),
 			"cursor": func() map[string]any {
@@ -137,9 +137,15 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
+	if c.InputType.Type == typeJSON {
+		return newFileInput(c, res)
+	}
 	var errs []error
 	if strings.TrimSpace(c.SelectSQL) == "" {
 		errs = append(errs, errors.New("select_sql: required"))
+	}
+	if c.InputType.ObjectStore != nil {
+		errs = append(errs, errors.New("input_type.object_store: only for type json"))
 	}
 	db, err := parseDB("input_type", c.InputType)
 	if err != nil {

@@ -24,7 +24,7 @@ func init() {
 			"redelivered batch harmless: at-least-once delivery with an exactly-once effect. Plain inserts " +
 			"are at-least-once: a batch retried after an unanswered commit may be inserted twice.",
 		Schema: component.ObjectSchema(map[string]any{
-			"output_type": dbSchema("The database to write to (ArkFlow's tagged object)."),
+			"output_type": dbSchema("The database to write to (ArkFlow's tagged object).", false),
 			"table_name":  component.Prop("string", "Table to write to; `schema.table` is quoted part by part.", nil),
 			"columns": func() map[string]any {
 				p := component.Prop("array", "Columns to write, taken from the message fields of the same name "+
