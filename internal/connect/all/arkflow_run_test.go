@@ -143,17 +143,9 @@ var notRunHere = []string{
 // notYetRunnable are the examples whose components have not landed on
 // main yet; each must still fail --validate.
 var notYetRunnable = map[string]string{
-	"cdc_debezium":                  "the debezium_json codec",
-	"durability_example_aggressive": "durability.backend object_store",
-	"durability_example_compressed": "durability.backend object_store",
-	"durability_example_parallel":   "durability.backend object_store",
-	"durability_example_s3":         "durability.backend object_store",
-	"durability_smoke_test":         "durability.backend object_store",
-	"eos-kafka":                     "the kafka output's exactly_once",
-	"join_buffer_example":           "named multiple_inputs children, the join buffer",
-	"protobuf_example":              "log level trace, arrow_to_protobuf, protobuf_to_arrow",
-	"schema_registry":               "the schema_registry codec",
-	"sql_input_example":             "the sql input's object_store and json input_type",
+	"eos-kafka":           "the kafka output's exactly_once",
+	"join_buffer_example": "named multiple_inputs children, the join buffer",
+	"protobuf_example":    "log level trace, arrow_to_protobuf, protobuf_to_arrow",
 }
 
 // runnable maps each example with a subtest to its run.
