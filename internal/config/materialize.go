@@ -175,8 +175,13 @@ func secretProblems(err error) []Problem {
 	return out
 }
 
-// Canonicalize fills the defaults that depend on position.
+// Canonicalize fills the defaults that depend on position and replaces
+// aliases by what they stand for.
 func (c *Config) Canonicalize() {
+	if c.Logging.Level == "trace" {
+		// ArkFlow's finest level; flowplane has nothing finer than debug.
+		c.Logging.Level = "debug"
+	}
 	for i := range c.Streams {
 		if c.Streams[i].ID == "" {
 			c.Streams[i].ID = "stream-" + itoa(i)

@@ -19,7 +19,7 @@ type Config struct {
 
 // Logging configures the process logger.
 type Logging struct {
-	Level    string `json:"level" enum:"debug|info|warn|error" default:"info" doc:"Minimum level logged."`
+	Level    string `json:"level" enum:"debug|info|warn|error|trace" default:"info" doc:"Minimum level logged; trace (ArkFlow's finest level) is accepted as an alias of debug."`
 	FilePath string `json:"file_path,omitempty" doc:"Append logs to this file instead of stdout."`
 	Format   string `json:"format" enum:"plain|json" default:"plain" doc:"Log line format."`
 }

@@ -31,7 +31,6 @@ const (
 	windowState     = `declare state: {durability: ephemeral}`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
-	traceLevel      = `logging.level: "trace" is not one of`
 	sqlKeyExpr      = `redis_type.key.expr: unknown name device`
 	hubURL          = `health_check.hub_url: field hub_url was removed`
 	vrl             = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
@@ -67,7 +66,7 @@ var arkflowMissing = map[string][]string{
 	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
 	"nats_input_example":            {sqlProcessor},
 	"nats_output_example":           {sqlProcessor},
-	"protobuf_example":              {traceLevel, jsonToArrow, sqlProcessor, arrowToProtobuf, protobufToArrow},
+	"protobuf_example":              {jsonToArrow, sqlProcessor, arrowToProtobuf, protobufToArrow},
 	"python_processor_example":      {jsonToArrow, python}, // python: rejected by design
 	"redis_input_example":           {sqlProcessor},
 	"redis_output_example":          {jsonToArrow, sqlProcessor, arrowToJSON, sqlKeyExpr},
