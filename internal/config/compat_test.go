@@ -22,6 +22,8 @@ func TestArkFlowAliases(t *testing.T) {
 			func(c *config.Config) any { return c.Logging.Level }, "debug"},
 		{"debug stays debug", "logging: {level: debug}\nstreams: []",
 			func(c *config.Config) any { return c.Logging.Level }, "debug"},
+		{"processors null is an empty list", "streams: [{input: {type: generate, context: '{}'}, pipeline: {processors: null}, output: {type: drop}}]",
+			func(c *config.Config) any { return c.Streams[0].Pipeline.Processors }, []config.Component{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,4 +36,31 @@ func TestArkFlowAliases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArkFlowAliasesKeepRules checks that the aliases loosen nothing else.
+func TestArkFlowAliasesKeepRules(t *testing.T) {
+	tests := []struct{ name, doc, want string }{
+		{"processors still required", "streams: [{input: {type: generate, context: '{}'}, pipeline: {}, output: {type: drop}}]",
+			"streams[0].pipeline.processors: required field is missing"},
+		{"processors not an object", "streams: [{input: {type: generate, context: '{}'}, pipeline: {processors: {}}, output: {type: drop}}]",
+			"streams[0].pipeline.processors: got object, want array"},
+		{"unknown level", "logging: {level: verbose}\nstreams: []",
+			`logging.level: "verbose" is not one of debug, info, warn, error, trace`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Materialize([]byte(tt.doc), config.YAML, component.Default, secretref.Resolver{})
+			if diff := cmp.Diff(tt.want, errString(err)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -83,7 +83,7 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 	if err != nil {
 		return nil, &Error{Problems: []Problem{{Message: err.Error()}}}
 	}
-	tree, problems := limitTree(tree)
+	tree, problems := limitTree(arkflowNulls(tree))
 	resolved, values, err := res.ResolveValues(tree)
 	if err != nil {
 		problems = append(problems, secretProblems(err)...)
