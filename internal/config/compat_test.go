@@ -24,6 +24,15 @@ func TestArkFlowAliases(t *testing.T) {
 			func(c *config.Config) any { return c.Logging.Level }, "debug"},
 		{"processors null is an empty list", "streams: [{input: {type: generate, context: '{}'}, pipeline: {processors: null}, output: {type: drop}}]",
 			func(c *config.Config) any { return c.Streams[0].Pipeline.Processors }, []config.Component{}},
+		{"window without state is ephemeral", "streams: [{input: {type: generate, context: '{}'}, buffer: {type: tumbling_window, interval: 1s}, pipeline: {processors: []}, output: {type: drop}}]",
+			func(c *config.Config) any { return windowState{c.Streams[0].State, c.Streams[0].StateDefaulted()} },
+			windowState{&config.StreamState{Durability: "ephemeral"}, true}},
+		{"window with state keeps it", "streams: [{input: {type: generate, context: '{}'}, buffer: {type: sliding_window, window_size: 2, slide_size: 1, interval: 1s}, pipeline: {processors: []}, output: {type: drop}, state: {durability: ephemeral}}]",
+			func(c *config.Config) any { return windowState{c.Streams[0].State, c.Streams[0].StateDefaulted()} },
+			windowState{&config.StreamState{Durability: "ephemeral"}, false}},
+		{"memory buffer has no state", "streams: [{input: {type: generate, context: '{}'}, buffer: {type: memory, capacity: 10}, pipeline: {processors: []}, output: {type: drop}}]",
+			func(c *config.Config) any { return windowState{c.Streams[0].State, c.Streams[0].StateDefaulted()} },
+			windowState{nil, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,6 +45,11 @@ func TestArkFlowAliases(t *testing.T) {
 			}
 		})
 	}
+}
+
+type windowState struct {
+	State     *config.StreamState
+	Defaulted bool
 }
 
 // TestArkFlowAliasesKeepRules checks that the aliases loosen nothing else.

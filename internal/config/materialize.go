@@ -183,8 +183,15 @@ func (c *Config) Canonicalize() {
 		c.Logging.Level = "debug"
 	}
 	for i := range c.Streams {
-		if c.Streams[i].ID == "" {
-			c.Streams[i].ID = "stream-" + itoa(i)
+		s := &c.Streams[i]
+		if s.ID == "" {
+			s.ID = "stream-" + itoa(i)
+		}
+		if s.Buffer != nil && IsWindow(s.Buffer.Type) && s.State == nil {
+			// ArkFlow's windows have no state contract; theirs are not
+			// recovered either. The stream warns when it starts.
+			s.State = &StreamState{Durability: "ephemeral"}
+			s.stateDefaulted = true
 		}
 	}
 	for i := range c.Jobs {

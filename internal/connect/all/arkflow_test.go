@@ -27,7 +27,6 @@ const (
 	exactlyOnce     = `output.exactly_once: unknown field`
 	childName       = `].name: unknown field` // multiple_inputs children have no name field
 	joinBuffer      = `buffer.join: unknown field`
-	windowState     = `declare state: {durability: ephemeral}`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
 	sqlKeyExpr      = `redis_type.key.expr: unknown name device`
@@ -59,7 +58,7 @@ var arkflowMissing = map[string][]string{
 	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_server_example":           {jsonToArrow, sqlProcessor},
-	"join_buffer_example":           {childName, joinBuffer, windowState},
+	"join_buffer_example":           {childName, joinBuffer},
 	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
 	"mongodb_output_example":        {jsonToArrow},
 	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
