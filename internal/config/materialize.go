@@ -94,7 +94,9 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 	if err != nil {
 		return nil, err
 	}
-	schemaProblems := v.Validate(resolved)
+	checked, nameProblems := withoutChildNames(resolved)
+	problems = append(problems, nameProblems...)
+	schemaProblems := v.Validate(checked)
 	problems = append(problems, schemaProblems...)
 	cfg, err := decode(withDefaults(resolved))
 	if err != nil {

@@ -25,7 +25,6 @@ const (
 	kafkaCodec      = `input.codec.type: unknown codec`
 	walBackend      = `durability.backend: unknown field`
 	exactlyOnce     = `output.exactly_once: unknown field`
-	childName       = `].name: unknown field` // multiple_inputs children have no name field
 	joinBuffer      = `buffer.join: unknown field`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
@@ -58,7 +57,7 @@ var arkflowMissing = map[string][]string{
 	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_server_example":           {jsonToArrow, sqlProcessor},
-	"join_buffer_example":           {childName, joinBuffer},
+	"join_buffer_example":           {joinBuffer},
 	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
 	"mongodb_output_example":        {jsonToArrow},
 	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
