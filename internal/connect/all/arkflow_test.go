@@ -24,7 +24,6 @@ const (
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
 	walBackend      = `durability.backend: unknown field`
-	exactlyOnce     = `output.exactly_once: unknown field`
 	joinBuffer      = `buffer.join: unknown field`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
@@ -53,7 +52,7 @@ var arkflowMissing = map[string][]string{
 	"durability_example_parallel":   {walBackend, jsonToArrow},
 	"durability_example_s3":         {walBackend, jsonToArrow, arrowToJSON},
 	"durability_smoke_test":         {walBackend},
-	"eos-kafka":                     {exactlyOnce, jsonToArrow, arrowToJSON},
+	"eos-kafka":                     {jsonToArrow, arrowToJSON},
 	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
 	"http_server_example":           {jsonToArrow, sqlProcessor},
