@@ -25,7 +25,11 @@ require (
 
 require go.mongodb.org/mongo-driver/v2 v2.10.0
 
-require github.com/google/flatbuffers v25.12.19+incompatible // indirect
+require (
+	github.com/google/flatbuffers v25.12.19+incompatible // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/zeebo/xxh3 v1.1.0 // indirect
+)
 
 require (
 	github.com/apache/arrow-go/v18 v18.8.0

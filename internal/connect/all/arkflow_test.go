@@ -17,8 +17,6 @@ const arkflowDir = "../../../testdata/arkflow"
 // Reasons a configuration of ArkFlow's shape does not validate, each a
 // substring of the problem --validate reports.
 const (
-	jsonToArrow     = `unknown processor "json_to_arrow"`
-	arrowToJSON     = `unknown processor "arrow_to_json"`
 	sqlProcessor    = `unknown processor "sql"`
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
@@ -45,32 +43,29 @@ const (
 var arkflowMissing = map[string][]string{
 	"cdc_debezium":                  {kafkaCodec, sqlProcessor},
 	"control_plane_node":            {hubURL}, // rejected by design
-	"drop_output_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"durability_example":            {jsonToArrow, arrowToJSON},
-	"durability_example_aggressive": {walBackend, jsonToArrow},
-	"durability_example_compressed": {walBackend, jsonToArrow},
-	"durability_example_parallel":   {walBackend, jsonToArrow},
-	"durability_example_s3":         {walBackend, jsonToArrow, arrowToJSON},
+	"drop_output_example":           {sqlProcessor},
+	"durability_example_aggressive": {walBackend},
+	"durability_example_compressed": {walBackend},
+	"durability_example_parallel":   {walBackend},
+	"durability_example_s3":         {walBackend},
 	"durability_smoke_test":         {walBackend},
-	"eos-kafka":                     {jsonToArrow, arrowToJSON},
-	"generate_example":              {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_client_example":           {jsonToArrow, sqlProcessor, arrowToJSON},
-	"http_server_example":           {jsonToArrow, sqlProcessor},
+	"generate_example":              {sqlProcessor},
+	"http_client_example":           {sqlProcessor},
+	"http_server_example":           {sqlProcessor},
 	"join_buffer_example":           {joinBuffer},
-	"kafka_example":                 {jsonToArrow, sqlProcessor, arrowToJSON},
-	"mongodb_output_example":        {jsonToArrow},
-	"mqtt_example":                  {jsonToArrow, sqlProcessor, arrowToJSON},
+	"kafka_example":                 {sqlProcessor},
+	"mqtt_example":                  {sqlProcessor},
 	"nats_input_example":            {sqlProcessor},
 	"nats_output_example":           {sqlProcessor},
-	"protobuf_example":              {jsonToArrow, sqlProcessor, arrowToProtobuf, protobufToArrow},
-	"python_processor_example":      {jsonToArrow, python}, // python: rejected by design
+	"protobuf_example":              {sqlProcessor, arrowToProtobuf, protobufToArrow},
+	"python_processor_example":      {python}, // python: rejected by design
 	"redis_input_example":           {sqlProcessor},
-	"redis_output_example":          {jsonToArrow, sqlProcessor, arrowToJSON, sqlKeyExpr},
-	"redis_temporary_example":       {jsonToArrow, sqlProcessor},
+	"redis_output_example":          {sqlProcessor, sqlKeyExpr},
+	"redis_temporary_example":       {sqlProcessor},
 	"schema_registry":               {kafkaCodec, sqlProcessor},
 	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
-	"sql_output_example":            {jsonToArrow, sqlProcessor},
-	"vrl_example":                   {jsonToArrow, vrl, arrowToJSON}, // vrl: rejected by design
+	"sql_output_example":            {sqlProcessor},
+	"vrl_example":                   {vrl}, // vrl: rejected by design
 	"websocket_input_example":       {sqlProcessor},
 }
 
