@@ -17,5 +17,6 @@ import (
 	_ "github.com/flowplane/flowplane/internal/connect/processor"
 	_ "github.com/flowplane/flowplane/internal/connect/redis"
 	_ "github.com/flowplane/flowplane/internal/connect/sqldb"
+	_ "github.com/flowplane/flowplane/internal/connect/sqlproc"
 	_ "github.com/flowplane/flowplane/internal/connect/websocket"
 )

@@ -17,7 +17,6 @@ const arkflowDir = "../../../testdata/arkflow"
 // Reasons a configuration of ArkFlow's shape does not validate, each a
 // substring of the problem --validate reports.
 const (
-	sqlProcessor    = `unknown processor "sql"`
 	arrowToProtobuf = `unknown processor "arrow_to_protobuf"`
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
@@ -25,7 +24,6 @@ const (
 	joinBuffer      = `buffer.join: unknown field`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
-	sqlKeyExpr      = `redis_type.key.expr: unknown name device`
 	hubURL          = `health_check.hub_url: field hub_url was removed`
 	vrl             = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
 	python          = `unknown processor "python": Python processors cannot run in flowplane`
@@ -37,36 +35,23 @@ const (
 // file must fail, every reason must occur among its problems, and every
 // problem must be one of its reasons: problems --validate reports, plus
 // those the deep build finds in components --validate does not reach yet
-// because of an earlier problem (sqlKeyExpr). When a missing piece lands,
+// because of an earlier problem. When a missing piece lands,
 // the test fails until its reasons are removed here (and from
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
-	"cdc_debezium":                  {kafkaCodec, sqlProcessor},
+	"cdc_debezium":                  {kafkaCodec},
 	"control_plane_node":            {hubURL}, // rejected by design
-	"drop_output_example":           {sqlProcessor},
 	"durability_example_aggressive": {walBackend},
 	"durability_example_compressed": {walBackend},
 	"durability_example_parallel":   {walBackend},
 	"durability_example_s3":         {walBackend},
 	"durability_smoke_test":         {walBackend},
-	"generate_example":              {sqlProcessor},
-	"http_client_example":           {sqlProcessor},
-	"http_server_example":           {sqlProcessor},
 	"join_buffer_example":           {joinBuffer},
-	"kafka_example":                 {sqlProcessor},
-	"mqtt_example":                  {sqlProcessor},
-	"nats_input_example":            {sqlProcessor},
-	"nats_output_example":           {sqlProcessor},
-	"protobuf_example":              {sqlProcessor, arrowToProtobuf, protobufToArrow},
+	"protobuf_example":              {arrowToProtobuf, protobufToArrow},
 	"python_processor_example":      {python}, // python: rejected by design
-	"redis_input_example":           {sqlProcessor},
-	"redis_output_example":          {sqlProcessor, sqlKeyExpr},
-	"redis_temporary_example":       {sqlProcessor},
-	"schema_registry":               {kafkaCodec, sqlProcessor},
-	"sql_input_example":             {sqlObjectStore, sqlJSONType, sqlProcessor},
-	"sql_output_example":            {sqlProcessor},
+	"schema_registry":               {kafkaCodec},
+	"sql_input_example":             {sqlObjectStore, sqlJSONType},
 	"vrl_example":                   {vrl}, // vrl: rejected by design
-	"websocket_input_example":       {sqlProcessor},
 }
 
 // validateLikeCLI returns the problems `flowplane --config <file>

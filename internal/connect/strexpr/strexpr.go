@@ -5,11 +5,18 @@
 // the message's value, `meta` its metadata fields). A plain string is
 // accepted as a constant too.
 //
+// An expression that does not compile in that language (ArkFlow's are
+// SQL, `concat('lamp:', device)`) is compiled as an SQL expression over
+// the message as a one-row table named flow (internal/sqlengine): the
+// fields of its JSON object as columns, or __value__ and the __meta_*
+// columns for another payload.
+//
 // Connectors use it for Redis keys, Kafka keys and partitions, NATS
 // subjects, MQTT topics and object paths.
 package strexpr
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -23,7 +30,8 @@ import (
 type Expr struct {
 	field string
 	value string
-	prog  *expression.Program // nil for a constant
+	prog  *expression.Program // nil for a constant or SQL
+	sql   string              // the query of an SQL expression
 }
 
 // Schema is the JSON Schema of such a field: a string, or an object
@@ -35,7 +43,8 @@ func Schema(desc string) map[string]any {
 	}, "type", "value")
 	expr := component.ObjectSchema(map[string]any{
 		"type": map[string]any{"const": "expr"},
-		"expr": component.Prop("string", "An expression evaluated per message: `this` is its value, `meta` its metadata fields.", nil),
+		"expr": component.Prop("string", "An expression evaluated per message: `this` is its value, `meta` its metadata fields; "+
+			"or, when it is not one, an SQL expression over the message's fields (`concat('lamp:', device)`).", nil),
 	}, "type", "expr")
 	return map[string]any{
 		"description": desc + " A string, `{type: value, value: ...}` or `{type: expr, expr: ...}`.",
@@ -64,7 +73,11 @@ func Parse(field string, conf any) (*Expr, error) {
 			}
 			p, err := expression.Compile(field+".expr", src)
 			if err != nil {
-				return nil, err
+				q, sqlErr := compileSQL(src)
+				if sqlErr != nil {
+					return nil, fmt.Errorf("%w; as SQL: %v", err, sqlErr)
+				}
+				return &Expr{field: field, sql: q}, nil
 			}
 			return &Expr{field: field, prog: p}, nil
 		default:
@@ -78,13 +91,43 @@ func Parse(field string, conf any) (*Expr, error) {
 }
 
 // Static returns the constant and true when the field is one.
-func (e *Expr) Static() (string, bool) { return e.value, e.prog == nil }
+func (e *Expr) Static() (string, bool) { return e.value, e.prog == nil && e.sql == "" }
+
+// SQL reports whether the field is an SQL expression.
+func (e *Expr) SQL() bool { return e.sql != "" }
+
+// Strings evaluates the field for each message, an SQL expression in one
+// query over the batch.
+func (e *Expr) Strings(ctx context.Context, msgs []message.Message) ([]string, error) {
+	if e.sql != "" {
+		if len(msgs) == 0 {
+			return nil, nil
+		}
+		return e.evalSQL(ctx, msgs)
+	}
+	out := make([]string, len(msgs))
+	for i := range msgs {
+		s, err := e.String(&msgs[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
 
 // String evaluates the field for m. A result that is not a string is
 // formatted: numbers in their shortest form, booleans as true/false; nil
 // is an error naming the field, as is a value that is not valid JSON when
 // the expression reads `this`.
 func (e *Expr) String(m *message.Message) (string, error) {
+	if e.sql != "" {
+		out, err := e.evalSQL(context.Background(), []message.Message{*m})
+		if err != nil {
+			return "", err
+		}
+		return out[0], nil
+	}
 	if e.prog == nil {
 		return e.value, nil
 	}
