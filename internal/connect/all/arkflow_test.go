@@ -21,7 +21,6 @@ const (
 	protobufToArrow = `unknown processor "protobuf_to_arrow"`
 	kafkaCodec      = `input.codec.type: unknown codec`
 	walBackend      = `durability.backend: unknown field`
-	joinBuffer      = `buffer.join: unknown field`
 	sqlObjectStore  = `input_type.object_store: unknown field`
 	sqlJSONType     = `input_type.type: "json" is not one of`
 	hubURL          = `health_check.hub_url: field hub_url was removed`
@@ -46,7 +45,6 @@ var arkflowMissing = map[string][]string{
 	"durability_example_parallel":   {walBackend},
 	"durability_example_s3":         {walBackend},
 	"durability_smoke_test":         {walBackend},
-	"join_buffer_example":           {joinBuffer},
 	"protobuf_example":              {arrowToProtobuf, protobufToArrow},
 	"python_processor_example":      {python}, // python: rejected by design
 	"schema_registry":               {kafkaCodec},
