@@ -2,6 +2,7 @@ package buffer_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,7 +38,7 @@ func from(input string, payloads ...string) message.Batch {
 	return b
 }
 
-func joinBuffer(t *testing.T, query string) component.Buffer {
+func joinBuffer(t testing.TB, query string) component.Buffer {
 	t.Helper()
 	return newBuffer(t, "session_window", map[string]any{"gap": "1ms",
 		"join": map[string]any{"query": query, "codec": map[string]any{"type": "json"}}})
@@ -245,5 +246,32 @@ func TestJoinStream(t *testing.T) {
 	}
 	if diff := cmp.Diff(`{"order_id":2,"amount":20,"carrier":"rail"}`+"\n", string(data)); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkSessionJoin: one session of 1000 orders and 1000 shipments
+// joined (decode both, run the query) per iteration.
+func BenchmarkSessionJoin(b *testing.B) {
+	var orders, shipments []string
+	for i := range 1000 {
+		orders = append(orders, fmt.Sprintf(`{"order_id": %d, "amount": %d}`, i, i*10))
+		shipments = append(shipments, fmt.Sprintf(`{"order_id": %d, "carrier": "rail"}`, i))
+	}
+	ob, sb := from("orders", orders...), from("shipments", shipments...)
+	ctx := context.Background()
+	noop := func(context.Context, error) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		// Close flushes the session at once: a fresh buffer per round.
+		b.StopTimer()
+		buf := joinBuffer(b, joinQuery)
+		_ = buf.Write(ctx, ob, noop)
+		_ = buf.Write(ctx, sb, noop)
+		_ = buf.Close(ctx)
+		b.StartTimer()
+		out, _, err := buf.Read(ctx)
+		if err != nil || out.Len() != 1000 {
+			b.Fatalf("%d rows, %v", out.Len(), err)
+		}
 	}
 }

@@ -95,3 +95,33 @@ func TestExactlyOnceStream(t *testing.T) {
 		t.Errorf("read_uncommitted (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkExactlyOnceWrite: one transaction (begin, 100 records,
+// commit) per iteration, against kfake.
+func BenchmarkExactlyOnceWrite(b *testing.B) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	o, err := NewOutput(map[string]any{"brokers": []any{c.ListenAddrs()[0]}, "topic": "out", "exactly_once": true},
+		component.Resources{StreamID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	defer o.Close(ctx)
+	if err := o.Connect(ctx); err != nil {
+		b.Fatal(err)
+	}
+	vals := make([]string, 100)
+	for i := range vals {
+		vals[i] = `{"id":` + string(rune('0'+i%10)) + `}`
+	}
+	batch := batchOf(vals)
+	for b.Loop() {
+		if err := o.Write(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
