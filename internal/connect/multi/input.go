@@ -45,8 +45,22 @@ func init() {
 	// below, which only requires a type.
 	// A child's optional name is not part of its type's schema: the
 	// configuration check removes it before checking the child (see
-	// internal/config), and NewInput before building it.
-	inputs["items"] = map[string]any{"$ref": "#/$defs/component.input"}
+	// internal/config), and NewInput before building it. The published
+	// schema (flowplane schema, for editors) accepts a named child with
+	// only its type and name checked.
+	inputs["items"] = map[string]any{
+		"if": map[string]any{"required": []any{"name"}},
+		"then": map[string]any{
+			"type":     "object",
+			"required": []any{"type", "name"},
+			"properties": map[string]any{
+				"type": map[string]any{"type": "string"},
+				"name": map[string]any{"type": "string", "pattern": namePattern.String(),
+					"description": "The child's name: metadata input_name of its messages, its table in a session_window join."},
+			},
+		},
+		"else": map[string]any{"$ref": "#/$defs/component.input"},
+	}
 	schema := component.ObjectSchema(map[string]any{"inputs": inputs}, "inputs")
 	schema["$defs"] = map[string]any{
 		"component.input": map[string]any{
