@@ -61,7 +61,6 @@ func TestBadConfigurations(t *testing.T) {
 			{"health_check.address", `"0.0.0.0:8080" is not a loopback address; set api_token`},
 			{"health_check.data_port", "data_port and data_host go together"},
 			{"streams[0].pipeline.thread_num", "minimum"},
-			{"streams[0].state", `buffer "session_window" is a window`},
 			{"streams[1].durability.max_bytes", "minimum"},
 			{"streams[1].id", `duplicate stream id "a" (also streams[0])`},
 		},

@@ -83,7 +83,7 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 	if err != nil {
 		return nil, &Error{Problems: []Problem{{Message: err.Error()}}}
 	}
-	tree, problems := limitTree(tree)
+	tree, problems := limitTree(arkflowNulls(tree))
 	resolved, values, err := res.ResolveValues(tree)
 	if err != nil {
 		problems = append(problems, secretProblems(err)...)
@@ -94,7 +94,9 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 	if err != nil {
 		return nil, err
 	}
-	schemaProblems := v.Validate(resolved)
+	checked, nameProblems := withoutChildNames(resolved)
+	problems = append(problems, nameProblems...)
+	schemaProblems := v.Validate(checked)
 	problems = append(problems, schemaProblems...)
 	cfg, err := decode(withDefaults(resolved))
 	if err != nil {
@@ -175,11 +177,23 @@ func secretProblems(err error) []Problem {
 	return out
 }
 
-// Canonicalize fills the defaults that depend on position.
+// Canonicalize fills the defaults that depend on position and replaces
+// aliases by what they stand for.
 func (c *Config) Canonicalize() {
+	if c.Logging.Level == "trace" {
+		// ArkFlow's finest level; flowplane has nothing finer than debug.
+		c.Logging.Level = "debug"
+	}
 	for i := range c.Streams {
-		if c.Streams[i].ID == "" {
-			c.Streams[i].ID = "stream-" + itoa(i)
+		s := &c.Streams[i]
+		if s.ID == "" {
+			s.ID = "stream-" + itoa(i)
+		}
+		if s.Buffer != nil && IsWindow(s.Buffer.Type) && s.State == nil {
+			// ArkFlow's windows have no state contract; theirs are not
+			// recovered either. The stream warns when it starts.
+			s.State = &StreamState{Durability: "ephemeral"}
+			s.stateDefaulted = true
 		}
 	}
 	for i := range c.Jobs {

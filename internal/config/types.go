@@ -19,7 +19,7 @@ type Config struct {
 
 // Logging configures the process logger.
 type Logging struct {
-	Level    string `json:"level" enum:"debug|info|warn|error" default:"info" doc:"Minimum level logged."`
+	Level    string `json:"level" enum:"debug|info|warn|error|trace" default:"info" doc:"Minimum level logged; trace (ArkFlow's finest level) is accepted as an alias of debug."`
 	FilePath string `json:"file_path,omitempty" doc:"Append logs to this file instead of stdout."`
 	Format   string `json:"format" enum:"plain|json" default:"plain" doc:"Log line format."`
 }
@@ -71,9 +71,17 @@ type Stream struct {
 	Output      Component    `json:"output" required:"true" component:"output" doc:"Output component (sink)."`
 	ErrorOutput *Component   `json:"error_output,omitempty" component:"output" doc:"Output receiving batches a processor failed on."`
 	Durability  *Durability  `json:"durability,omitempty" doc:"Per-stream write-ahead log."`
-	State       *StreamState `json:"state,omitempty" doc:"State contract for legacy windows."`
+	State       *StreamState `json:"state,omitempty" doc:"State contract for legacy windows; with a window buffer, absent means {durability: ephemeral} (a warning is logged when the stream starts)."`
 	Temporary   []Component  `json:"temporary,omitempty" maxItems:"64" component:"temporary" doc:"Temporary storage tables for joins: named lookup tables (e.g. Redis) processors such as enrich read."`
+
+	stateDefaulted bool // State was absent with a window buffer: Canonicalize set it
 }
+
+// StateDefaulted reports whether the stream has a window buffer and did not
+// declare state, so that Canonicalize declared {durability: ephemeral} for
+// it. Starting such a stream logs a warning: its window's contents are not
+// recovered, and the configuration did not say it accepts that.
+func (s Stream) StateDefaulted() bool { return s.stateDefaulted }
 
 // Pipeline is the ordered list of processors and its worker count.
 type Pipeline struct {

@@ -41,9 +41,6 @@ func (c *Config) Validate(reg *component.Registry) []Problem {
 		if s.Durability != nil {
 			ps = append(ps, s.Durability.validate(p+".durability")...)
 		}
-		if s.Buffer != nil && IsWindow(s.Buffer.Type) && (s.State == nil || s.State.Durability != "ephemeral") {
-			ps = append(ps, at(p+".state", "buffer %q is a window whose contents are not recovered; declare state: {durability: ephemeral} to accept that", s.Buffer.Type))
-		}
 	}
 	jobIDs := map[string]int{}
 	for i := range c.Jobs {

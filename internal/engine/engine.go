@@ -181,6 +181,9 @@ func (e *Engine) start(in *instance) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	log := e.log.With("stream", in.conf.ID)
+	if in.conf.StateDefaulted() {
+		log.Warn("window buffer state not declared; its contents are not recovered", "buffer", in.conf.Buffer.Type)
+	}
 	res := component.Resources{StreamID: in.conf.ID, Logger: log}
 	b, ps := buildStream(e.opts.Registry, in.path, in.conf, res)
 	if len(ps) > 0 {

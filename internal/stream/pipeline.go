@@ -173,6 +173,14 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 	sl.one[0] = sl.in
 	batches := sl.one[:1]
 	if len(procs) == 0 {
+		// A table (from a columnar input or a window's join) still goes
+		// to an output that reads messages as messages.
+		if sl.in.Table != nil && !component.IsColumnar(p.s.cfg.Output) {
+			if err := columnar.Flatten(&batches[0]); err != nil {
+				sl.err = fmt.Errorf("output: turning the table into messages: %w", err)
+				return
+			}
+		}
 		sl.out = batches
 		return
 	}

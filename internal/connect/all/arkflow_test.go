@@ -23,15 +23,9 @@ const repoRoot = "../../.."
 // Reasons a configuration of ArkFlow's shape does not validate, each a
 // substring of the problem --validate reports.
 const (
-	exactlyOnce    = `output.exactly_once: unknown field`
-	childName      = `].name: unknown field` // multiple_inputs children have no name field
-	joinBuffer     = `buffer.join: unknown field`
-	nullProcessors = `pipeline.processors: got null, want array`
-	windowState    = `declare state: {durability: ephemeral}`
-	traceLevel     = `logging.level: "trace" is not one of`
-	hubURL         = `health_check.hub_url: field hub_url was removed`
-	vrl            = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
-	python         = `unknown processor "python": Python processors cannot run in flowplane`
+	hubURL = `health_check.hub_url: field hub_url was removed`
+	vrl    = `unknown processor "vrl": VRL (Vector Remap Language) is a Rust library and cannot run in flowplane`
+	python = `unknown processor "python": Python processors cannot run in flowplane`
 )
 
 // arkflowMissing says, for each configuration in testdata/arkflow (one per
@@ -45,9 +39,6 @@ const (
 // docs/arkflow.md), so the table stays exact.
 var arkflowMissing = map[string][]string{
 	"control_plane_node":       {hubURL}, // rejected by design
-	"eos-kafka":                {exactlyOnce},
-	"join_buffer_example":      {childName, joinBuffer, nullProcessors, windowState},
-	"protobuf_example":         {traceLevel},
 	"python_processor_example": {python}, // python: rejected by design
 	"vrl_example":              {vrl},    // vrl: rejected by design
 }

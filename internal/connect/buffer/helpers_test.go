@@ -13,7 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/message"
 )
 
-func newBuffer(t *testing.T, name string, conf map[string]any) component.Buffer {
+func newBuffer(t testing.TB, name string, conf map[string]any) component.Buffer {
 	t.Helper()
 	b, err := component.Default.NewBuffer(name, conf, component.Resources{})
 	if err != nil {

@@ -75,6 +75,9 @@ func TestOutputConfig(t *testing.T) {
 		{base("partition", "p"), `partition: "p" is not a partition number`},
 		{base("acks", "1", "idempotent", true), "idempotent:"},
 		{base("transaction_timeout", "10ms"), "transaction_timeout:"},
+		{base("exactly_once", true, "transactional_id", "fp"), ""},
+		{base("exactly_once", true, "acks", "1"), "exactly_once: transactions need acks all, not 1"},
+		{base("exactly_once", true, "idempotent", false), "exactly_once: transactions need the idempotent producer; remove idempotent: false"},
 		{base("key", map[string]any{"type": "nope"}), "key.type:"},
 		{base("topic", map[string]any{"type": "expr", "expr": "this."}), "topic.expr"},
 	} {

@@ -25,7 +25,8 @@ func init() {
 	component.Default.RegisterOutput(component.Spec{
 		Name: "kafka",
 		Summary: "Writes messages to Kafka with an idempotent producer and acks=all by default; a batch is accepted only " +
-			"when every record is acknowledged. In a job it writes through Kafka transactions committed with the checkpoint.",
+			"when every record is acknowledged. With exactly_once, a stream writes each batch in its own Kafka transaction. " +
+			"In a job it writes through Kafka transactions committed with the checkpoint.",
 		Schema: component.ObjectSchema(sharedProps(map[string]any{
 			"topic":               strexpr.Schema("Topic of each record."),
 			"key":                 strexpr.Schema("Key of each record (partitions by its hash unless partition is set)."),
@@ -34,7 +35,8 @@ func init() {
 			"acks":                acks,
 			"idempotent":          component.Prop("boolean", "Use the idempotent producer (no duplicates from the producer's own retries). Defaults to true with acks all.", nil),
 			"value_field":         component.Prop("string", "Write this field of the JSON message as the record value instead of the whole message.", nil),
-			"transactional_id":    component.Prop("string", "Prefix of the transactional ids a job's sink uses (<prefix>-<operator>-<subtask>-<slot>); defaults to flowplane-<job id>.", nil),
+			"exactly_once":        component.Prop("boolean", "In a stream, write each batch in one Kafka transaction (atomic per batch: read_committed consumers see all of it or none); needs acks all and the idempotent producer. A job's sink is transactional whatever this says.", false),
+			"transactional_id":    component.Prop("string", "Prefix of the transactional ids: a stream's with exactly_once is <prefix>-<stream id> (prefix default flowplane), a job sink's <prefix>-<operator>-<subtask>-<slot> (prefix default flowplane-<job id>).", nil),
 			"transaction_timeout": component.DurationProp("Kafka transaction timeout in a job: a prepared transaction must be committed within it, also across a crash and restore, or the broker aborts it.", defaultTxnTimeout),
 		}), "brokers", "topic"),
 		Example: `type: kafka
@@ -61,6 +63,7 @@ type OutputConfig struct {
 	Acks               any    `json:"acks"`
 	Idempotent         *bool  `json:"idempotent"`
 	ValueField         string `json:"value_field"`
+	ExactlyOnce        bool   `json:"exactly_once"`
 	TransactionalID    string `json:"transactional_id"`
 	TransactionTimeout string `json:"transaction_timeout"`
 }
@@ -78,7 +81,8 @@ type Output struct {
 	txnTO     time.Duration
 
 	cl  *kgo.Client
-	txn *txnState // nil outside a job
+	txn *txnState   // nil outside a job
+	eos *kgo.Client // a stream's transactional producer with exactly_once; nil until the first Write
 }
 
 // NewOutput builds a kafka output from its configuration; it does not
@@ -147,6 +151,13 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 	default:
 		errs = append(errs, fmt.Errorf("acks: %v is not one of 0, 1, all", c.Acks))
 	}
+	if c.ExactlyOnce {
+		if acks != "all" && acks != "-1" {
+			errs = append(errs, fmt.Errorf("exactly_once: transactions need acks all, not %s", acks))
+		} else if c.Idempotent != nil && !*c.Idempotent {
+			errs = append(errs, errors.New("exactly_once: transactions need the idempotent producer; remove idempotent: false"))
+		}
+	}
 	o.txnTO, err = time.ParseDuration(c.TransactionTimeout)
 	if err != nil || o.txnTO < time.Second {
 		errs = append(errs, fmt.Errorf("transaction_timeout: %q is not a duration of at least 1s", c.TransactionTimeout))
@@ -164,6 +175,7 @@ func (o *Output) Connect(ctx context.Context) error {
 		o.cl.Close()
 		o.cl = nil
 	}
+	o.closeEOS()
 	cl, err := kgo.NewClient(append(o.conf.opts(o.log, o.dial), o.opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka output: %w", err)
@@ -247,6 +259,9 @@ func (o *Output) Write(ctx context.Context, b message.Batch) error {
 	if o.txn != nil {
 		return o.writeTxn(ctx, b)
 	}
+	if o.conf.ExactlyOnce {
+		return o.writeEOS(ctx, b)
+	}
 	recs, err := o.records(b)
 	if err != nil {
 		return err
@@ -280,6 +295,7 @@ func produceErr(res kgo.ProduceResults) error {
 // next Begin of this operator and subtask to commit or abort.
 func (o *Output) Close(context.Context) error {
 	o.closeTxn()
+	o.closeEOS()
 	if o.cl != nil {
 		o.cl.Close()
 		o.cl = nil

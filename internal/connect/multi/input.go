@@ -22,6 +22,16 @@ const maxInputs = 64
 // the child a message came from.
 const FieldInputIndex = "input_index"
 
+// FieldInputName is the metadata field holding the name of the child a
+// message came from, set when the child has one (ArkFlow's
+// `inputs: [{name: orders, type: ...}]`). The session_window join reads
+// it: it is the table name of the child's messages.
+const FieldInputName = "input_name"
+
+// namePattern is what a child's name must match: an SQL identifier, since
+// the join queries children by name.
+var namePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
 func init() {
 	inputs := component.Prop("array", "Child inputs, each an input component object with its own type and fields, "+
 		"read concurrently.", nil)
@@ -33,7 +43,24 @@ func init() {
 	// named by their full path. Compiled on its own (componenttest.Validate)
 	// the spec schema resolves the reference to the local definition
 	// below, which only requires a type.
-	inputs["items"] = map[string]any{"$ref": "#/$defs/component.input"}
+	// A child's optional name is not part of its type's schema: the
+	// configuration check removes it before checking the child (see
+	// internal/config), and NewInput before building it. The published
+	// schema (flowplane schema, for editors) accepts a named child with
+	// only its type and name checked.
+	inputs["items"] = map[string]any{
+		"if": map[string]any{"required": []any{"name"}},
+		"then": map[string]any{
+			"type":     "object",
+			"required": []any{"type", "name"},
+			"properties": map[string]any{
+				"type": map[string]any{"type": "string"},
+				"name": map[string]any{"type": "string", "pattern": namePattern.String(),
+					"description": "The child's name: metadata input_name of its messages, its table in a session_window join."},
+			},
+		},
+		"else": map[string]any{"$ref": "#/$defs/component.input"},
+	}
 	schema := component.ObjectSchema(map[string]any{"inputs": inputs}, "inputs")
 	schema["$defs"] = map[string]any{
 		"component.input": map[string]any{
@@ -46,12 +73,14 @@ func init() {
 		Name: "multiple_inputs",
 		Summary: "Reads several child inputs concurrently and merges their batches into one stream, in arrival " +
 			"order. Each batch keeps its child's acknowledgement, so every child keeps its own delivery guarantee; " +
-			"messages carry the metadata field input_index (the child's index in inputs). The input ends when " +
-			"every child has ended.",
+			"messages carry the metadata field input_index (the child's index in inputs) and, when the child has " +
+			"a name (an SQL identifier, unique among the children), input_name: the table a session_window join " +
+			"reads them as. The input ends when every child has ended.",
 		Schema: schema,
 		Example: `type: multiple_inputs
 inputs:
   - type: memory
+    name: readings
     messages: ['{"sensor": "a", "value": 1}']
   - type: generate
     context: '{"sensor": "b", "value": 2}'
@@ -66,6 +95,7 @@ var _ component.Input = (*Input)(nil)
 // child is one child input and whether its Connect succeeded.
 type child struct {
 	typ       string
+	name      string // "" when unnamed
 	in        component.Input
 	connected bool // owned by Connect's caller
 }
@@ -121,7 +151,12 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	}
 	m := &Input{log: log, items: make(chan item)}
 	var errs []error
+	names := map[string]int{}
 	for i, cc := range c.Inputs {
+		name, err := childName(cc, i, names)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		typ, _ := cc["type"].(string)
 		if typ == "" {
 			errs = append(errs, fmt.Errorf("inputs[%d].type: required", i))
@@ -129,6 +164,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		}
 		fields := maps.Clone(cc)
 		delete(fields, "type")
+		delete(fields, "name")
 		cres := res
 		cres.Logger = log.With("child", i)
 		in, err := component.Default.NewInput(typ, fields, cres)
@@ -136,13 +172,34 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 			errs = append(errs, childError(i, err))
 			continue
 		}
-		m.children = append(m.children, &child{typ: typ, in: in})
+		m.children = append(m.children, &child{typ: typ, name: name, in: in})
 	}
 	if len(errs) > 0 {
 		_ = m.closeChildren(context.Background())
 		return nil, errors.Join(errs...)
 	}
 	return m, nil
+}
+
+// childName returns the optional name of child i, checking it against
+// namePattern and the names seen so far.
+func childName(cc map[string]any, i int, seen map[string]int) (string, error) {
+	raw, ok := cc["name"]
+	if !ok {
+		return "", nil
+	}
+	name, ok := raw.(string)
+	if !ok {
+		return "", fmt.Errorf("inputs[%d].name: must be a string", i)
+	}
+	if !namePattern.MatchString(name) {
+		return "", fmt.Errorf("inputs[%d].name: %q is not a name (letters, digits and _, not starting with a digit, at most 128)", i, name)
+	}
+	if first, dup := seen[name]; dup {
+		return "", fmt.Errorf("inputs[%d].name: duplicate name %q (also inputs[%d])", i, name, first)
+	}
+	seen[name] = i
+	return name, nil
 }
 
 // fieldPath matches the field path a component error starts with, such
@@ -262,7 +319,7 @@ func (m *Input) Read(ctx context.Context) (message.Batch, message.AckFunc, error
 		if it.err != nil {
 			return message.Batch{}, nil, fmt.Errorf("inputs[%d] (%s): %w", it.idx, m.children[it.idx].typ, it.err)
 		}
-		return tag(it.batch, it.idx), it.ack, nil
+		return tag(it.batch, it.idx, m.children[it.idx].name), it.ack, nil
 	case <-ctx.Done():
 		return message.Batch{}, nil, ctx.Err()
 	}
@@ -274,16 +331,23 @@ func (m *Input) isStarted() bool {
 	return m.started
 }
 
-// tag returns b with input_index set on every message. The messages and
-// their Fields maps are copied: the child may still hold them (to
-// redeliver the batch).
-func tag(b message.Batch, idx int) message.Batch {
+// tag returns b with input_index, and input_name when the child has a
+// name, set on every message. The messages and their Fields maps are
+// copied: the child may still hold them (to redeliver the batch). A batch
+// in columnar form is returned as it is: its rows have no metadata fields.
+func tag(b message.Batch, idx int, name string) message.Batch {
+	if b.Table != nil {
+		return b
+	}
 	v := strconv.Itoa(idx)
 	msgs := make([]message.Message, len(b.Messages))
 	for i, msg := range b.Messages {
-		f := make(map[string]string, len(msg.Meta.Fields)+1)
+		f := make(map[string]string, len(msg.Meta.Fields)+2)
 		maps.Copy(f, msg.Meta.Fields)
 		f[FieldInputIndex] = v
+		if name != "" {
+			f[FieldInputName] = name
+		}
 		msg.Meta.Fields = f
 		msgs[i] = msg
 	}
