@@ -88,10 +88,6 @@ import (
 //	vrl_example              | rejected by design: VRL is a Rust library (see arkflowMissing)
 //	python_processor_example | rejected by design: Python processors (see arkflowMissing)
 //	control_plane_node       | rejected by design: health_check.hub_url was removed
-//
-// Examples whose components have not landed are in notYetRunnable: their
-// subtest requires that they still fail --validate, so the test fails
-// once they validate, until their entry is removed and they run.
 func TestArkFlowExamplesRun(t *testing.T) {
 	flowplaneBinary(t)
 	files, err := filepath.Glob(filepath.Join(repoDir(), "testdata", "arkflow", "*.yaml"))
@@ -108,11 +104,6 @@ func TestArkFlowExamplesRun(t *testing.T) {
 			t.Errorf("%s must be in exactly one of runnable and notRunHere", name)
 		}
 	}
-	for name := range notYetRunnable {
-		if _, ok := runnable[name]; !ok {
-			t.Errorf("notYetRunnable lists %s, which has no subtest", name)
-		}
-	}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		run, ok := runnable[name]
@@ -120,15 +111,6 @@ func TestArkFlowExamplesRun(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			if reason, ok := notYetRunnable[name]; ok {
-				// Serial: the configurations' relative paths
-				// (proto_inputs) are relative to the repository root.
-				t.Chdir(repoDir())
-				if cli, _ := validateLikeCLI(t, f); len(cli) == 0 {
-					t.Fatalf("validates now (it waited for: %s): remove it from notYetRunnable so that it runs", reason)
-				}
-				return
-			}
 			t.Parallel()
 			run(t)
 		})
@@ -138,14 +120,6 @@ func TestArkFlowExamplesRun(t *testing.T) {
 // notRunHere are the examples with no subtest (see the table above).
 var notRunHere = []string{
 	"sql_output_example", "mongodb_output_example", "vrl_example", "python_processor_example", "control_plane_node",
-}
-
-// notYetRunnable are the examples whose components have not landed on
-// main yet; each must still fail --validate.
-var notYetRunnable = map[string]string{
-	"eos-kafka":           "the kafka output's exactly_once",
-	"join_buffer_example": "named multiple_inputs children, the join buffer",
-	"protobuf_example":    "log level trace, arrow_to_protobuf, protobuf_to_arrow",
 }
 
 // runnable maps each example with a subtest to its run.
