@@ -16,13 +16,24 @@ type streamWAL struct {
 }
 
 func (s *streamWAL) Append(b message.Batch) (uint64, int64, <-chan error) {
+	return appendBatch(s.w, b)
+}
+
+// asyncLog is what both WALs (local and object-store) offer a stream.
+type asyncLog interface {
+	AppendAsync(data []byte) (uint64, <-chan error)
+}
+
+// appendBatch encodes b and appends it; an encoding error comes back on
+// the done channel like a failed write.
+func appendBatch(l asyncLog, b message.Batch) (uint64, int64, <-chan error) {
 	data, err := wal.EncodeBatch(nil, b)
 	if err != nil {
 		ch := make(chan error, 1)
 		ch <- err
 		return 0, 0, ch
 	}
-	seq, done := s.w.AppendAsync(data)
+	seq, done := l.AppendAsync(data)
 	return seq, int64(len(data)), done
 }
 

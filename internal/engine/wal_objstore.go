@@ -39,14 +39,7 @@ const maxAppendDepth = 1024
 var _ stoppableWAL = (*objectWAL)(nil)
 
 func (s *objectWAL) Append(b message.Batch) (uint64, int64, <-chan error) {
-	data, err := wal.EncodeBatch(nil, b)
-	if err != nil {
-		ch := make(chan error, 1)
-		ch <- err
-		return 0, 0, ch
-	}
-	seq, done := s.w.AppendAsync(data)
-	return seq, int64(len(data)), done
+	return appendBatch(s.w, b)
 }
 
 func (s *objectWAL) Ack(seq uint64) error { return s.w.Ack(seq) }
