@@ -173,15 +173,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 	sl.one[0] = sl.in
 	batches := sl.one[:1]
 	if len(procs) == 0 {
-		// A table (from a columnar input or a window's join) still goes
-		// to an output that reads messages as messages.
-		if sl.in.Table != nil && !component.IsColumnar(p.s.cfg.Output) {
-			if err := columnar.Flatten(&batches[0]); err != nil {
-				sl.err = fmt.Errorf("output: turning the table into messages: %w", err)
-				return
-			}
-		}
-		sl.out = batches
+		p.toOutput(sl, batches, nil, scratch)
 		return
 	}
 	// Processors may change the messages of the batch they are given; the
@@ -219,16 +211,26 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 		useA = !useA
 		batches = next
 	}
+	if p.toOutput(sl, batches, orig, scratch) {
+		clear(orig) // do not keep the batch's payloads alive until the next one
+	}
+}
+
+// toOutput leaves batches in sl for the output, first turning tables
+// (from columnar processors, a columnar input or a window's join) into
+// messages for an output that does not read tables. It reports false when
+// that failed and the slot holds the failure (and orig, for error_output).
+func (p *pipeline) toOutput(sl *slot, batches []message.Batch, orig []message.Message, scratch *[]message.Message) bool {
 	if !component.IsColumnar(p.s.cfg.Output) {
 		for i := range batches {
 			if err := columnar.Flatten(&batches[i]); err != nil {
 				p.failWith(sl, fmt.Errorf("output: turning the table into messages: %w", err), orig, scratch)
-				return
+				return false
 			}
 		}
 	}
 	sl.out = batches
-	clear(orig) // do not keep the batch's payloads alive until the next one
+	return true
 }
 
 // run calls one processor, first turning a table into messages for a
