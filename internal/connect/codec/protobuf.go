@@ -47,15 +47,25 @@ type protobufConfig struct {
 
 // NewProtobuf builds the protobuf codec, compiling its descriptors.
 func NewProtobuf(conf map[string]any, _ component.Resources) (component.Codec, error) {
-	var c protobufConfig
-	if err := component.Decode(conf, &c); err != nil {
-		return nil, err
-	}
-	md, err := c.load(context.Background())
+	t, include, err := protobufTable(conf)
 	if err != nil {
 		return nil, err
 	}
-	return &Protobuf{t: newProtoTable(md), include: c.FieldsToInclude}, nil
+	return &Protobuf{t: t, include: include}, nil
+}
+
+// protobufTable decodes the configuration the protobuf codec and
+// arrow_to_protobuf share and compiles its message type.
+func protobufTable(conf map[string]any) (*protoTable, []string, error) {
+	var c protobufConfig
+	if err := component.Decode(conf, &c); err != nil {
+		return nil, nil, err
+	}
+	md, err := c.load(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	return newProtoTable(md), c.FieldsToInclude, nil
 }
 
 // Columnar: Encode reads tables.

@@ -98,15 +98,11 @@ type ArrowToProtobuf struct {
 
 // NewArrowToProtobuf builds the arrow_to_protobuf processor.
 func NewArrowToProtobuf(conf map[string]any, _ component.Resources) (component.Processor, error) {
-	var c protobufConfig
-	if err := component.Decode(conf, &c); err != nil {
-		return nil, err
-	}
-	md, err := c.load(context.Background())
+	t, include, err := protobufTable(conf)
 	if err != nil {
 		return nil, err
 	}
-	return &ArrowToProtobuf{t: newProtoTable(md), include: c.FieldsToInclude}, nil
+	return &ArrowToProtobuf{t: t, include: include}, nil
 }
 
 // Columnar: it reads tables.
