@@ -462,8 +462,14 @@ func TestReadsAndMetrics(t *testing.T) {
 	th.put(t, "n9", "s9", `{"state":"running"}`)
 
 	st := decode[Status](t, th.do(t, "GET", APIPrefix+"/status", ""))
-	if st.Streams != (StreamTotals{Total: 2, Running: 1, Failed: 1}) || st.Nodes.Online != 1 || st.Version != "test" {
+	conv := st.Streams.Convergence
+	if st.Streams.Total != 2 || st.Streams.Running != 1 || st.Streams.Failed != 1 || st.Nodes.Online != 1 || st.Version != "test" {
 		t.Fatalf("status %+v", st)
+	}
+	// Every stream of GET /streams by convergence: s2 reported, not
+	// desired; s9 desired on a node never seen; s1 after its command.
+	if conv["unknown"] != 1 || conv["pending"] != 1 || conv["unknown"]+conv["pending"]+conv["applying"]+conv["in_sync"] != 3 {
+		t.Fatalf("streams by convergence %v", conv)
 	}
 	nodes := decode[wire.Page[NodeView]](t, th.do(t, "GET", APIPrefix+"/nodes", ""))
 	if nodes.Total != 2 || nodes.Items[0].NodeID != "n1" || nodes.Items[0].Status != "online" || nodes.Items[1].Status != "unknown" {

@@ -21,6 +21,7 @@ import (
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/web/console"
 )
 
 // APIPrefix is the default prefix of the operator API (health_check.api_prefix).
@@ -354,11 +355,12 @@ func (h *Hub) pollListener() *pollListener { return h.polls.Load() }
 // Close closes the store. Requests served afterwards answer 503.
 func (h *Hub) Close() error { return h.st.Close() }
 
-// gate answers 503 recovering on every route but the probes until the
-// state is restored.
+// gate answers 503 recovering on every route but the probes and the
+// console's files until the state is restored (the console then says the
+// Hub is restoring).
 func (h *Hub) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.ready.Load() || r.URL.Path == "/liveness" || r.URL.Path == "/readiness" {
+		if h.ready.Load() || r.URL.Path == "/liveness" || r.URL.Path == "/readiness" || strings.HasPrefix(r.URL.Path, console.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -58,13 +58,14 @@ func (h *Hub) routes() []httpapi.Route {
 		routes[i].Handler = validPathIDs(rt.Pattern, rt.Handler)
 	}
 	routes = append(routes, h.agentRoutes(p)...)
-	// Probes and the top-level metrics stay open whatever the token.
-	return append(routes,
+	// Probes, the top-level metrics and the console's files stay open
+	// whatever the token.
+	return append(append(routes,
 		httpapi.Route{Method: "GET", Pattern: "/health", Handler: h.getReadiness, Public: true},
 		httpapi.Route{Method: "GET", Pattern: "/liveness", Handler: h.getLiveness, Public: true},
 		httpapi.Route{Method: "GET", Pattern: "/readiness", Handler: h.getReadiness, Public: true},
 		httpapi.Route{Method: "GET", Pattern: "/metrics", Handler: h.getPublicMetrics, Public: true},
-	)
+	), h.consoleRoutes()...)
 }
 
 // idMessage is the validation message of an id that does not match

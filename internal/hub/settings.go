@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/flowplane/flowplane/internal/config"
+
+	"github.com/flowplane/flowplane/web/console"
 )
 
 // DefaultAddress is where the Hub listens when SVC_HUB_ADDRESS is unset.
@@ -86,6 +88,9 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 	if v := get(EnvAPIPrefix); v != "" {
 		if !strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.ContainsAny(v, " {}?#") {
 			return s, nil, fmt.Errorf("%w: %s must start with / and not end with / (like /api/v1), got %q", ErrInsecure, EnvAPIPrefix, v)
+		}
+		if v == strings.TrimSuffix(console.Path, "/") || strings.HasPrefix(v, console.Path) {
+			return s, nil, fmt.Errorf("%w: %s must not be under %s, where the Hub serves its console, got %q", ErrInsecure, EnvAPIPrefix, console.Path, v)
 		}
 		s.APIPrefix = v
 	}

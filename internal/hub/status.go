@@ -21,11 +21,14 @@ type Status struct {
 	Nodes     NodeTotals   `json:"nodes"`
 }
 
-// StreamTotals count reported streams (spec: total, running, failed).
+// StreamTotals count reported streams (spec: total, running, failed), and
+// every stream of GET /streams (desired or reported) by convergence, for
+// the console's overview.
 type StreamTotals struct {
-	Total   int `json:"total"`
-	Running int `json:"running"`
-	Failed  int `json:"failed"`
+	Total       int            `json:"total"`
+	Running     int            `json:"running"`
+	Failed      int            `json:"failed"`
+	Convergence map[string]int `json:"convergence"`
 }
 
 // NodeTotals count registered nodes by liveness and mode.
@@ -43,6 +46,14 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 		Ready: h.ready.Load() && !h.storageDown.Load(), Storage: "ok"}
 	if h.storageDown.Load() {
 		s.Storage = "unavailable"
+	}
+	all, err := h.fleetStreams(r.Context(), "")
+	if err != nil {
+		return storeProblem(err)
+	}
+	s.Streams.Convergence = map[string]int{}
+	for _, st := range all {
+		s.Streams.Convergence[st.Convergence]++
 	}
 	h.fleet.mu.Lock()
 	for _, n := range h.fleet.nodes {

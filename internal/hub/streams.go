@@ -264,14 +264,15 @@ func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
 }
 
 // getStreams lists the streams across the fleet: every desired stream and
-// every reported one, by node and id. Filters: node_id, convergence.
+// every reported one, by node and id. Filters: node_id, convergence, state
+// (the observed state; "none" for a stream no node reported yet).
 func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	page, size, err := httpapi.ParsePage(r)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	nodeFilter, convFilter := q.Get("node_id"), q.Get("convergence")
+	nodeFilter, convFilter, stateFilter := q.Get("node_id"), q.Get("convergence"), q.Get("state")
 	all, err := h.fleetStreams(r.Context(), nodeFilter)
 	if err != nil {
 		return storeProblem(err)
@@ -279,7 +280,19 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	if convFilter != "" {
 		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return s.Convergence != convFilter })
 	}
+	if stateFilter != "" {
+		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return observedState(s) != stateFilter })
+	}
 	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
+}
+
+// observedState is a stream's reported state, "none" when no node
+// reported it.
+func observedState(s wire.Stream) string {
+	if s.Observed.State == "" {
+		return "none"
+	}
+	return s.Observed.State
 }
 
 // fleetStreams is every stream view, of one node when nodeID is set.

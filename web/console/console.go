@@ -1,0 +1,118 @@
+// Package console embeds the Hub's web console (built from this
+// directory's TypeScript sources into dist/, which is committed) and serves
+// it: the Hub mounts a Site at Path. The console is static: it calls only
+// the operator API, with the operator token the user enters, so serving it
+// needs no credential. Every answer carries a Content-Security-Policy that
+// allows this origin only and no inline script or style.
+package console
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+// Path is where the Hub serves the console; "/" redirects here.
+const Path = "/ui/"
+
+// CSP is the console's Content-Security-Policy: its own files and the
+// operator API on the same origin, nothing inline, no frames, no other
+// origin.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+//go:embed dist
+var dist embed.FS
+
+type file struct {
+	body  []byte
+	ctype string
+	etag  string
+}
+
+// Site is the embedded console, ready to serve.
+type Site struct {
+	files map[string]file
+}
+
+// New loads the embedded console and the settings it reads before its
+// first call, served at Path+"hub.json": {"api_prefix"}.
+func New(apiPrefix string) *Site {
+	s := &Site{files: map[string]file{}}
+	sub, err := fs.Sub(dist, "dist")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the directory
+	}
+	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(sub, p)
+		if err != nil {
+			return err
+		}
+		s.files[p] = newFile(b, mime.TypeByExtension(path.Ext(p)))
+		return nil
+	})
+	if err != nil {
+		panic(err) // an embedded file system does not fail to read
+	}
+	info, _ := json.Marshal(map[string]string{"api_prefix": apiPrefix})
+	s.files["hub.json"] = newFile(info, "application/json")
+	if f, ok := s.files["index.html"]; ok {
+		s.files[""] = f
+	}
+	return s
+}
+
+// Has reports whether urlPath (under Path) names a file of the console.
+func (s *Site) Has(urlPath string) bool {
+	name, ok := strings.CutPrefix(urlPath, Path)
+	_, found := s.files[name]
+	return ok && found
+}
+
+// Header sets the security headers of every console answer.
+func Header(h http.Header) {
+	h.Set("Content-Security-Policy", CSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+}
+
+// ServeHTTP serves one file of the console (GET or HEAD); the caller
+// answers paths Has refuses and other methods, in its own error format.
+func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	Header(w.Header())
+	name, _ := strings.CutPrefix(r.URL.Path, Path)
+	f, ok := s.files[name]
+	if !ok {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", f.ctype)
+	// Names carry no content hash: revalidate every time, answered 304
+	// while the build is the same.
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", f.etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+}
+
+func newFile(b []byte, ctype string) file {
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
+	sum := sha256.Sum256(b)
+	return file{body: b, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+}

@@ -1,0 +1,196 @@
+// The console's shell: sign-in, navigation, the live indicator with its
+// pause switch, the theme switch, and the page of the current route.
+
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, call, describe, setToken, setUnauthorizedHandler, token } from "./api";
+import { isPaused, setPaused, startLive, stopLive, useLiveState } from "./live";
+import { pages } from "./pages/index";
+import { href, match, useLocation } from "./router";
+import type { System } from "./types";
+import { Empty } from "./ui";
+
+type Phase = { kind: "checking" } | { kind: "login"; message?: string } | { kind: "down"; message: string } | { kind: "in"; system: System };
+
+export function App() {
+  const [phase, setPhase] = useState<Phase>({ kind: "checking" });
+
+  const check = async (message?: string) => {
+    try {
+      const r = await call<System>("/system");
+      setPhase({ kind: "in", system: r.body });
+      startLive();
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 401) {
+        setPhase({ kind: "login", message: token() ? message ?? describe(e) : undefined });
+      } else {
+        setPhase({ kind: "down", message: describe(e) });
+      }
+    }
+  };
+
+  useEffect(() => {
+    setUnauthorizedHandler(() => {
+      stopLive();
+      setPhase({ kind: "login", message: "The Hub no longer accepts the operator token (401 unauthorized). Sign in again." });
+    });
+    void check();
+  }, []);
+
+  // While the Hub is down, try again every 2 s.
+  useEffect(() => {
+    if (phase.kind !== "down") return;
+    const t = setTimeout(() => void check(), 2000);
+    return () => clearTimeout(t);
+  }, [phase]);
+
+  switch (phase.kind) {
+    case "checking":
+      return <p class="boot muted">Connecting to the Hub…</p>;
+    case "down":
+      return (
+        <main class="login" data-page="down">
+          <h1>flowplane</h1>
+          <div class="notice error" role="alert" data-state="hub-down">
+            {phase.message}
+          </div>
+        </main>
+      );
+    case "login":
+      return <Login message={phase.message} onSignedIn={() => void check("The Hub did not accept this token (401 unauthorized). Check SVC_OPERATOR_TOKEN and try again.")} />;
+    case "in":
+      return (
+        <Shell
+          system={phase.system}
+          onSignOut={() => {
+            setToken("");
+            stopLive();
+            setPhase({ kind: "login" });
+          }}
+        />
+      );
+  }
+}
+
+function Login(props: { message?: string; onSignedIn: () => void }) {
+  const [value, setValue] = useState("");
+  return (
+    <main class="login" data-page="login">
+      <h1>flowplane</h1>
+      <p class="muted">Sign in to the Hub with the operator token (SVC_OPERATOR_TOKEN). It is kept in this tab only (sessionStorage).</p>
+      <form
+        data-form="login"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setToken(value.trim());
+          props.onSignedIn();
+        }}
+      >
+        <label>
+          Operator token
+          <input
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="current-password"
+            required
+            autofocus
+            value={value}
+            onInput={(e) => setValue(e.currentTarget.value)}
+          />
+        </label>
+        <button type="submit" class="primary">
+          Sign in
+        </button>
+      </form>
+      {props.message ? (
+        <div class="notice error" role="alert" data-state="login-error">
+          {props.message}
+        </div>
+      ) : null}
+    </main>
+  );
+}
+
+function Shell(props: { system: System; onSignOut: () => void }) {
+  const loc = useLocation();
+  const live = useLiveState();
+  const [theme, setTheme] = useState(localStorage.getItem("flowplane.theme") ?? "");
+  useEffect(() => {
+    if (theme) document.documentElement.dataset.theme = theme;
+    else delete document.documentElement.dataset.theme;
+    localStorage.setItem("flowplane.theme", theme);
+  }, [theme]);
+
+  let page = null;
+  let params: Record<string, string> = {};
+  for (const p of pages) {
+    const m = match(p.path, loc.path === "/" ? "/fleet" : loc.path);
+    if (m) {
+      page = p;
+      params = m;
+      break;
+    }
+  }
+  useEffect(() => {
+    document.title = (page ? page.title + " · " : "") + "flowplane console";
+  }, [page]);
+  const nav = pages.filter((p) => p.nav).sort((a, b) => (a.order ?? 99) - (b.order ?? 99));
+  const section = "/" + (loc.path === "/" ? "fleet" : loc.path.split("/")[1]);
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href("/fleet")}>
+          flowplane
+        </a>
+        <nav aria-label="Sections">
+          {nav.map((p) => (
+            <a key={p.path} href={href(p.path)} aria-current={section === p.path ? "page" : undefined}>
+              {p.nav}
+            </a>
+          ))}
+        </nav>
+        <div class="top-actions">
+          <span class="live" data-live={live} title="Live updates from the Hub's event stream">
+            {live === "live" ? "● live" : live === "paused" ? "❚❚ paused" : live === "connecting" ? "○ connecting" : "○ reconnecting"}
+          </span>
+          <button type="button" class="ghost" data-live-toggle aria-pressed={isPaused()} onClick={() => setPaused(!isPaused())}>
+            {live === "paused" ? "Resume live" : "Pause live"}
+          </button>
+          <button
+            type="button"
+            class="ghost"
+            title="Theme: system, light or dark"
+            onClick={() => setTheme(theme === "" ? "light" : theme === "light" ? "dark" : "")}
+          >
+            {theme === "" ? "◐ system" : theme === "light" ? "☀ light" : "☾ dark"}
+          </button>
+          <button type="button" class="ghost" onClick={props.onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      {props.system.insecure_local ? (
+        <div class="notice warn banner" role="status">
+          This Hub runs in insecure local mode{props.system.storage === "volatile" ? " with volatile storage (lost at exit)" : ""}.
+        </div>
+      ) : null}
+      {live === "reconnecting" ? (
+        <div class="notice warn banner" role="status" data-state="reconnecting">
+          Lost the Hub's event stream; reconnecting. Figures may be out of date.
+        </div>
+      ) : null}
+      <main id="main" data-page={page?.name ?? "not-found"} tabIndex={-1}>
+        {page ? (
+          <page.component params={params} query={loc.query} />
+        ) : (
+          <Empty>
+            No page at <code>{loc.path}</code>. <a href={href("/fleet")}>Go to the fleet overview.</a>
+          </Empty>
+        )}
+      </main>
+    </>
+  );
+}

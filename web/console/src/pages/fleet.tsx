@@ -1,0 +1,148 @@
+// Fleet overview: nodes by status and mode, streams by convergence,
+// operations pending or failed, the Hub's version and uptime, and the
+// fleet's throughput.
+
+import type { ComponentChildren } from "preact";
+import { get, type Page } from "../api";
+import { useRates } from "../metrics";
+import type { PageDef } from "../page";
+import { href } from "../router";
+import type { Convergence, Operation, Status } from "../types";
+import { CONVERGENCES } from "../types";
+import { Badge, duration, Empty, LineChart, Loaded, num, PageHeader, Section, Table, Time, useResource } from "../ui";
+
+interface OperationsStatus {
+  by_state: Record<string, number>;
+  oldest_pending_age_ms: number;
+  outbox_depth: number;
+  in_flight: number;
+  reconciler_lag_ms: number;
+}
+
+function Fleet() {
+  const status = useResource((s) => get<Status>("/status", undefined, s), "status", () => true);
+  const ops = useResource((s) => get<OperationsStatus>("/operations/status", undefined, s), "ops", (ev) => ev.kind.startsWith("command_") || ev.kind === "intent_accepted" || ev.kind === "operation_cancelled");
+  const failed = useResource(
+    (s) => get<Page<Operation>>("/operations", { state: "failed", page_size: 5 }, s),
+    "failed",
+    (ev) => ev.kind === "command_failed" || ev.kind === "command_timed_out",
+  );
+  const rates = useRates(
+    "fleet",
+    async () => (await get<{ aggregate: Record<string, number> }>("/metrics", { format: "json" })).aggregate,
+    { messages_received: "received", messages_sent: "sent", stream_errors: "errors" },
+  );
+  return (
+    <>
+      <PageHeader title="Fleet" sub="What the Hub wants, what the nodes report, and whether the two agree. Live." />
+      <Loaded res={status}>
+        {(st) => (
+          <>
+            <div class="tiles">
+              <Tile label="Nodes" value={st.nodes.total} link={href("/nodes")}>
+                <Count label="online" n={st.nodes.online} link={href("/nodes", { status: "online" })} />
+                <Count label="unavailable" n={st.nodes.unavailable} link={href("/nodes", { status: "unavailable" })} />
+                <Count label="draining" n={st.nodes.draining} link={href("/nodes", { mode: "draining" })} />
+                <Count label="maintenance" n={st.nodes.maintenance} link={href("/nodes", { mode: "maintenance" })} />
+              </Tile>
+              <Tile label="Streams" value={st.streams.total} link={href("/streams")}>
+                <Count label="running" n={st.streams.running} link={href("/streams", { state: "running" })} />
+                <Count label="failed" n={st.streams.failed} link={href("/streams", { state: "failed" })} />
+              </Tile>
+              <Tile label="Operations" value={ops.data ? Object.values(ops.data.by_state).reduce((a, b) => a + b, 0) : undefined} link={href("/operations")}>
+                <Count label="pending" n={ops.data?.by_state.pending ?? 0} link={href("/operations", { state: "pending" })} />
+                <Count label="in flight" n={ops.data?.in_flight ?? 0} link={href("/operations", { state: "dispatched" })} />
+                <Count label="failed" n={ops.data?.by_state.failed ?? 0} link={href("/operations", { state: "failed" })} />
+                <Count label="timed out" n={ops.data?.by_state.timed_out ?? 0} link={href("/operations", { state: "timed_out" })} />
+              </Tile>
+              <Tile label="Hub" value={st.version ?? "dev"}>
+                <span class="count">
+                  up {duration(st.uptime_ms)} · since <Time at={st.started_at} />
+                </span>
+                <span class="count">
+                  storage <Badge value={st.storage} /> · {st.ready ? "ready" : "not ready"}
+                </span>
+                {ops.data ? <span class="count">reconciler lag {duration(ops.data.reconciler_lag_ms)}</span> : null}
+              </Tile>
+            </div>
+            <Section title="Streams by convergence">
+              {st.streams.convergence && Object.values(st.streams.convergence).some((n) => n) ? (
+                <ConvergenceBar counts={st.streams.convergence} />
+              ) : (
+                <Empty>
+                  Nothing is running yet. Start nodes with <code>health_check.hub_urls</code> pointing at this Hub, or set a stream's desired state.
+                </Empty>
+              )}
+            </Section>
+          </>
+        )}
+      </Loaded>
+      <Section title="Throughput">
+        <LineChart label="Messages per second, whole fleet" unit="msg/s" series={rates} />
+      </Section>
+      <Section title="Latest failed operations" actions={<a href={href("/operations", { state: "failed" })}>All failed</a>}>
+        <Loaded res={failed} empty={(p) => (p.items.length === 0 ? "No operation has failed." : null)}>
+          {(p) => (
+            <Table
+              name="failed-operations"
+              rows={p.items}
+              rowKey={(o) => o.operation_id}
+              columns={[
+                { key: "operation", label: "Operation", render: (o) => <a href={href("/operations/" + o.operation_id)}>{o.operation}</a> },
+                { key: "node", label: "Node", render: (o) => o.node_id },
+                { key: "resource", label: "Resource", render: (o) => o.resource_id },
+                { key: "failure", label: "Failure", render: (o) => o.failure?.message ?? o.failure?.code ?? "" },
+                { key: "at", label: "When", render: (o) => <Time at={o.updated_at ?? o.created_at} /> },
+              ]}
+            />
+          )}
+        </Loaded>
+      </Section>
+    </>
+  );
+}
+
+function Tile(props: { label: string; value: string | number | undefined; link?: string; children?: ComponentChildren }) {
+  return (
+    <section class="tile" data-tile={props.label}>
+      <h2>{props.link ? <a href={props.link}>{props.label}</a> : props.label}</h2>
+      <p class="big">{typeof props.value === "number" ? num(props.value) : props.value ?? "—"}</p>
+      <div class="counts">{props.children}</div>
+    </section>
+  );
+}
+
+function Count(props: { label: string; n: number; link: string }) {
+  return (
+    <a class="count" href={props.link} data-count={props.label}>
+      <strong>{num(props.n)}</strong> {props.label}
+    </a>
+  );
+}
+
+/** ConvergenceBar is a stacked bar of stream counts, each part a link to the filtered list. */
+function ConvergenceBar(props: { counts: Partial<Record<Convergence, number>> }) {
+  const total = CONVERGENCES.reduce((a, c) => a + (props.counts[c] ?? 0), 0);
+  return (
+    <div>
+      <div class="stack" role="img" aria-label="Streams by convergence">
+        {CONVERGENCES.filter((c) => props.counts[c]).map((c) => (
+          <a key={c} class="part" data-value={c} href={href("/streams", { convergence: c })} style={{ flexGrow: props.counts[c] }} title={`${props.counts[c]} ${c}`} />
+        ))}
+      </div>
+      <ul class="legend inline">
+        {CONVERGENCES.map((c) => (
+          <li key={c}>
+            <a href={href("/streams", { convergence: c })} data-convergence-count={c}>
+              <Badge value={c} /> {num(props.counts[c] ?? 0)}
+              {total ? <span class="muted"> ({Math.round(((props.counts[c] ?? 0) * 100) / total)}%)</span> : null}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+const pages: PageDef[] = [{ path: "/fleet", name: "fleet", title: "Fleet", nav: "Fleet", order: 0, component: Fleet }];
+export default pages;
