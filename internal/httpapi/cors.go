@@ -18,7 +18,9 @@ const (
 // PUT, PATCH, DELETE) a 403 forbidden problem.
 func (rt *Router) cors(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
-	if origin == "" {
+	if origin == "" || sameOrigin(origin, r) {
+		// Browsers send Origin on their same-origin POST, PUT and DELETE
+		// too (the Hub's own console): those are not cross-origin.
 		return false
 	}
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
@@ -74,4 +76,18 @@ func (rt *Router) allowedMethods(r *http.Request) []string {
 		}
 	}
 	return out
+}
+
+// sameOrigin reports whether origin is the origin r was sent to: its scheme
+// (https when r came over TLS) and its Host. A page of another site that
+// resolves to this listener (DNS rebinding) sends its own name as Host too,
+// and so passes here; it still needs the token, which it cannot read from
+// another origin's storage, and without a token checkHost refuses a Host
+// that is neither loopback nor the listener's address.
+func sameOrigin(origin string, r *http.Request) bool {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return r.Host != "" && strings.EqualFold(origin, scheme+r.Host)
 }

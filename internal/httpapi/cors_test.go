@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,6 +84,18 @@ func TestCORS(t *testing.T) {
 		{
 			name: "same origin (no Origin header)", url: url, method: "GET", path: "/health",
 			status: 200, want: map[string]string{},
+		},
+		{
+			// Browsers send Origin on same-origin mutations too (the Hub's
+			// console): the request's own origin is not cross-origin.
+			name: "same origin with an Origin header: a mutation passes", url: url, method: "PUT", path: "/configuration/draft",
+			headers: []string{"Origin", url, "Authorization", "Bearer " + token, "Content-Type", "application/json"}, status: 200,
+			want: map[string]string{},
+		},
+		{
+			name: "same host, other scheme: cross-origin", url: url, method: "PUT", path: "/configuration/draft",
+			headers: []string{"Origin", strings.Replace(url, "http://", "https://", 1), "Authorization", "Bearer " + token, "Content-Type", "application/json"},
+			status: 403, code: "forbidden", want: map[string]string{"Vary": "Origin"},
 		},
 		{
 			name: "OPTIONS without request method is not a preflight", url: url, method: "OPTIONS", path: "/streams",

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// The console test drives the Hub's web console in Debian's Chromium
+// (headless, through chromedp) against a real Hub and two real Agents, all
+// child processes, and checks what a person sees against what the operator
+// API says. Screenshots of every page go to $CONSOLE_SCREENSHOTS, or to a
+// directory the test names in its log.
+
+// chromiumPath finds Chromium: $CHROMIUM, then the usual names.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+	return ""
+}
+
+// browser is one headless Chromium tab, with the test's deadline on every step.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string // the Hub's URL
+	shot string // screenshot directory
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelC(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	dir := os.Getenv("CONSOLE_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "flowplane-console-screenshots")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("console screenshots in %s", dir)
+	return &browser{t: t, ctx: ctx, base: base, shot: dir}
+}
+
+// run runs chromedp actions with a 30 s limit.
+func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v\npage text: %s", what, err, b.text())
+	}
+}
+
+// text is the page's visible text, for failure messages.
+func (b *browser) text() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	s, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	if len(s) > 2000 {
+		s = s[:2000] + "…"
+	}
+	return s
+}
+
+// eval evaluates a JavaScript expression.
+func eval[T any](b *browser, expr string) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+}
+
+// js runs a JavaScript statement for its effect.
+func js(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](expr)(ctx, t)
+		return err
+	})
+}
+
+// waitJS waits until the JavaScript expression is true.
+func (b *browser) waitJS(what, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if ok, err := eval[bool](b, "Boolean("+expr+")"); err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("timed out waiting for %s (%s)\npage text: %s", what, expr, b.text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// open goes to a console route ("#/streams") and waits for its page.
+func (b *browser) open(route, page string) {
+	b.t.Helper()
+	b.run("open "+route, chromedp.Navigate(b.base+"/ui/"+route))
+	b.waitJS("page "+page, fmt.Sprintf(`document.querySelector('main[data-page=%q]')`, page))
+}
+
+// goTo changes the route without reloading the document (a click on a link).
+func (b *browser) goTo(route, page string) {
+	b.t.Helper()
+	b.run("go to "+route, js(fmt.Sprintf(`location.hash = %q`, strings.TrimPrefix(route, "#"))))
+	b.waitJS("page "+page, fmt.Sprintf(`document.querySelector('main[data-page=%q]')`, page))
+}
+
+// click clicks (with the mouse, through CDP) the button whose text is label,
+// inside main.
+func (b *browser) click(label string) {
+	b.t.Helper()
+	b.run("click "+label, chromedp.Click(chromedp.Search(fmt.Sprintf(`//main//button[normalize-space()=%q]`, label))))
+}
+
+// confirm clicks label, then the open dialog's confirmation.
+func (b *browser) confirm(label string) {
+	b.t.Helper()
+	b.click(label)
+	b.run("confirm "+label, chromedp.Click(chromedp.CSS(`dialog[open] [data-confirm-ok]`)))
+}
+
+// screenshot saves the whole page as name.png.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	// Let charts and live data settle.
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shot, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// markDocument sets a mark on window that a reload would erase.
+func (b *browser) markDocument() {
+	b.t.Helper()
+	b.run("mark", js(`window.__noReload = 1`))
+}
+
+func (b *browser) checkNotReloaded(what string) {
+	b.t.Helper()
+	if v, err := eval[int](b, `window.__noReload || 0`); err != nil || v != 1 {
+		b.t.Fatalf("%s: the page was reloaded", what)
+	}
+}
+
+// TestConsole is the console's end-to-end test: sign-in with a wrong and a
+// right token, the fleet overview, a stream stopped from its page and
+// watched through applying to in_sync without a reload, a node drained, a
+// pending operation for an offline node cancelled, a 412 shown as "changed
+// by someone else", and a screenshot of every page.
+func TestConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Hub, two Agents and Chromium")
+	}
+	chromiumPath(t)
+	dir := t.TempDir()
+	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
+	h.start(t)
+	nodes := map[string]*fleetNode{}
+	for _, id := range []string{"node-a", "node-b"} {
+		n := newFleetNode(t, dir, id, []string{h.url()}, "")
+		n.start(t)
+		nodes[id] = n
+	}
+	for id := range nodes {
+		h.waitStatus(t, id, "online")
+	}
+	// The stream the test stops, running and in sync first.
+	w := h.put(t, "node-a", "desired", "running")
+	h.waitInSync(t, "node-a", "desired", w.Generation)
+
+	b := newBrowser(t, h.url())
+
+	t.Run("wrong token", func(t *testing.T) {
+		b.t = t
+		b.open("", "login")
+		b.screenshot("login")
+		b.run("sign in", chromedp.SendKeys(chromedp.CSS("#token"), "not-the-operator-token"), chromedp.Click(chromedp.CSS(`form[data-form=login] button[type=submit]`)))
+		b.waitJS("the refusal", `document.querySelector('[data-state=login-error]')`)
+		msg, _ := eval[string](b, `document.querySelector('[data-state=login-error]').innerText`)
+		if !strings.Contains(msg, "did not accept") || !strings.Contains(msg, "401") {
+			t.Fatalf("wrong token message %q", msg)
+		}
+		b.screenshot("login-wrong-token")
+	})
+
+	t.Run("sign in and see the fleet", func(t *testing.T) {
+		b.t = t
+		b.run("clear the token", js(`document.querySelector("#token").value = ""`))
+		b.run("type token", chromedp.SendKeys(chromedp.CSS("#token"), fleetOperatorToken), chromedp.Click(chromedp.CSS(`form[data-form=login] button[type=submit]`)))
+		b.waitJS("the fleet overview", `document.querySelector('main[data-page=fleet]')`)
+		b.waitJS("two nodes online", `(document.querySelector('[data-count=online] strong')||{}).innerText === "2"`)
+		b.waitJS("the streams total", `document.querySelector('[data-tile=Streams] .big').innerText === "22"`)
+		b.waitJS("the live stream", `document.querySelector('[data-live=live]')`)
+		token, _ := eval[string](b, `sessionStorage.getItem("flowplane.operator_token")`)
+		url, _ := eval[string](b, `location.href`)
+		if token != fleetOperatorToken || strings.Contains(url, fleetOperatorToken) {
+			t.Fatalf("token kept %q, URL %q: want it in sessionStorage only", token, url)
+		}
+		b.screenshot("fleet")
+	})
+
+	t.Run("stop a stream and watch it converge", func(t *testing.T) {
+		b.t = t
+		b.goTo("#/nodes/node-a/streams/desired", "stream")
+		b.waitJS("in_sync", `document.querySelector('[data-convergence=in_sync]')`)
+		b.markDocument()
+		// Frozen, the Agent takes the command on its open long poll but
+		// cannot report: the Hub shows the write dispatched (applying)
+		// until it runs again.
+		thaw := nodes["node-a"].freeze(t)
+		b.confirm("Stop")
+		b.waitJS("applying", `document.querySelector('[data-convergence=applying]')`)
+		b.screenshot("stream-applying")
+		thaw()
+		b.waitJS("in_sync again", `document.querySelector('[data-convergence=in_sync]')`)
+		b.checkNotReloaded("convergence")
+		s := h.stream(t, "node-a", "desired")
+		if s.Desired.State != "stopped" || s.Observed.State != "stopped" || s.Convergence != wire.ConvergenceInSync {
+			t.Fatalf("after Stop in the console the Hub shows %+v", s)
+		}
+		b.screenshot("stream")
+	})
+
+	t.Run("a 412 is shown as changed by someone else", func(t *testing.T) {
+		b.t = t
+		b.goTo("#/nodes/node-a/streams/restart", "stream")
+		b.waitJS("the stream's view", `document.querySelector('[data-convergence]')`)
+		// With live updates paused the page keeps its generation while
+		// another operator writes.
+		b.run("pause live", chromedp.Click(chromedp.CSS(`[data-live-toggle]`)))
+		b.waitJS("paused", `document.querySelector('[data-live=paused]')`)
+		other := h.put(t, "node-a", "restart", "running")
+		b.confirm("Stop")
+		b.waitJS("the conflict", `[...document.querySelectorAll('[data-notice]')].some(e => e.innerText.includes("Changed by someone else"))`)
+		b.screenshot("stream-412")
+		if s := h.stream(t, "node-a", "restart"); s.Desired.Generation != other.Generation || s.Desired.State != "running" {
+			t.Fatalf("the stale write changed the stream: %+v", s.Desired)
+		}
+		b.click("Reload")
+		b.run("resume live", chromedp.Click(chromedp.CSS(`[data-live-toggle]`)))
+		b.waitJS("live again", `document.querySelector('[data-live=live]')`)
+	})
+
+	t.Run("drain a node", func(t *testing.T) {
+		b.t = t
+		b.goTo("#/nodes/node-b", "node")
+		b.waitJS("active", `document.querySelector('[data-mode=active]')`)
+		b.confirm("Drain")
+		b.waitJS("draining", `document.querySelector('[data-mode=draining]')`)
+		if v, _ := h.nodeView("node-b"); v.Mode != "draining" {
+			t.Fatalf("node-b mode %q at the Hub, want draining", v.Mode)
+		}
+		b.screenshot("node")
+	})
+
+	t.Run("cancel a pending operation for an offline node", func(t *testing.T) {
+		b.t = t
+		// A node that is not connected: the intent waits, pending.
+		w := h.put(t, "node-offline", "orders", "running")
+		b.goTo("#/operations?state=pending", "operations")
+		row := fmt.Sprintf(`tr[data-key=%q]`, w.OperationID)
+		b.waitJS("the pending operation listed", `document.querySelector('`+row+`')`)
+		b.screenshot("operations")
+		b.run("open it", chromedp.Click(chromedp.CSS(row+` td[data-col=operation] a`)))
+		b.waitJS("its page", `document.querySelector('main[data-page=operation] [data-operation-state=pending]')`)
+		b.confirm("Cancel operation")
+		b.waitJS("cancelled", `document.querySelector('[data-operation-state=cancelled]')`)
+		if op := h.operation(t, w.OperationID); op.State != "cancelled" {
+			t.Fatalf("operation %s is %q at the Hub, want cancelled", w.OperationID, op.State)
+		}
+		b.screenshot("operation")
+	})
+
+	t.Run("every page", func(t *testing.T) {
+		b.t = t
+		for _, p := range []struct{ route, page, name string }{
+			{"#/nodes", "nodes", "nodes"},
+			{"#/streams", "streams", "streams"},
+			{"#/jobs", "jobs", "jobs"},
+			{"#/events", "events", "events"},
+			{"#/audit", "audit", "audit"},
+			{"#/rollouts", "rollouts", "rollouts"},
+			{"#/configuration", "configuration", "configuration"},
+			{"#/configuration/node-a", "node-configuration", "node-configuration"},
+		} {
+			b.goTo(p.route, p.page)
+			b.waitJS(p.page+" loaded", `!document.querySelector('main [data-state=loading]')`)
+			b.screenshot(p.name)
+		}
+		// The dark theme: the switch goes system -> light -> dark.
+		b.goTo("#/fleet", "fleet")
+		for range 2 {
+			b.run("theme", chromedp.Click(chromedp.Search(`//header//button[contains(., "system") or contains(., "light")]`)))
+		}
+		b.waitJS("dark", `document.documentElement.dataset.theme === "dark"`)
+		b.screenshot("fleet-dark")
+	})
+
+	t.Run("the Hub restarts and the console reconnects", func(t *testing.T) {
+		b.t = t
+		b.goTo("#/fleet", "fleet")
+		b.markDocument()
+		h.kill(t)
+		b.waitJS("reconnecting", `document.querySelector('[data-live=reconnecting]')`)
+		h.start(t)
+		b.waitJS("live again", `document.querySelector('[data-live=live]')`)
+		b.checkNotReloaded("Hub restart")
+		// A write after the restart reaches the page over the new stream.
+		w := h.put(t, "node-a", "desired", "running")
+		b.goTo("#/nodes/node-a/streams/desired", "stream")
+		h.waitInSync(t, "node-a", "desired", w.Generation)
+		b.waitJS("in_sync at the new generation", `document.querySelector('[data-convergence=in_sync]') && document.body.innerText.includes("running")`)
+	})
+
+	if _, err := http.Get(h.url() + "/readiness"); err != nil {
+		t.Fatal(err)
+	}
+}
