@@ -215,17 +215,18 @@ function NodeDetail(props: PageProps) {
 function ModeResult(props: { node: NodeView }) {
   const n = props.node;
   let what: ComponentChildren;
-  if (n.mode === "active") what = "New commands are dispatched to it again, the ones that waited first.";
+  if (n.mode === "active") what = "Dispatch resumes: commands that waited for it are sent now.";
   else
     what = (
       <>
         Work in flight goes on ({num(n.in_flight ?? 0)} in flight) while new dispatch is suppressed; {num(n.queued_commands ?? 0)} queued command(s) wait until
-        maintenance is off.
+        the node is active again (Maintenance off).
       </>
     );
   return (
     <span data-result-mode={n.mode}>
-      Node {n.node_id} is now <strong>{n.mode}</strong>. {what}
+      Node {n.node_id} is now {n.mode === "maintenance" ? "in " : ""}
+      <strong>{n.mode}</strong>. {what}
     </span>
   );
 }
@@ -234,7 +235,7 @@ function NodeFacts(props: { node: NodeView }) {
   const n = props.node;
   const metrics = Object.entries(n.metrics ?? {}).sort(([a], [b]) => a.localeCompare(b));
   return (
-    <div class="grid2">
+    <div class="grid2 node-facts">
       <Section title="Facts">
         <KV
           rows={[
