@@ -187,9 +187,14 @@ function OperationDetail(props: PageProps) {
   const action = useAction();
   const cancel = () =>
     action.run(async () => {
-      const r = await call<Operation>(url("/operations/" + enc(id)), { method: "DELETE" });
-      res.reload();
-      evs.reload();
+      let r;
+      try {
+        r = await call<Operation>(url("/operations/" + enc(id)), { method: "DELETE" });
+      } finally {
+        // Refused (409: dispatched meanwhile) or not, show where it stands now.
+        res.reload();
+        evs.reload();
+      }
       return (
         <>
           Cancelled: the operation is now <Badge value={r.body.state} />
