@@ -671,6 +671,52 @@ func TestWrongMethodAndAuditNames(t *testing.T) {
 	}
 }
 
+// TestAuditQueryFilters: GET /audit narrows by resource, node, actor,
+// action and outcome, combined with AND; an unknown outcome is a 400.
+func TestAuditQueryFilters(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	w := th.put(t, "n1", "s1", `{"state":"running"}`)
+	th.put(t, "n2", "s2", `{"state":"running"}`)
+	if r := th.do(t, "DELETE", APIPrefix+"/operations/"+w.OperationID, ""); r.status != 200 {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	if r := th.do(t, "DELETE", APIPrefix+"/operations/"+w.OperationID, ""); r.status != 409 {
+		t.Fatalf("cancel again: %d %s", r.status, r.body)
+	}
+	cases := []struct {
+		query string
+		want  int
+	}{
+		{"", 4},
+		{"outcome=accepted", 3},
+		{"outcome=rejected", 1},
+		{"outcome=rejected&action=operation_cancel", 1},
+		{"outcome=rejected&action=stream_desired_state", 0},
+		{"outcome=accepted&resource_id=s1", 2},
+		{"outcome=accepted&node_id=n2", 1},
+		{"action=stream_desired_state", 2},
+		{"outcome=", 4},
+	}
+	for _, c := range cases {
+		got := decode[wire.Page[store.AuditRecord]](t, th.do(t, "GET", APIPrefix+"/audit?"+c.query, ""))
+		if got.Total != c.want || len(got.Items) != c.want {
+			t.Errorf("?%s: total %d, %d rows, want %d: %+v", c.query, got.Total, len(got.Items), c.want, got.Items)
+			continue
+		}
+		if o := strings.TrimPrefix(c.query, "outcome="); strings.HasPrefix(c.query, "outcome=") && o != "" {
+			o, _, _ = strings.Cut(o, "&")
+			for _, rec := range got.Items {
+				if rec.Outcome != o {
+					t.Errorf("?%s: row %+v", c.query, rec)
+				}
+			}
+		}
+	}
+	if r := th.do(t, "GET", APIPrefix+"/audit?outcome=maybe", ""); r.status != 400 || r.problem(t).Code != "invalid_query" {
+		t.Errorf("?outcome=maybe: %d %s", r.status, r.body)
+	}
+}
+
 // TestTimedOutResultKeepsAgentFailure: an Agent's timed_out result keeps
 // its failure on the operation while the intent is retried.
 func TestTimedOutResultKeepsAgentFailure(t *testing.T) {

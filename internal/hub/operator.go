@@ -196,7 +196,10 @@ func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.AuditFilter{ResourceID: q.Get("resource_id"), NodeID: q.Get("node_id"), Actor: q.Get("actor"), Action: q.Get("action")}
+	f := store.AuditFilter{ResourceID: q.Get("resource_id"), NodeID: q.Get("node_id"), Actor: q.Get("actor"), Action: q.Get("action"), Outcome: q.Get("outcome")}
+	if f.Outcome != "" && f.Outcome != store.OutcomeAccepted && f.Outcome != store.OutcomeRejected {
+		return httpapi.BadRequest(httpapi.CodeInvalidQuery, "outcome must be accepted or rejected")
+	}
 	pg, err := h.st.ListAudit(r.Context(), f, p)
 	if err != nil {
 		return storeProblem(err)

@@ -280,9 +280,10 @@ func insertAudit(ctx context.Context, q querier, r AuditRecord) (int64, error) {
 	return res.LastInsertId()
 }
 
-// AuditFilter narrows ListAudit; empty fields match everything.
+// AuditFilter narrows ListAudit; empty fields match everything. Outcome is
+// OutcomeAccepted or OutcomeRejected.
 type AuditFilter struct {
-	ResourceID, NodeID, Actor, Action string
+	ResourceID, NodeID, Actor, Action, Outcome string
 }
 
 // ListAudit returns one page of the audit rows matching f, newest first.
@@ -296,6 +297,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, p Paging) (wire.Pa
 	w.eq("node_id", f.NodeID)
 	w.eq("actor", f.Actor)
 	w.eq("action", f.Action)
+	w.eq("outcome", f.Outcome)
 	err := s.readTx(ctx, func(q querier) error {
 		if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM audit"+w.String(), w.args...).Scan(&out.Total); err != nil {
 			return err
