@@ -3,9 +3,10 @@
 // rollout with its waves, each node's phase and operation, and the
 // operator's actions: pause, resume, cancel, roll back.
 
-import { call, enc, get, type Page, url } from "../api";
+import { useState } from "preact/hooks";
+import { ApiError, call, enc, get, type Page, url } from "../api";
 import type { PageDef, PageProps } from "../page";
-import { href, setQuery } from "../router";
+import { href, navigate, setQuery } from "../router";
 import type { HubEvent } from "../types";
 import {
   ActionNotice,
@@ -117,6 +118,7 @@ function Rollouts(p: PageProps) {
   return (
     <>
       <PageHeader title="Rollouts" sub="One configuration to many nodes, a wave at a time, each wave behind a health gate. Live." />
+      <NewRollout />
       <Filters>
         <SelectFilter name="state" label="State" value={state} options={ROLLOUT_STATES} />
       </Filters>
@@ -182,6 +184,140 @@ function NoRollouts() {
         To change a single node, use its page under <a href={href("/configuration")}>Configuration</a>.
       </p>
     </div>
+  );
+}
+
+// ---------------------------------------------------------------- new rollout
+
+interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** NewRollout is the body of POST /rollouts as a form; a 422 lists each bad field by its path. */
+function NewRollout() {
+  const [open, setOpen] = useState(false);
+  const [format, setFormat] = useState("yaml");
+  const [content, setContent] = useState("");
+  const [nodes, setNodes] = useState("");
+  const [mode, setMode] = useState<"batch" | "percent">("percent");
+  const [batch, setBatch] = useState("1");
+  const [percent, setPercent] = useState("20, 60, 100");
+  const [gate, setGate] = useState("120000");
+  const [soak, setSoak] = useState("0");
+  const [pause, setPause] = useState("0");
+  const [budget, setBudget] = useState("0");
+  const [errors, setErrors] = useState<FieldError[]>([]);
+  const action = useAction();
+  const int = (v: string) => (v.trim() === "" ? undefined : Number(v));
+  const body = () => ({
+    configuration: { format, content },
+    node_ids: nodes.split(/[\s,]+/).filter(Boolean),
+    ...(mode === "batch" ? { batch_size: int(batch) } : { wave_percentages: percent.split(/[\s,]+/).filter(Boolean).map(Number) }),
+    gate_timeout_ms: int(gate),
+    soak_ms: int(soak),
+    pause_ms: int(pause),
+    max_failures: int(budget),
+  });
+  const submit = () =>
+    action.run(async () => {
+      setErrors([]);
+      try {
+        const r = await call<Rollout>(url("/rollouts"), { method: "POST", body: body() });
+        setOpen(false);
+        navigate("/rollouts/" + enc(r.body.rollout_id));
+        return (
+          <>
+            Rollout <a href={href("/rollouts/" + enc(r.body.rollout_id))}>{r.body.rollout_id}</a> created ({r.body.waves.length} waves); it starts within a second.
+          </>
+        );
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 422) {
+          // The fields are listed under the form, each by its path; the notice keeps the summary.
+          setErrors((e.problem.details?.errors as FieldError[] | undefined) ?? []);
+          throw new ApiError(e.status, { ...e.problem, details: undefined });
+        }
+        throw e;
+      }
+    });
+  if (!open) {
+    return (
+      <div class="actions new-rollout-open">
+        <button type="button" class="primary" onClick={() => setOpen(true)}>
+          New rollout
+        </button>
+        <ActionNotice action={action} reload={() => {}} />
+      </div>
+    );
+  }
+  const field = (label: string, value: string, set: (v: string) => void, name: string, hint?: string) => (
+    <label>
+      {label}
+      <input name={name} inputMode="numeric" value={value} onInput={(e) => set(e.currentTarget.value)} />
+      {hint ? <small class="muted">{hint}</small> : null}
+    </label>
+  );
+  return (
+    <Section title="New rollout" actions={<button type="button" class="ghost" onClick={() => setOpen(false)}>Close</button>}>
+      <form class="new-rollout" data-form="new-rollout" onSubmit={(e) => e.preventDefault()}>
+        <p class="muted">
+          One configuration for every target node (no <code>health_check</code>: it is node-local). <code>{"${secret:NAME}"}</code> references are resolved by the Hub from its{" "}
+          <code>SVC_SECRET_NAME</code>.
+        </p>
+        <div class="row">
+          <label>
+            Format
+            <select name="format" value={format} onChange={(e) => setFormat(e.currentTarget.value)}>
+              <option value="yaml">yaml</option>
+              <option value="json">json</option>
+              <option value="toml">toml</option>
+            </select>
+          </label>
+          <label class="grow">
+            Nodes (in wave order, comma or space separated)
+            <input name="node_ids" value={nodes} placeholder="node-a, node-b, node-c" onInput={(e) => setNodes(e.currentTarget.value)} />
+          </label>
+        </div>
+        <label>
+          Configuration
+          <textarea name="content" value={content} spellcheck={false} placeholder={"streams:\n  - id: orders\n    input: {type: generate, ...}"} onInput={(e) => setContent(e.currentTarget.value)} />
+        </label>
+        <div class="row">
+          <label>
+            Waves by
+            <select name="wave_mode" value={mode} onChange={(e) => setMode(e.currentTarget.value as "batch" | "percent")}>
+              <option value="percent">cumulative percentages</option>
+              <option value="batch">batch size</option>
+            </select>
+          </label>
+          {mode === "batch"
+            ? field("Batch size", batch, setBatch, "batch_size", "nodes per wave")
+            : field("Wave percentages", percent, setPercent, "wave_percentages", "increasing, the last 100")}
+          {field("Gate timeout (ms)", gate, setGate, "gate_timeout_ms", "1000..86400000")}
+          {field("Soak (ms)", soak, setSoak, "soak_ms")}
+          {field("Pause between waves (ms)", pause, setPause, "pause_ms")}
+          {field("Failure budget", budget, setBudget, "max_failures", "nodes that may fail")}
+        </div>
+        {errors.length ? (
+          <ul class="field-errors" data-errors>
+            {errors.map((e, i) => (
+              <li key={i} data-path={e.path}>
+                <code>{e.path || "(body)"}</code>: {e.message}
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        <ActionNotice action={action} reload={() => {}} />
+        <div class="actions">
+          <Confirm label="Start rollout" title="Start this rollout?" disabled={action.busy || !content.trim() || !nodes.trim()} onConfirm={() => void submit()}>
+            <p>
+              The Hub applies this configuration to {nodes.split(/[\s,]+/).filter(Boolean).length} node(s), wave by wave, each wave gated on its nodes' health. You can pause, cancel or
+              roll it back.
+            </p>
+          </Confirm>
+        </div>
+      </form>
+    </Section>
   );
 }
 
@@ -325,7 +461,7 @@ function Waves(props: { r: Rollout }) {
         const nodes = ids.map((id) => byNode.get(id) ?? { node_id: id, wave: w, phase: "waiting" });
         const counts = new Map<string, number>();
         for (const n of nodes) counts.set(n.phase, (counts.get(n.phase) ?? 0) + 1);
-        const where = w < r.current_wave ? "past" : w === r.current_wave ? "current" : "next";
+        const where = w < r.current_wave ? "past" : w === r.current_wave ? (FINISHED.has(r.state) ? "last" : "current") : "next";
         return (
           <li key={w} class="wave" data-wave={w} data-where={where}>
             <div class="wave-head">
