@@ -138,11 +138,17 @@ func (b *browser) goTo(route, page string) {
 	b.waitJS("page "+page, fmt.Sprintf(`document.querySelector('main[data-page=%q]')`, page))
 }
 
-// click clicks (with the mouse, through CDP) the button whose text is label,
-// inside main.
+// click clicks (with the mouse, through CDP) the visible button inside
+// main whose text is label.
 func (b *browser) click(label string) {
 	b.t.Helper()
-	b.run("click "+label, chromedp.Click(chromedp.Search(fmt.Sprintf(`//main//button[normalize-space()=%q]`, label))))
+	b.waitJS("a "+label+" button", fmt.Sprintf(`(() => {
+		const el = [...document.querySelectorAll("main button")].find(e => e.innerText.trim() === %q && e.offsetParent !== null && !e.disabled);
+		document.querySelectorAll("[data-test-target]").forEach(e => e.removeAttribute("data-test-target"));
+		if (el) el.setAttribute("data-test-target", "");
+		return !!el;
+	})()`, label))
+	b.run("click "+label, chromedp.Click(chromedp.CSS(`[data-test-target]`)))
 }
 
 // confirm clicks label, then the open dialog's confirmation.

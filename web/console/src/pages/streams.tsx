@@ -188,11 +188,13 @@ function StreamDetail(props: PageProps) {
   const path = "/nodes/" + enc(nodeID) + "/streams/" + enc(id);
   const mine = (ev: HubEvent) => ev.node_id === nodeID && (ev.resource_id === id || ev.kind.startsWith("node_"));
   // The ETag is the one of the last successful GET: a write from a view
-  // that someone else changed since answers 412, never overwrites.
+  // that someone else changed since answers 412, never overwrites. A stream
+  // nobody desired yet has no ETag: its generation is 0, and a write that
+  // finds one made meanwhile must fail the same way.
   const res = useResource(
     async (signal) => {
       const r = await call<StreamView>(url(path), { signal });
-      return { view: r.body, etag: r.etag } as StreamLoad;
+      return { view: r.body, etag: r.etag ?? `"generation-${r.body.desired?.generation ?? 0}"` } as StreamLoad;
     },
     path,
     mine,
