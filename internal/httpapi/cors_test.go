@@ -95,7 +95,7 @@ func TestCORS(t *testing.T) {
 		{
 			name: "same host, other scheme: cross-origin", url: url, method: "PUT", path: "/configuration/draft",
 			headers: []string{"Origin", strings.Replace(url, "http://", "https://", 1), "Authorization", "Bearer " + token, "Content-Type", "application/json"},
-			status: 403, code: "forbidden", want: map[string]string{"Vary": "Origin"},
+			status:  403, code: "forbidden", want: map[string]string{"Vary": "Origin"},
 		},
 		{
 			name: "OPTIONS without request method is not a preflight", url: url, method: "OPTIONS", path: "/streams",
