@@ -1,0 +1,114 @@
+package console
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestDistMatchesSource rebuilds the console from its sources in a copy of
+// this directory (npm ci, then npm run build: type check and bundle) and
+// requires the result to be byte for byte the committed dist/, which is
+// what the Hub embeds. A change to src/ without a rebuild fails here.
+func TestDistMatchesSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs the console's npm packages and builds it")
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed (apt-get install nodejs npm); .ci/run installs it")
+	}
+	work := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "tsconfig.json", "build.mjs", "index.html"} {
+		copyFile(t, f, filepath.Join(work, f))
+	}
+	err = filepath.WalkDir("src", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		copyFile(t, p, filepath.Join(work, p))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ci", "--no-audit", "--no-fund", "--loglevel=error"}, {"run", "build"}} {
+		cmd := exec.Command(npm, args...)
+		cmd.Dir = work
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %v: %v\n%s", args, err, out)
+		}
+	}
+	want := tree(t, "dist")
+	got := tree(t, filepath.Join(work, "dist"))
+	for name, b := range got {
+		if w, ok := want[name]; !ok {
+			t.Errorf("the build makes dist/%s, which is not committed", name)
+		} else if !bytes.Equal(w, b) {
+			t.Errorf("dist/%s differs from a build of the sources: run `npm run build` in web/console and commit dist/", name)
+		}
+	}
+	for name := range want {
+		if _, ok := got[name]; !ok {
+			t.Errorf("dist/%s is committed but the build does not make it", name)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tree reads every file under dir, by path relative to it.
+func tree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestSiteFiles checks what the Site serves and refuses.
+func TestSiteFiles(t *testing.T) {
+	s := New("/api/v2")
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{Path, true}, {Path + "index.html", true}, {Path + "assets/app.js", true}, {Path + "assets/app.css", true},
+		{Path + "hub.json", true}, {Path + "assets/", false}, {Path + "../console.go", false}, {"/other/", false}, {Path + "nope", false},
+	} {
+		if got := s.Has(tc.path); got != tc.want {
+			t.Errorf("Has(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+	if got := string(s.files["hub.json"].body); got != `{"api_prefix":"/api/v2"}` {
+		t.Errorf("hub.json %s", got)
+	}
+}
