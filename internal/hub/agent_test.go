@@ -471,6 +471,18 @@ func TestReadsAndMetrics(t *testing.T) {
 	if conv["unknown"] != 1 || conv["pending"] != 1 || conv["unknown"]+conv["pending"]+conv["applying"]+conv["in_sync"] != 3 {
 		t.Fatalf("streams by convergence %v", conv)
 	}
+	for _, tc := range []struct{ query, want string }{
+		{"state=failed", "n1/s2"}, {"state=none", "n9/s9"}, {"state=running&node_id=n1", "n1/s1"}, {"state=stopped", ""},
+	} {
+		page := decode[wire.Page[wire.Stream]](t, th.do(t, "GET", APIPrefix+"/streams?"+tc.query, ""))
+		var got []string
+		for _, s := range page.Items {
+			got = append(got, s.NodeID+"/"+s.ID)
+		}
+		if strings.Join(got, ",") != tc.want || page.Total != len(got) {
+			t.Errorf("GET /streams?%s: %v (total %d), want %q", tc.query, got, page.Total, tc.want)
+		}
+	}
 	nodes := decode[wire.Page[NodeView]](t, th.do(t, "GET", APIPrefix+"/nodes", ""))
 	if nodes.Total != 2 || nodes.Items[0].NodeID != "n1" || nodes.Items[0].Status != "online" || nodes.Items[1].Status != "unknown" {
 		t.Fatalf("nodes %+v", nodes)
