@@ -349,23 +349,27 @@ export function Table<T>(props: { name: string; columns: Column<T>[]; rows: T[];
   );
 }
 
-/** Pager moves through a collection (the Hub's page and page_size); it changes the URL's page. */
-export function Pager(props: { page: number; pageSize: number; total: number }) {
+/**
+ * Pager moves through a collection (the Hub's page and page_size): it sets
+ * the URL's page, or param when a page holds several paged tables.
+ */
+export function Pager(props: { page: number; pageSize: number; total: number; param?: string }) {
+  const param = props.param ?? "page";
   const pages = Math.max(1, Math.ceil(props.total / props.pageSize));
   const from = props.total === 0 ? 0 : (props.page - 1) * props.pageSize + 1;
   const to = Math.min(props.total, props.page * props.pageSize);
   return (
-    <nav class="pager" aria-label="Pages">
+    <nav class="pager" aria-label={param === "page" ? "Pages" : "Pages of " + param.replace(/_page$/, "")} data-pager={param}>
       <span class="muted">
         {num(from)}–{num(to)} of {num(props.total)}
       </span>
-      <button type="button" disabled={props.page <= 1} onClick={() => setQuery({ page: props.page - 1 })}>
+      <button type="button" disabled={props.page <= 1} onClick={() => setQuery({ [param]: props.page - 1 })}>
         ‹ Previous
       </button>
       <span>
         page {props.page} of {pages}
       </span>
-      <button type="button" disabled={props.page >= pages} onClick={() => setQuery({ page: props.page + 1 })}>
+      <button type="button" disabled={props.page >= pages} onClick={() => setQuery({ [param]: props.page + 1 })}>
         Next ›
       </button>
     </nav>

@@ -654,33 +654,10 @@ function Placement(props: { job: JobDetail; page: number }) {
               },
             ]}
           />
-          {pages > 1 ? <LocalPager param="task_page" page={page} pageSize={TASK_PAGE} total={a.length} /> : null}
+          {pages > 1 ? <Pager param="task_page" page={page} pageSize={TASK_PAGE} total={a.length} /> : null}
         </>
       )}
     </Section>
-  );
-}
-
-/** LocalPager is Pager for a page parameter of its own (several paged tables on one page). */
-function LocalPager(props: { param: string; page: number; pageSize: number; total: number }) {
-  const pages = Math.max(1, Math.ceil(props.total / props.pageSize));
-  const from = props.total === 0 ? 0 : (props.page - 1) * props.pageSize + 1;
-  const to = Math.min(props.total, props.page * props.pageSize);
-  return (
-    <nav class="pager" aria-label={"Pages of " + props.param.replace(/_page$/, "")} data-pager={props.param}>
-      <span class="muted">
-        {num(from)}–{num(to)} of {num(props.total)}
-      </span>
-      <button type="button" disabled={props.page <= 1} onClick={() => setQuery({ [props.param]: props.page - 1})}>
-        ‹ Previous
-      </button>
-      <span>
-        page {props.page} of {pages}
-      </span>
-      <button type="button" disabled={props.page >= pages} onClick={() => setQuery({ [props.param]: props.page + 1})}>
-        Next ›
-      </button>
-    </nav>
   );
 }
 
@@ -724,7 +701,7 @@ function Artifacts(props: { name: string; page: Page<Artifact>; param: string; e
           },
         ]}
       />
-      <LocalPager param={props.param} page={p.page} pageSize={p.page_size} total={p.total} />
+      <Pager param={props.param} page={p.page} pageSize={p.page_size} total={p.total} />
     </>
   );
 }
@@ -812,7 +789,7 @@ function Versions(props: { page: Page<JobVersion> }) {
           </li>
         ))}
       </ul>
-      {p.total > p.page_size ? <LocalPager param="ver_page" page={p.page} pageSize={p.page_size} total={p.total} /> : null}
+      {p.total > p.page_size ? <Pager param="ver_page" page={p.page} pageSize={p.page_size} total={p.total} /> : null}
     </>
   );
 }
