@@ -19,11 +19,9 @@ func (h *Hub) consoleRoutes() []httpapi.Route {
 			return nil
 		}},
 		{Method: "GET", Pattern: console.Path, Public: true, Handler: func(w http.ResponseWriter, r *http.Request) error {
-			if !site.Has(r.URL.Path) {
-				console.Header(w.Header())
+			if !site.Serve(w, r) {
 				return httpapi.NotFound(httpapi.CodeNotFound, "no console file at "+r.URL.Path)
 			}
-			site.ServeHTTP(w, r)
 			return nil
 		}},
 	}

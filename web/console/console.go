@@ -73,11 +73,11 @@ func New(apiPrefix string) *Site {
 	return s
 }
 
-// Has reports whether urlPath (under Path) names a file of the console.
-func (s *Site) Has(urlPath string) bool {
+// lookup finds the file urlPath (under Path) names.
+func (s *Site) lookup(urlPath string) (file, bool) {
 	name, ok := strings.CutPrefix(urlPath, Path)
-	_, found := s.files[name]
-	return ok && found
+	f, found := s.files[name]
+	return f, ok && found
 }
 
 // Header sets the security headers of every console answer.
@@ -90,23 +90,23 @@ func Header(h http.Header) {
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 }
 
-// ServeHTTP serves one file of the console (GET or HEAD); the caller
-// answers paths Has refuses and other methods, in its own error format.
-func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	Header(w.Header())
-	name, _ := strings.CutPrefix(r.URL.Path, Path)
-	f, ok := s.files[name]
-	if !ok {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
+// Serve answers a GET or HEAD for one file of the console and reports
+// whether there was one; when there was not, it has written nothing but the
+// security headers, and the caller answers in its own error format.
+func (s *Site) Serve(w http.ResponseWriter, r *http.Request) bool {
 	h := w.Header()
+	Header(h)
+	f, ok := s.lookup(r.URL.Path)
+	if !ok {
+		return false
+	}
 	h.Set("Content-Type", f.ctype)
 	// Names carry no content hash: revalidate every time, answered 304
 	// while the build is the same.
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", f.etag)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+	return true
 }
 
 func newFile(b []byte, ctype string) file {

@@ -104,8 +104,8 @@ func TestSiteFiles(t *testing.T) {
 		{Path, true}, {Path + "index.html", true}, {Path + "assets/app.js", true}, {Path + "assets/app.css", true},
 		{Path + "hub.json", true}, {Path + "assets/", false}, {Path + "../console.go", false}, {"/other/", false}, {Path + "nope", false},
 	} {
-		if got := s.Has(tc.path); got != tc.want {
-			t.Errorf("Has(%q) = %v, want %v", tc.path, got, tc.want)
+		if _, got := s.lookup(tc.path); got != tc.want {
+			t.Errorf("lookup(%q) = %v, want %v", tc.path, got, tc.want)
 		}
 	}
 	if got := string(s.files["hub.json"].body); got != `{"api_prefix":"/api/v2"}` {
