@@ -20,7 +20,13 @@ interface OperationsStatus {
 }
 
 function Fleet() {
-  const status = useResource((s) => get<Status>("/status", undefined, s), "status", () => true);
+  // GET /status counts every stream of the fleet: re-read it only for the
+  // events that can change a count, not for every command's progress.
+  const status = useResource(
+    (s) => get<Status>("/status", undefined, s),
+    "status",
+    (ev) => ev.kind === "convergence_changed" || ev.kind === "stream_state_changed" || ev.kind === "intent_accepted" || ev.kind.startsWith("node_"),
+  );
   const ops = useResource((s) => get<OperationsStatus>("/operations/status", undefined, s), "ops", (ev) => ev.kind.startsWith("command_") || ev.kind === "intent_accepted" || ev.kind === "operation_cancelled");
   const failed = useResource(
     (s) => get<Page<Operation>>("/operations", { state: "failed", page_size: 5 }, s),
