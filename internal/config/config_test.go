@@ -59,6 +59,7 @@ func TestBadConfigurations(t *testing.T) {
 		},
 		"many.bad.yaml": {
 			{"health_check.address", `"0.0.0.0:8080" is not a loopback address; set api_token`},
+			{"health_check.cors_origins[1]", `"https://console.example/ui/" is not an origin (scheme://host[:port], without a path)`},
 			{"health_check.data_port", "data_port and data_host go together"},
 			{"streams[0].pipeline.thread_num", "minimum"},
 			{"streams[1].durability.max_bytes", "minimum"},

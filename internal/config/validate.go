@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -69,6 +70,11 @@ func (h *HealthCheck) validate() []Problem {
 			ps = append(ps, at("health_check.hub_urls["+itoa(i)+"]", "%q is not an http:// or https:// URL", u))
 		}
 	}
+	for i, o := range h.CORSOrigins {
+		if err := ValidOrigin(o); err != nil {
+			ps = append(ps, at("health_check.cors_origins["+itoa(i)+"]", "%v", err))
+		}
+	}
 	if len(h.HubURLs) > 0 && h.NodeToken == "" {
 		ps = append(ps, at("health_check.node_token", "a node with hub_urls needs node_token to register with the Hub"))
 	}
@@ -85,6 +91,16 @@ func (h *HealthCheck) validate() []Problem {
 		}
 	}
 	return ps
+}
+
+// ValidOrigin reports whether origin is a browser origin as an Origin header
+// carries it, "scheme://host[:port]" (no path, query or trailing slash): an
+// allowed origin of another shape would match no browser.
+func ValidOrigin(origin string) error {
+	if err := http.NewCrossOriginProtection().AddTrustedOrigin(origin); err != nil {
+		return fmt.Errorf("%q is not an origin (scheme://host[:port], without a path)", origin)
+	}
+	return nil
 }
 
 // IsLoopback reports whether a host:port listens on loopback only.

@@ -60,7 +60,7 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "garbled content type", path: "/required", contentType: "/;;", body: str(`{}`), status: 415, code: "unsupported_media_type"},
 		{name: "empty body", path: "/required", contentType: ct, body: str(""), status: 400, code: "invalid_json",
 			message: "a JSON request body is required"},
-		{name: "no body, no content type", path: "/required", status: 415, code: "unsupported_media_type"},
+		{name: "no body, no content type: the body is missing", path: "/required", status: 400, code: "invalid_json"},
 		{name: "no body", path: "/required", contentType: ct, status: 400, code: "invalid_json",
 			message: "a JSON request body is required"},
 		{name: "whitespace body", path: "/required", contentType: ct, body: str("  \n"), status: 400, code: "invalid_json"},

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"io"
 	"net/http"
 	"testing"
 
@@ -9,7 +10,8 @@ import (
 
 // TestCrossSiteMutationsRefused: a web page can send a "simple" POST (no
 // preflight) with any Origin and a text/plain body; such a request must not
-// run a mutation, with or without a token set.
+// run a mutation, with or without a token set. The refusal comes from Origin
+// and Sec-Fetch-Site, not from the media type: curl's bodiless POST works.
 func TestCrossSiteMutationsRefused(t *testing.T) {
 	const allowed = "https://console.example:8443"
 	open := serve(t, table(), httpapi.Options{AllowedOrigins: []string{allowed}})
@@ -17,43 +19,74 @@ func TestCrossSiteMutationsRefused(t *testing.T) {
 	bearer := "Bearer " + token
 	cases := []struct {
 		name, url, method, path string
+		body                    string
 		headers                 []string
 		status                  int
 		code                    string
 	}{
-		{"foreign origin, text/plain", open, "POST", "/streams/a/start",
+		{"foreign origin, text/plain", open, "POST", "/streams/a/start", "",
 			[]string{"Origin", "https://evil.example", "Content-Type", "text/plain"}, 403, "forbidden"},
-		{"foreign origin, JSON", open, "POST", "/streams/a/start",
+		{"foreign origin, JSON", open, "POST", "/streams/a/start", "",
 			[]string{"Origin", "https://evil.example"}, 403, "forbidden"},
-		{"foreign origin, PUT", open, "PUT", "/configuration/draft",
+		{"foreign origin, bodiless, no Content-Type", open, "POST", "/streams/a/start", "",
+			[]string{"Origin", "https://evil.example", "Content-Type", ""}, 403, "forbidden"},
+		{"foreign origin, PUT", open, "PUT", "/configuration/draft", "",
 			[]string{"Origin", "https://evil.example"}, 403, "forbidden"},
-		{"foreign origin, DELETE", open, "DELETE", "/operations/o1",
+		{"foreign origin, DELETE", open, "DELETE", "/operations/o1", "",
 			[]string{"Origin", "https://evil.example"}, 403, "forbidden"},
-		{"foreign origin with the token", protected, "POST", "/streams/a/start",
+		{"foreign origin with the token", protected, "POST", "/streams/a/start", "",
 			[]string{"Origin", "https://evil.example", "Authorization", bearer}, 403, "forbidden"},
-		{"foreign origin, read: served", open, "GET", "/streams",
+		{"foreign origin, read: served", open, "GET", "/streams", "",
 			[]string{"Origin", "https://evil.example"}, 200, ""},
-		{"allowed origin", open, "POST", "/streams/a/start", []string{"Origin", allowed}, 200, ""},
-		{"no origin", open, "POST", "/streams/a/start", nil, 200, ""},
-		{"bodiless POST without Content-Type", open, "POST", "/streams/a/start",
+		{"Sec-Fetch-Site cross-site without Origin", open, "POST", "/streams/a/start", "",
+			[]string{"Sec-Fetch-Site", "cross-site", "Content-Type", ""}, 403, "forbidden"},
+		{"Sec-Fetch-Site same-site (another port)", open, "POST", "/streams/a/start", "",
+			[]string{"Sec-Fetch-Site", "same-site", "Origin", "http://127.0.0.1:1"}, 403, "forbidden"},
+		{"Sec-Fetch-Site cross-site with the token", protected, "DELETE", "/operations/o1", "",
+			[]string{"Sec-Fetch-Site", "cross-site", "Authorization", bearer}, 403, "forbidden"},
+		{"Sec-Fetch-Site cross-site, read: served", open, "GET", "/streams", "",
+			[]string{"Sec-Fetch-Site", "cross-site"}, 200, ""},
+		{"Sec-Fetch-Site same-origin", open, "POST", "/streams/a/start", "",
+			[]string{"Sec-Fetch-Site", "same-origin", "Content-Type", ""}, 200, ""},
+		{"Sec-Fetch-Site none (typed in the address bar)", open, "POST", "/streams/a/start", "",
+			[]string{"Sec-Fetch-Site", "none"}, 200, ""},
+		{"allowed origin", open, "POST", "/streams/a/start", "", []string{"Origin", allowed}, 200, ""},
+		{"allowed origin, cross-site", open, "POST", "/streams/a/start", "",
+			[]string{"Origin", allowed, "Sec-Fetch-Site", "cross-site"}, 200, ""},
+		{"no origin", open, "POST", "/streams/a/start", "", nil, 200, ""},
+		{"bodiless POST without Content-Type (curl -X POST)", open, "POST", "/streams/a/start", "",
+			[]string{"Content-Type", ""}, 200, ""},
+		{"bodiless DELETE without Content-Type", open, "DELETE", "/operations/o1", "",
+			[]string{"Content-Type", ""}, 200, ""},
+		{"bodiless POST without Content-Type, with the token", protected, "POST", "/streams/a/start", "",
+			[]string{"Content-Type", "", "Authorization", bearer}, 200, ""},
+		{"body without Content-Type", open, "POST", "/streams/a/start", `{}`,
 			[]string{"Content-Type", ""}, 415, "unsupported_media_type"},
-		{"bodiless POST, text/plain", open, "POST", "/streams/a/start",
+		{"PUT body without Content-Type", open, "PUT", "/configuration/draft", `streams: []`,
+			[]string{"Content-Type", ""}, 415, "unsupported_media_type"},
+		{"bodiless POST, text/plain", open, "POST", "/streams/a/start", "",
 			[]string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
-		{"form POST", open, "POST", "/streams/a/start",
+		{"form POST", open, "POST", "/streams/a/start", "a=b",
 			[]string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type"},
-		{"DELETE without Content-Type", open, "DELETE", "/operations/o1",
-			[]string{"Content-Type", ""}, 415, "unsupported_media_type"},
-		{"YAML", open, "PUT", "/configuration/draft", []string{"Content-Type", "application/yaml"}, 200, ""},
-		{"JSON with charset", open, "POST", "/streams/a/start",
+		{"YAML", open, "PUT", "/configuration/draft", "", []string{"Content-Type", "application/yaml"}, 200, ""},
+		{"JSON with charset", open, "POST", "/streams/a/start", "",
 			[]string{"Content-Type", "application/json; charset=utf-8"}, 200, ""},
-		{"without the token: 401 before 415", protected, "POST", "/streams/a/start",
+		{"without the token: 401 before 415", protected, "POST", "/streams/a/start", "",
 			[]string{"Content-Type", "text/plain"}, 401, "unauthorized"},
-		{"with the token, text/plain", protected, "POST", "/streams/a/start",
+		{"with the token, text/plain", protected, "POST", "/streams/a/start", "",
 			[]string{"Content-Type", "text/plain", "Authorization", bearer}, 415, "unsupported_media_type"},
+		{"wrong method without Content-Type: 405 first", open, "PUT", "/streams/a/start", "",
+			[]string{"Content-Type", ""}, 405, "method_not_allowed"},
+		{"wrong method, text/plain body: 405 first", open, "DELETE", "/streams/a/start", "x",
+			[]string{"Content-Type", "text/plain"}, 405, "method_not_allowed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := do(t, tc.method, tc.url+tc.path, nil, tc.headers...)
+			var body io.Reader
+			if tc.body != "" {
+				body = str(tc.body)
+			}
+			resp := do(t, tc.method, tc.url+tc.path, body, tc.headers...)
 			if resp.status != tc.status {
 				t.Fatalf("status %d, want %d: %s", resp.status, tc.status, resp.body)
 			}

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,11 +57,12 @@ type Options struct {
 // wrapped in the conventions every surface shares. Each request gets, in
 // order: a correlation id (X-Correlation-ID, 400 invalid_header when
 // malformed), CORS headers or a preflight answer (403 forbidden for a
-// mutation from an origin not allowed), the body cap, authentication of
+// mutation from an origin not allowed), cross-origin protection (403 for a
+// browser's cross-site mutation by Sec-Fetch-Site), the body cap, authentication of
 // every path that is not a public route's, whether or not a route exists
 // (so routes cannot be enumerated without a token), routing (404 not_found /
 // 405 method_not_allowed problems), the Host check of routes no credential
-// protects (DNS rebinding), the Content-Type of mutations (415
+// protects (DNS rebinding), the Content-Type of mutations with a body (415
 // unsupported_media_type), Idempotency-Key handling of mutations, the
 // handler.
 type Router struct {
@@ -72,6 +75,9 @@ type Router struct {
 	origins map[string]bool
 	maxBody int64
 	idem    IdempotencyStore
+	// cop refuses cross-origin browser mutations by Sec-Fetch-Site and
+	// Origin; the allowed origins are trusted.
+	cop *http.CrossOriginProtection
 }
 
 // NewRouter builds a Router over routes. Like http.ServeMux it panics on a
@@ -86,6 +92,7 @@ func NewRouter(routes []Route, opts Options) *Router {
 		origins: make(map[string]bool, len(opts.AllowedOrigins)),
 		maxBody: opts.MaxBodyBytes,
 		idem:    opts.Idempotency,
+		cop:     http.NewCrossOriginProtection(),
 	}
 	if rt.log == nil {
 		rt.log = slog.Default()
@@ -98,6 +105,9 @@ func NewRouter(routes []Route, opts Options) *Router {
 	}
 	for _, o := range opts.AllowedOrigins {
 		rt.origins[strings.ToLower(o)] = true
+		// An origin AddTrustedOrigin refuses (a path, no scheme) is one no
+		// browser sends: config.ValidOrigin refuses it in configuration.
+		_ = rt.cop.AddTrustedOrigin(o)
 	}
 	for _, route := range routes {
 		if route.Method == "" || strings.ContainsAny(route.Method, " \t") || route.Handler == nil {
@@ -127,6 +137,12 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderCorrelationID, id)
 	r = r.WithContext(ContextWithCorrelationID(r.Context(), id))
 	if rt.cors(w, r) {
+		return
+	}
+	if err := rt.cop.Check(r); err != nil {
+		// A browser's cross-site POST, PUT or DELETE (a form, a no-cors
+		// fetch): refused before routing, with or without a token.
+		writeProblem(w, r, Forbidden("cross-origin requests from this origin are not allowed").WithCause(err))
 		return
 	}
 	if !ok {
@@ -221,20 +237,53 @@ func (rt *Router) routeHandler(route Route) http.Handler {
 	})
 }
 
-// MutationMediaTypes are the Content-Types a mutation may carry; one of them
-// is required even on a bodiless mutation, so that a browser cannot send the
-// request cross-site without a CORS preflight. Handlers narrow it further
-// (only configuration bodies take YAML or TOML).
+// MutationMediaTypes are the Content-Types a mutation's body may carry.
+// Handlers narrow it further (only configuration bodies take YAML or TOML).
+// A mutation without a body needs no Content-Type: cross-site requests are
+// refused by Origin and Sec-Fetch-Site (cors, CrossOriginProtection), not by
+// media type.
 var MutationMediaTypes = []string{MediaTypeJSON, "application/yaml", "text/yaml", "application/toml"}
 
-// checkMutationType answers 415 unsupported_media_type unless r's
-// Content-Type is one of MutationMediaTypes.
+// checkMutationType answers 415 unsupported_media_type when r carries a
+// Content-Type outside MutationMediaTypes, or a body without a Content-Type.
+// A bodiless request without one passes (curl -X POST).
 func checkMutationType(r *http.Request) error {
-	if r.Header.Get("Content-Type") == "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		_, err := checkMediaType(ct, MutationMediaTypes)
+		return err
+	}
+	empty, err := bodyEmpty(r)
+	if err != nil {
+		return bodyReadError(err)
+	}
+	if !empty {
 		return UnsupportedMediaType(MutationMediaTypes...)
 	}
-	_, err := checkMediaType(r.Header.Get("Content-Type"), MutationMediaTypes)
-	return err
+	return nil
+}
+
+// bodyEmpty reports whether r has no body, reading at most one byte of a
+// body of unknown length and putting it back.
+func bodyEmpty(r *http.Request) (bool, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return true, nil
+	}
+	if r.ContentLength > 0 {
+		return false, nil
+	}
+	var first [1]byte
+	n, err := io.ReadFull(r.Body, first[:])
+	if n == 0 {
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		return false, err
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(first[:n]), r.Body), r.Body}
+	return false, nil
 }
 
 // checkHost refuses (403 forbidden) a request whose Host names neither

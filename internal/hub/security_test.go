@@ -145,8 +145,9 @@ func TestUnknownAPIPathsNeedTheToken(t *testing.T) {
 	}
 }
 
-// TestHubCrossSite: a mutation from a foreign Origin is 403 even with the
-// token; without a token a rebound Host is 403.
+// TestHubCrossSite: a mutation from a foreign Origin, or one a browser marks
+// cross-site (Sec-Fetch-Site), is 403 even with the token; without a token a
+// rebound Host is 403. curl's bodiless POST, without Content-Type, runs.
 func TestHubCrossSite(t *testing.T) {
 	th := serve(t, dbPath(t), testToken, true)
 	body := `{"state":"running","config_version":"v1"}`
@@ -156,6 +157,15 @@ func TestHubCrossSite(t *testing.T) {
 	}
 	if r := th.do(t, "POST", streamPath+"/stop", "", append([]string{"Content-Type", "text/plain"}, bearer...)...); r.status != 415 {
 		t.Fatalf("bodiless text/plain POST: %d %s", r.status, r.body)
+	}
+	if r := th.do(t, "POST", streamPath+"/stop", "", append([]string{"Sec-Fetch-Site", "cross-site"}, bearer...)...); r.status != 403 || r.problem(t).Code != "forbidden" {
+		t.Fatalf("cross-site (Sec-Fetch-Site) POST: %d %s", r.status, r.body)
+	}
+	if r := th.do(t, "POST", streamPath+"/stop", `{}`, append([]string{"Content-Type", ""}, bearer...)...); r.status != 415 {
+		t.Fatalf("POST with a body and no Content-Type: %d %s", r.status, r.body)
+	}
+	if r := th.do(t, "POST", streamPath+"/stop", "", bearer...); r.status != 202 {
+		t.Fatalf("bodiless POST without Content-Type (curl -X POST): %d %s", r.status, r.body)
 	}
 
 	open := serve(t, dbPath(t), "", true)

@@ -96,6 +96,9 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 	}
 	for _, o := range strings.Split(get(EnvCORSOrigins), ",") {
 		if o = strings.TrimSpace(o); o != "" {
+			if err := config.ValidOrigin(o); err != nil {
+				return s, nil, fmt.Errorf("%w: %s: %v", ErrInsecure, EnvCORSOrigins, err)
+			}
 			s.CORSOrigins = append(s.CORSOrigins, o)
 		}
 	}

@@ -48,6 +48,9 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"operator token equal to node token", with(map[string]string{EnvOperatorToken: "node-secret-0123456789"}, full), "", "SVC_OPERATOR_TOKEN and SVC_NODE_TOKEN must differ", 0, ""},
 		{"tls cert without key", with(map[string]string{EnvTLSCert: "/etc/hub/cert.pem"}, full), "", "SVC_HUB_TLS_CERT and SVC_HUB_TLS_KEY go together", 0, ""},
 		{"tls key without cert", with(map[string]string{EnvTLSKey: "/etc/hub/key.pem"}, full), "", "SVC_HUB_TLS_CERT and SVC_HUB_TLS_KEY go together", 0, ""},
+		{"cors origins", with(map[string]string{EnvCORSOrigins: "https://console.example:8443, http://localhost:3000"}, full), "", "", 0, DefaultAddress},
+		{"cors origin with a path", with(map[string]string{EnvCORSOrigins: "https://console.example/ui"}, full), "", `SVC_HUB_CORS_ORIGINS: "https://console.example/ui" is not an origin`, 0, ""},
+		{"cors origin without a scheme", with(map[string]string{EnvCORSOrigins: "console.example"}, full), "", `"console.example" is not an origin`, 0, ""},
 		{"tls pair", with(map[string]string{EnvTLSCert: "/etc/hub/cert.pem", EnvTLSKey: "/etc/hub/key.pem"}, full), "", "", 0, DefaultAddress},
 	}
 	for _, tt := range tests {

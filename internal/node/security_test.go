@@ -14,9 +14,11 @@ import (
 )
 
 // TestCrossSiteMutationsRefused: a Node API without a token (the loopback
-// default) does not run a mutation a web page sends: a foreign Origin is
-// 403, a mutation without a JSON content type is 415, and a Host that names
-// neither loopback nor the listener (DNS rebinding) is 403.
+// default) does not run a mutation a web page sends: a foreign Origin or a
+// cross-site Sec-Fetch-Site is 403, a mutation with another content type is
+// 415, and a Host that names neither loopback nor the listener (DNS
+// rebinding) is 403. A bodiless mutation without Content-Type (curl -X
+// POST) is not cross-site and runs.
 func TestCrossSiteMutationsRefused(t *testing.T) {
 	h := newHarness(t, doc(hcLocal, genStream("a", "a")))
 	body := configBody(t, "yaml", doc(hcLocal, genStream("a", "a"), genStream("b", "b")))
@@ -30,8 +32,10 @@ func TestCrossSiteMutationsRefused(t *testing.T) {
 		"Origin", "https://evil.example", "Content-Type", "text/plain"), "forbidden")
 	problem(t, h.expect(t, 403, "POST", "/streams/a/stop", "", "Origin", "https://evil.example"), "forbidden")
 	problem(t, h.expect(t, 415, "POST", "/configuration/rollback/v1", "", "Content-Type", "text/plain"), "unsupported_media_type")
-	problem(t, h.expect(t, 415, "POST", "/streams/a/stop", "", "Content-Type", ""), "unsupported_media_type")
-	problem(t, h.expect(t, 415, "DELETE", "/operations/x", "", "Content-Type", ""), "unsupported_media_type")
+	problem(t, h.expect(t, 403, "POST", "/streams/a/stop", "", "Sec-Fetch-Site", "cross-site", "Content-Type", ""), "forbidden")
+	problem(t, h.expect(t, 403, "DELETE", "/operations/x", "", "Sec-Fetch-Site", "same-site", "Content-Type", ""), "forbidden")
+	problem(t, h.expect(t, 415, "POST", "/streams/a/restart", "{}", "Content-Type", ""), "unsupported_media_type")
+	problem(t, h.expect(t, 405, "PUT", "/streams/a/stop", "", "Content-Type", ""), "method_not_allowed")
 	for _, c := range []struct{ method, path string }{{"POST", "/configuration/rollback/v1"}, {"GET", "/configuration"}} {
 		if st := rawStatus(t, h.base, c.method, c.path, "evil.example:"+port(h.base)); st != 403 {
 			t.Errorf("%s %s with a rebound Host: %d, want 403", c.method, c.path, st)
@@ -50,9 +54,11 @@ func TestCrossSiteMutationsRefused(t *testing.T) {
 	if s := decode[wire.Stream](t, h.expect(t, 200, "GET", "/streams/a", "")); s.Observed.State != "running" {
 		t.Errorf("stream a after a refused stop: %+v", s.Observed)
 	}
-	// The same rollback, sent as a client would, runs (waited for, so that
+	// A bodiless DELETE without Content-Type reaches its handler.
+	problem(t, h.expect(t, 404, "DELETE", "/operations/x", "", "Content-Type", ""), "operation_not_found")
+	// The same rollback, sent as curl -X POST would, runs (waited for, so that
 	// it does not write the history while the test's directory goes).
-	op := decode[wire.Operation](t, h.expect(t, 202, "POST", "/configuration/rollback/v1", ""))
+	op := decode[wire.Operation](t, h.expect(t, 202, "POST", "/configuration/rollback/v1", "", "Content-Type", ""))
 	eventually(t, "the rollback finished", func() (bool, string) {
 		cur := decode[wire.Operation](t, h.expect(t, 200, "GET", "/operations/"+op.OperationID, ""))
 		return cur.State == "succeeded" || cur.State == "failed", cur.State
