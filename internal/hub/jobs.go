@@ -26,14 +26,18 @@ const (
 	CodeCheckpointNotFound      = "checkpoint_not_found"
 )
 
-// Audit actions of job mutations beyond the command names.
+// Audit actions of the job routes beyond "job_<action>" of the actions
+// (jobAction).
 const (
 	ActionJobCreate   = "job_create"
-	ActionJobDesired  = "job_desired_state"
 	ActionJobUpgrade  = "job_upgrade"
 	ActionJobRollback = "job_rollback"
-	ActionJobRestart  = "job_restart"
-	ActionJobMove     = "job_move"
+	// actionJobDesired names a rejected PUT desired-state whose state is
+	// neither running nor stopped; the others are job_start and job_stop.
+	actionJobDesired = "job_desired_state"
+	// actionJobAction names a rejected action request whose action is not
+	// one of jobActions.
+	actionJobAction = "job_action"
 )
 
 // jobActions are the one-shot actions of POST /jobs/{id}/actions/{action}.
@@ -52,7 +56,7 @@ func (h *Hub) jobRoutes(p string) []httpapi.Route {
 		{Method: "GET", Pattern: p + "/jobs/{id}/detail", Handler: h.getJobDetail},
 		{Method: "GET", Pattern: p + "/jobs/{id}/versions", Handler: h.getJobVersions},
 		{Method: "GET", Pattern: p + "/jobs/{id}/plan", Handler: h.getJobPlan},
-		{Method: "PUT", Pattern: p + "/jobs/{id}/desired-state", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobDesired), h.putJobDesired)},
+		{Method: "PUT", Pattern: p + "/jobs/{id}/desired-state", Handler: h.auditedAs(store.KindJob, jobAction(actionJobDesired), h.putJobDesired)},
 		{Method: "GET", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.getArtifacts(wire.ArtifactCheckpoint)},
 		{Method: "POST", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobCheckpoint), h.postArtifact(wire.ArtifactCheckpoint))},
 		{Method: "GET", Pattern: p + "/jobs/{id}/savepoints", Handler: h.getArtifacts(wire.ArtifactSavepoint)},
@@ -60,108 +64,75 @@ func (h *Hub) jobRoutes(p string) []httpapi.Route {
 		{Method: "GET", Pattern: p + "/jobs/{id}/upgrades", Handler: h.getUpgrades},
 		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobUpgrade), h.postUpgrade)},
 		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades/{upgrade_id}/rollback", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobRollback), h.postRollback)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/actions/{action}", Handler: h.auditedAs(store.KindJob, jobActionName, h.postJobAction)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/actions/{action}", Handler: h.auditedAs(store.KindJob, jobAction(actionJobAction), h.postJobAction)},
 	}
 }
 
-func jobActionName(r *http.Request) string {
-	if a := r.PathValue("action"); slices.Contains(jobActions, a) {
-		return "job_" + a
+// jobAction is the audit action of a route whose path value "action" names
+// one of jobActions: "job_<action>", else fallback. PUT desired-state
+// records start or stop there from the body's state.
+func jobAction(fallback string) auditAction {
+	return func(r *http.Request) string {
+		if a := r.PathValue("action"); slices.Contains(jobActions, a) {
+			return "job_" + a
+		}
+		return fallback
 	}
-	return "job_action"
-}
-
-// jobNotFound is the 404 of an unknown job id.
-func jobNotFound() error {
-	return httpapi.NotFound(CodeJobNotFound, "no job with that id")
-}
-
-// jobProblem maps the store's job errors.
-func jobProblem(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return jobNotFound()
-	}
-	return storeProblem(err)
 }
 
 // jobWrite is one job mutation as the handlers build it; writeJob fills in
-// the ids, times and principal.
+// the ids, times, principal and audit action.
 type jobWrite struct {
 	store.JobWrite
 	payload wire.CommandPayload
 	upgrade *wire.JobUpgrade
 }
 
-// writeJob is the job intent pipeline: one store transaction, then 202
-// with the operation's Location and the new generation's ETag. Nothing
-// else happens on the request path but a nudge to the reconciler.
+// writeJob writes a job mutation through the intent pipeline. The answer
+// names the job's node; its peers of a split job and the nodes a move
+// fences are marked for dispatch too.
 func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) error {
-	gen, matchAny, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
+	payload, err := json.Marshal(jw.payload)
 	if err != nil {
 		return err
 	}
-	if present && !matchAny {
-		jw.IfMatch = &gen
-	}
-	now := h.opts.Now()
-	jw.IntentID = h.opts.NewID()
-	if jw.upgrade != nil {
-		jw.upgrade.OperationID, jw.upgrade.CreatedAt = jw.IntentID, wire.At(now)
-		jw.Upgrade = jw.upgrade
-	}
-	if jw.NodeID != "" && jw.FenceIntentID == "" {
-		jw.FenceIntentID = h.opts.NewID()
-	}
-	jw.NewIntentID = h.opts.NewID
-	jw.Payload, err = json.Marshal(jw.payload)
-	if err != nil {
-		return err
-	}
-	// A split job's other nodes get the same stop: asked for a savepoint,
-	// a follower waits for its coordinator to take it and end the job
-	// (stopping first would fail the savepoint's barrier).
-	jw.CorrelationID, jw.Actor = httpapi.CorrelationID(r.Context()), httpapi.Principal(r.Context())
-	jw.Now, jw.ExpiresAt = now, now.Add(h.opts.Settings.IntentTTL)
-	res, err := h.st.WriteJob(r.Context(), jw.JobWrite)
-	var gc *store.GenerationConflictError
-	switch {
-	case errors.As(err, &gc):
-		return httpapi.GenerationConflict(gc.Expected, gc.Current, map[string]any{"job_id": jw.JobID})
-	case errors.Is(err, store.ErrExists):
-		return httpapi.Conflict(httpapi.CodeConflict, "a job with that id already exists; upgrade it or choose another id")
-	case errors.Is(err, store.ErrNotFound):
-		return jobNotFound()
-	case err != nil:
-		return h.storeFailed(err)
-	}
-	h.metrics.accepted.Inc()
-	node := res.Intent.NodeID
-	others := append(slices.Clone(res.Peers), res.Fences...)
-	h.fleet.mu.Lock()
-	h.fleet.markLocked(node)
-	for _, in := range others {
-		h.fleet.markLocked(in.NodeID)
-	}
-	status := h.fleet.nodes[node].status()
-	h.fleet.mu.Unlock()
-	var warnings []wire.Warning
-	if status == reconcile.StatusUnknown {
-		warnings = append(warnings, wire.Warning{Code: wire.WarningNodeUnknown,
-			Message: "no node with this id has registered with the Hub; the intent waits for it until it expires"})
-	}
-	h.nudge()
-	h.converge(node, jw.JobID)
-	for _, in := range others {
-		h.converge(in.NodeID, jw.JobID)
-	}
-	version, _ := strconv.Atoi(res.Intent.ConfigVersion)
-	w.Header().Set("Location", h.prefix+"/operations/"+res.Intent.ID)
-	w.Header().Set("ETag", httpapi.ETag(res.Generation))
-	return httpapi.WriteJSON(w, http.StatusAccepted, wire.JobDesiredResponse{
-		OperationID: res.Intent.ID, IntentID: res.Intent.ID, NodeID: node, JobID: jw.JobID, Generation: res.Generation,
-		DesiredState: res.Intent.DesiredState, Version: version, ActionID: res.Intent.ActionID,
-		Convergence: wire.ConvergencePending, NodeStatus: status, Upgrade: jw.Upgrade, Warnings: warnings,
-	})
+	return h.accept(w, r, intentWrite{about: aJob, conditional: true, conflict: map[string]any{"job_id": jw.JobID},
+		commit: func(ctx context.Context, m intentMeta) (committed, error) {
+			jw.IntentID, jw.IfMatch, jw.Payload, jw.NewIntentID = m.id, m.ifMatch, payload, h.opts.NewID
+			if jw.upgrade != nil {
+				jw.upgrade.OperationID, jw.upgrade.CreatedAt = m.id, wire.At(m.now)
+				jw.Upgrade = jw.upgrade
+			}
+			if jw.NodeID != "" && jw.FenceIntentID == "" {
+				jw.FenceIntentID = h.opts.NewID()
+			}
+			if m.action != "" {
+				jw.Action = m.action
+			}
+			jw.CorrelationID, jw.Actor, jw.Now, jw.ExpiresAt = m.correlationID, m.actor, m.now, m.expiresAt
+			res, err := h.st.WriteJob(ctx, jw.JobWrite)
+			if err != nil {
+				return committed{}, err
+			}
+			nodes := []string{res.Intent.NodeID}
+			for _, in := range append(slices.Clone(res.Peers), res.Fences...) {
+				nodes = append(nodes, in.NodeID)
+			}
+			version, _ := strconv.Atoi(res.Intent.ConfigVersion)
+			return committed{operationID: res.Intent.ID, nodes: nodes, etag: httpapi.ETag(res.Generation),
+				converge: func() {
+					for _, n := range nodes {
+						h.converge(n, jw.JobID)
+					}
+				},
+				body: func(status string) any {
+					return wire.JobDesiredResponse{
+						OperationID: res.Intent.ID, IntentID: res.Intent.ID, NodeID: nodes[0], JobID: jw.JobID, Generation: res.Generation,
+						DesiredState: res.Intent.DesiredState, Version: version, ActionID: res.Intent.ActionID,
+						Convergence: wire.ConvergencePending, NodeStatus: status, Upgrade: jw.Upgrade, Warnings: nodeWarnings(status),
+					}
+				}}, nil
+		}})
 }
 
 // startPayload is the job_start payload of a version, restoring what
@@ -197,7 +168,7 @@ func (h *Hub) postJob(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.Validation(probs)
 	}
 	v := store.JobVersion{JobID: m.job.ID, Version: m.job.Version, Spec: body.Spec, Plan: m.explain}
-	jw := jobWrite{JobWrite: store.JobWrite{JobID: m.job.ID, Action: ActionJobCreate, State: body.DesiredState,
+	jw := jobWrite{JobWrite: store.JobWrite{JobID: m.job.ID, State: body.DesiredState,
 		Create: &store.JobCreate{Requested: body.NodeIDs, Version: v}}}
 	if body.Placement == wire.PlacementSplit {
 		split, err := h.placeSplit(r.Context(), m, body.NodeIDs, nil)
@@ -241,7 +212,7 @@ func checkNodeIDs(ids []string) []httpapi.FieldProblem {
 func (h *Hub) place(ctx context.Context, req placement.Request) (placement.Decision, error) {
 	cands, err := h.candidates(ctx)
 	if err != nil {
-		return placement.Decision{}, storeProblem(err)
+		return placement.Decision{}, problemFor(err, anyResource)
 	}
 	dec, err := placement.Choose(cands, req)
 	var nn *placement.NoNodeError
@@ -304,6 +275,13 @@ func (h *Hub) putJobDesired(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
 		return err
 	}
+	// The state names the route's audit action, accepted or rejected.
+	switch body.State {
+	case "running":
+		r.SetPathValue("action", "start")
+	case "stopped":
+		r.SetPathValue("action", "stop")
+	}
 	var probs []httpapi.FieldProblem
 	switch {
 	case body.State != "running" && body.State != "stopped":
@@ -320,7 +298,7 @@ func (h *Hub) putJobDesired(w http.ResponseWriter, r *http.Request) error {
 	}
 	js, err := h.st.GetJobState(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID, State: body.State}}
 	if body.State == "running" {
@@ -328,11 +306,10 @@ func (h *Hub) putJobDesired(w http.ResponseWriter, r *http.Request) error {
 		if body.Recovery != "" {
 			restore = &wire.JobRestore{Recovery: body.Recovery}
 		}
-		jw.Operation, jw.Action, jw.payload = wire.CommandJobStart, wire.CommandJobStart, startPayload(js.Version, restore)
+		jw.Operation, jw.payload = wire.CommandJobStart, startPayload(js.Version, restore)
 		jw.SetRestore = true // a start consumes the restore choice
 	} else {
-		jw.Operation, jw.Action = wire.CommandJobStop, wire.CommandJobStop
-		jw.payload = stopPayload(js.Job.Version, body.Savepoint)
+		jw.Operation, jw.payload = wire.CommandJobStop, stopPayload(js.Job.Version, body.Savepoint)
 	}
 	return h.writeJob(w, r, jw)
 }
@@ -360,17 +337,17 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	js, err := h.st.GetJobState(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID}}
 	switch action {
 	case "start":
-		jw.Action, jw.Operation, jw.State = wire.CommandJobStart, wire.CommandJobStart, "running"
+		jw.Operation, jw.State = wire.CommandJobStart, "running"
 		jw.payload, jw.SetRestore = startPayload(js.Version, js.Job.Restore), true
 	case "stop":
-		jw.Action, jw.Operation, jw.State, jw.payload = wire.CommandJobStop, wire.CommandJobStop, "stopped", stopPayload(js.Job.Version, false)
+		jw.Operation, jw.State, jw.payload = wire.CommandJobStop, "stopped", stopPayload(js.Job.Version, false)
 	case "restart":
-		jw.Action, jw.Operation, jw.State, jw.ActionID = ActionJobRestart, wire.CommandJobStart, "running", h.opts.NewID()
+		jw.Operation, jw.State, jw.ActionID = wire.CommandJobStart, "running", h.opts.NewID()
 		jw.payload, jw.SetRestore = startPayload(js.Version, js.Job.Restore), true
 	case "move":
 		m, probs := h.materializeJob(js.Version.Spec)
@@ -392,7 +369,7 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 		}
 		cands, err := h.candidates(r.Context())
 		if err != nil {
-			return storeProblem(err)
+			return problemFor(err, anyResource)
 		}
 		dec, err := placement.Choose(cands, req)
 		var nn *placement.NoNodeError
@@ -417,7 +394,7 @@ func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
 // keeps its desired state and resumes from the newest checkpoint or
 // savepoint unless a restore was chosen already.
 func movedWrite(jw jobWrite, js store.JobState) jobWrite {
-	jw.Action, jw.State = ActionJobMove, js.Job.DesiredState
+	jw.State = js.Job.DesiredState
 	restore := &wire.JobRestore{Recovery: wire.RecoveryNewest}
 	if js.Job.Restore != nil {
 		restore = js.Job.Restore
@@ -467,25 +444,6 @@ func (h *Hub) artifactInfos(ctx context.Context, js store.JobState) ([]reconcile
 	return out, atStop, nil
 }
 
-// restoreProblem answers a refused restore choice.
-func restoreProblem(err error) error {
-	var re *reconcile.RestoreError
-	if !errors.As(err, &re) {
-		return err
-	}
-	var e *httpapi.Error
-	switch re.Code {
-	case reconcile.CodeCheckpointNotFound:
-		e = httpapi.NotFound(CodeCheckpointNotFound, re.Message)
-	case reconcile.CodeStateFormatIncompatible:
-		e = httpapi.Conflict(CodeStateFormatIncompatible, re.Message)
-		e.Details = map[string]any{"field": re.Field, "have": re.Have, "want": re.Want}
-	default:
-		e = httpapi.Conflict(re.Code, re.Message)
-	}
-	return e
-}
-
 func (h *Hub) postUpgrade(w http.ResponseWriter, r *http.Request) error {
 	var body wire.JobUpgradeRequest
 	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
@@ -509,7 +467,7 @@ func (h *Hub) postUpgrade(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	js, err := h.st.GetJobState(ctx, r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	if m != nil && m.job.ID != js.Job.ID {
 		probs = append(probs, httpapi.FieldProblem{Path: "spec.id", Message: "must be the job's id " + quote(js.Job.ID)})
@@ -519,7 +477,7 @@ func (h *Hub) postUpgrade(w http.ResponseWriter, r *http.Request) error {
 	}
 	versions, err := h.st.JobVersions(ctx, js.Job.ID)
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	if high := versions[len(versions)-1].Version; m.job.Version <= high {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "spec.version", Message: "must be greater than the job's highest version " + strconv.Itoa(high)}})
@@ -529,13 +487,13 @@ func (h *Hub) postUpgrade(w http.ResponseWriter, r *http.Request) error {
 	}
 	arts, atStop, err := h.artifactInfos(ctx, js)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	choice, err := reconcile.ChooseRestore(reconcile.RestoreInput{Mode: body.Mode, Strict: body.Strict, Savepoint: body.Savepoint,
 		MaxAge: time.Duration(body.MaxAgeMS) * time.Millisecond, Now: h.opts.Now(), StopSavepoint: atStop, Artifacts: arts,
 		Target: reconcile.ShapeOf(m.plan)})
 	if err != nil {
-		return restoreProblem(err)
+		return problemFor(err, anyResource)
 	}
 	restore := &wire.JobRestore{Recovery: wire.RecoveryNone}
 	up := &wire.JobUpgrade{UpgradeID: h.opts.NewID(), JobID: js.Job.ID, FromVersion: js.Job.Version, ToVersion: m.job.Version,
@@ -545,7 +503,7 @@ func (h *Hub) postUpgrade(w http.ResponseWriter, r *http.Request) error {
 		restore = &wire.JobRestore{Recovery: wire.RecoveryArtifact, Artifact: up.Restore}
 	}
 	v := store.JobVersion{JobID: js.Job.ID, Version: m.job.Version, Spec: body.Spec, Plan: m.explain, UpgradeID: up.UpgradeID}
-	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID, Action: ActionJobUpgrade, Version: v.Version, NewVersion: &v}, upgrade: up}
+	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID, Version: v.Version, NewVersion: &v}, upgrade: up}
 	return h.writeJob(w, r, h.withStart(jw, body.DesiredState, v, restore))
 }
 
@@ -575,14 +533,11 @@ func (h *Hub) postRollback(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	js, err := h.st.GetJobState(ctx, r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	up, err := h.st.GetUpgrade(ctx, js.Job.ID, r.PathValue("upgrade_id"))
-	if errors.Is(err, store.ErrNotFound) {
-		return httpapi.NotFound(httpapi.CodeNotFound, "the job has no upgrade with that id")
-	}
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anUpgrade)
 	}
 	if up.State == wire.UpgradeRolledBack {
 		return httpapi.Conflict(httpapi.CodeConflict, "that upgrade was already rolled back")
@@ -595,7 +550,7 @@ func (h *Hub) postRollback(w http.ResponseWriter, r *http.Request) error {
 	}
 	prev, err := h.st.GetJobVersion(ctx, js.Job.ID, up.FromVersion)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	m, probs := h.materializeJob(prev.Spec)
 	if len(probs) > 0 {
@@ -603,7 +558,7 @@ func (h *Hub) postRollback(w http.ResponseWriter, r *http.Request) error {
 	}
 	arts, atStop, err := h.artifactInfos(ctx, js)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	// Back to the previous version from a compatible savepoint: the one
 	// taken at this stop when the old version can read it, else the newest
@@ -622,9 +577,9 @@ func (h *Hub) postRollback(w http.ResponseWriter, r *http.Request) error {
 		restore = &wire.JobRestore{Recovery: wire.RecoveryArtifact, Artifact: &wire.ArtifactRef{Kind: choice.Restore.Kind, ID: choice.Restore.ID}}
 	case errors.As(err, &re) && re.Code == reconcile.CodeCheckpointNotFound && len(statefulOperators(m.plan)) == 0:
 	case err != nil:
-		return restoreProblem(err)
+		return problemFor(err, anyResource)
 	}
-	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID, Action: ActionJobRollback, Version: up.FromVersion, RollBack: up.UpgradeID}}
+	jw := jobWrite{JobWrite: store.JobWrite{JobID: js.Job.ID, Version: up.FromVersion, RollBack: up.UpgradeID}}
 	return h.writeJob(w, r, h.withStart(jw, body.DesiredState, prev, restore))
 }
 
@@ -638,7 +593,7 @@ func (h *Hub) postArtifact(kind string) httpapi.HandlerFunc {
 		ctx := r.Context()
 		js, err := h.st.GetJobState(ctx, r.PathValue("id"))
 		if err != nil {
-			return jobProblem(err)
+			return problemFor(err, aJob)
 		}
 		if js.Job.DesiredState != "running" {
 			return httpapi.Conflict(httpapi.CodeConflict, "the job is not desired running; a "+kind+" needs a running job")
@@ -661,32 +616,28 @@ func (h *Hub) postArtifact(kind string) httpapi.HandlerFunc {
 		if kind == wire.ArtifactSavepoint {
 			op = wire.CommandJobSavepoint
 		}
-		now := h.opts.Now()
-		id := h.opts.NewID()
-		art := &store.Artifact{JobID: js.Job.ID, Kind: kind, JobVersion: js.Job.Version, FormatVersion: plan.FormatVersion,
-			MaxParallelism: plan.MaxParallelism, StatefulOperators: []string{}, State: wire.ArtifactPending,
-			Trigger: wire.TriggerOperator, NodeID: js.Job.NodeID, OperationID: id, CreatedAt: wire.At(now)}
-		for _, s := range plan.StatefulOperators {
-			art.StatefulOperators = append(art.StatefulOperators, s.ID)
-		}
 		payload, err := json.Marshal(wire.CommandPayload{})
 		if err != nil {
 			return err
 		}
-		in, err := h.st.WriteJobCommand(ctx, store.JobCommandWrite{IntentID: id, Operation: op, JobID: js.Job.ID, NodeID: js.Job.NodeID,
-			Generation: js.Job.Generation, Payload: payload, Artifact: art, CorrelationID: httpapi.CorrelationID(ctx),
-			Actor: httpapi.Principal(ctx), Now: now, ExpiresAt: now.Add(h.opts.Settings.IntentTTL)})
-		if err != nil {
-			return h.storeFailed(err)
-		}
-		h.metrics.accepted.Inc()
-		h.fleet.mu.Lock()
-		h.fleet.markLocked(in.NodeID)
-		h.fleet.mu.Unlock()
-		h.nudge()
-		w.Header().Set("Location", h.prefix+"/operations/"+in.ID)
-		return httpapi.WriteJSON(w, http.StatusAccepted, wire.JobCommandResponse{OperationID: in.ID, IntentID: in.ID,
-			NodeID: in.NodeID, JobID: js.Job.ID, Operation: op, Kind: kind, State: wire.ArtifactPending})
+		return h.accept(w, r, intentWrite{about: aJob, commit: func(ctx context.Context, m intentMeta) (committed, error) {
+			art := &store.Artifact{JobID: js.Job.ID, Kind: kind, JobVersion: js.Job.Version, FormatVersion: plan.FormatVersion,
+				MaxParallelism: plan.MaxParallelism, StatefulOperators: []string{}, State: wire.ArtifactPending,
+				Trigger: wire.TriggerOperator, NodeID: js.Job.NodeID, OperationID: m.id, CreatedAt: wire.At(m.now)}
+			for _, s := range plan.StatefulOperators {
+				art.StatefulOperators = append(art.StatefulOperators, s.ID)
+			}
+			in, err := h.st.WriteJobCommand(ctx, store.JobCommandWrite{IntentID: m.id, Operation: op, JobID: js.Job.ID, NodeID: js.Job.NodeID,
+				Generation: js.Job.Generation, Payload: payload, Artifact: art, CorrelationID: m.correlationID,
+				Actor: m.actor, Now: m.now, ExpiresAt: m.expiresAt})
+			if err != nil {
+				return committed{}, err
+			}
+			return committed{operationID: in.ID, nodes: []string{in.NodeID}, body: func(string) any {
+				return wire.JobCommandResponse{OperationID: in.ID, IntentID: in.ID,
+					NodeID: in.NodeID, JobID: js.Job.ID, Operation: op, Kind: kind, State: wire.ArtifactPending}
+			}}, nil
+		}})
 	}
 }
 
@@ -702,11 +653,11 @@ func (h *Hub) getArtifacts(kind string) httpapi.HandlerFunc {
 		}
 		ctx := r.Context()
 		if _, err := h.st.GetJob(ctx, r.PathValue("id")); err != nil {
-			return jobProblem(err)
+			return problemFor(err, aJob)
 		}
 		arts, err := h.st.ListArtifacts(ctx, r.PathValue("id"), kind)
 		if err != nil {
-			return storeProblem(err)
+			return problemFor(err, anyResource)
 		}
 		if state != "" {
 			arts = slices.DeleteFunc(arts, func(a store.Artifact) bool { return a.State != state })
@@ -722,11 +673,11 @@ func (h *Hub) getUpgrades(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	if _, err := h.st.GetJob(ctx, r.PathValue("id")); err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	ups, err := h.st.Upgrades(ctx, r.PathValue("id"))
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(ups, page, size))
 }
