@@ -364,6 +364,7 @@ func TestJobErrors(t *testing.T) {
 				}
 			}},
 		{name: "savepoint with running", method: "PUT", path: "/jobs/j1/desired-state", body: `{"state": "running", "savepoint": true}`, status: 422, code: "validation_failed"},
+		{name: "bad state", method: "PUT", path: "/jobs/j1/desired-state", body: `{"state": "paused"}`, status: 422, code: "validation_failed"},
 		{name: "checkpoint of a stopped job", method: "POST", path: "/jobs/j1/checkpoints", status: 409, code: "conflict"},
 		{name: "unknown action", method: "POST", path: "/jobs/j1/actions/explode", status: 404, code: "not_found"},
 		{name: "unknown upgrade", method: "POST", path: "/jobs/j1/upgrades/nope/rollback", status: 404, code: "not_found"},
@@ -393,5 +394,18 @@ func TestJobErrors(t *testing.T) {
 	}
 	if p := th.op(t, "PUT", "/jobs/j1/desired-state", `{"state": "running"}`, http.StatusConflict, k...).problem(t); p.Code != "idempotency_key_reused" {
 		t.Fatalf("reused key: %+v", p)
+	}
+	// PUT desired-state is audited by its state, accepted or refused, as
+	// the actions are; a state that is neither has a name of its own.
+	audit := decode[wire.Page[map[string]any]](t, th.op(t, "GET", "/audit?resource_id=j1&page_size=100", "", http.StatusOK))
+	var got []string
+	for _, rec := range audit.Items {
+		got = append(got, fmt.Sprint(rec["action"], "/", rec["outcome"], "/", rec["failure_code"]))
+	}
+	for _, want := range []string{"job_stop/accepted/<nil>", "job_start/rejected/generation_conflict", "job_start/rejected/validation_failed",
+		"job_desired_state/rejected/validation_failed", "job_checkpoint/rejected/conflict", "job_action/rejected/not_found"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("audit lacks %s: %v", want, got)
+		}
 	}
 }
