@@ -137,6 +137,17 @@ func (th *testHub) op(t *testing.T, method, path, body string, want int, hdr ...
 	return r
 }
 
+// auditOf is the audit of a resource as action/outcome/failure_code.
+func (th *testHub) auditOf(t *testing.T, resourceID string) []string {
+	t.Helper()
+	audit := decode[wire.Page[map[string]any]](t, th.op(t, "GET", "/audit?page_size=100&resource_id="+resourceID, "", http.StatusOK))
+	var got []string
+	for _, rec := range audit.Items {
+		got = append(got, fmt.Sprint(rec["action"], "/", rec["outcome"], "/", rec["failure_code"]))
+	}
+	return got
+}
+
 func (th *testHub) waitJobConvergence(t *testing.T, id, want string) wire.Job {
 	t.Helper()
 	var j wire.Job
@@ -306,11 +317,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatalf("moved job: %+v", j)
 	}
 
-	audit := decode[wire.Page[map[string]any]](t, th.op(t, "GET", "/audit?resource_id=j1&page_size=100", "", http.StatusOK))
-	var got []string
-	for _, rec := range audit.Items {
-		got = append(got, fmt.Sprint(rec["action"], "/", rec["outcome"], "/", rec["failure_code"]))
-	}
+	got := th.auditOf(t, "j1")
 	for _, want := range []string{"job_create/accepted/<nil>", "job_start/accepted/<nil>", "job_checkpoint/accepted/<nil>",
 		"job_upgrade/rejected/job_must_be_stopped", "job_upgrade/rejected/state_format_incompatible", "job_upgrade/accepted/<nil>",
 		"job_rollback/accepted/<nil>", "job_restart/accepted/<nil>", "job_move/accepted/<nil>"} {
@@ -397,11 +404,7 @@ func TestJobErrors(t *testing.T) {
 	}
 	// PUT desired-state is audited by its state, accepted or refused, as
 	// the actions are; a state that is neither has a name of its own.
-	audit := decode[wire.Page[map[string]any]](t, th.op(t, "GET", "/audit?resource_id=j1&page_size=100", "", http.StatusOK))
-	var got []string
-	for _, rec := range audit.Items {
-		got = append(got, fmt.Sprint(rec["action"], "/", rec["outcome"], "/", rec["failure_code"]))
-	}
+	got := th.auditOf(t, "j1")
 	for _, want := range []string{"job_stop/accepted/<nil>", "job_start/rejected/generation_conflict", "job_start/rejected/validation_failed",
 		"job_desired_state/rejected/validation_failed", "job_checkpoint/rejected/conflict", "job_action/rejected/not_found"} {
 		if !slices.Contains(got, want) {

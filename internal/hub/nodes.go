@@ -189,47 +189,10 @@ func streamActionName(r *http.Request) string {
 
 // audited records a rejected mutation (4xx but 405) in the audit log with
 // the principal and the problem's code; accepted ones are audited by the
-// store in their own transaction.
+// store in their own transaction. The record names the stream of {id},
+// the node of {node_id}, or the resource of the intent a cancel names.
 func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		r = withAction(r, name)
-		err := next(w, r)
-		e := rejection(err)
-		if e == nil {
-			return err
-		}
-		action := name(r)
-		ctx := r.Context()
-		resType, resID := "stream", r.PathValue("id")
-		switch {
-		case r.PathValue("node_id") != "" && resID == "":
-			resType, resID = "node", r.PathValue("node_id")
-		case action == store.ActionCancel:
-			// Audit the cancel against the intent's resource, as accepted ones are.
-			resType = "operation"
-			if in, ierr := h.st.GetIntent(ctx, resID); ierr == nil {
-				resType, resID = in.Kind, in.ResourceID
-				r.SetPathValue("node_id", in.NodeID)
-			}
-		}
-		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
-			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),
-			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
-		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
-			h.storeFailed(aerr)
-		}
-		return err
-	}
-}
-
-// rejection is the client error (4xx but 405) a handler answered, which
-// the audit records as rejected; nil for anything else.
-func rejection(err error) *httpapi.Error {
-	var e *httpapi.Error
-	if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
-		return nil
-	}
-	return e
+	return h.auditedAs("", name, next)
 }
 
 // auditedAs is audited for routes whose {id} names a resource of resType
@@ -242,15 +205,48 @@ func (h *Hub) auditedAs(resType string, name auditAction, next httpapi.HandlerFu
 		if e == nil {
 			return err
 		}
+		action := name(r)
 		ctx := r.Context()
-		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: name(r),
-			ResourceType: resType, ResourceID: truncate(r.PathValue("id"), maxIDLen),
+		resType, resID := resType, r.PathValue("id")
+		if resType == "" {
+			resType, resID = h.auditTarget(r, action)
+		}
+		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
+			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),
 			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
 		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
 			h.storeFailed(aerr)
 		}
 		return err
 	}
+}
+
+// auditTarget is the resource a rejected request of a node or stream
+// route is recorded against.
+func (h *Hub) auditTarget(r *http.Request, action string) (resType, resID string) {
+	resType, resID = "stream", r.PathValue("id")
+	switch {
+	case r.PathValue("node_id") != "" && resID == "":
+		resType, resID = "node", r.PathValue("node_id")
+	case action == store.ActionCancel:
+		// Audit the cancel against the intent's resource, as accepted ones are.
+		resType = "operation"
+		if in, ierr := h.st.GetIntent(r.Context(), resID); ierr == nil {
+			resType, resID = in.Kind, in.ResourceID
+			r.SetPathValue("node_id", in.NodeID)
+		}
+	}
+	return resType, resID
+}
+
+// rejection is the client error (4xx but 405) a handler answered, which
+// the audit records as rejected; nil for anything else.
+func rejection(err error) *httpapi.Error {
+	var e *httpapi.Error
+	if err == nil || !errors.As(err, &e) || e.Status < 400 || e.Status >= 500 || e.Status == http.StatusMethodNotAllowed {
+		return nil
+	}
+	return e
 }
 
 // streamChanges records a stream_state_changed event for every stream whose
