@@ -104,10 +104,7 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 			if jw.NodeID != "" && jw.FenceIntentID == "" {
 				jw.FenceIntentID = h.opts.NewID()
 			}
-			if m.action != "" {
-				jw.Action = m.action
-			}
-			jw.CorrelationID, jw.Actor, jw.Now, jw.ExpiresAt = m.correlationID, m.actor, m.now, m.expiresAt
+			jw.Action, jw.CorrelationID, jw.Actor, jw.Now, jw.ExpiresAt = m.action, m.correlationID, m.actor, m.now, m.expiresAt
 			res, err := h.st.WriteJob(ctx, jw.JobWrite)
 			if err != nil {
 				return committed{}, err

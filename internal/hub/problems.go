@@ -30,9 +30,11 @@ var (
 	anUpgrade   = subject{kind: "upgrade"}
 )
 
+const configVersionKind = "configuration_version"
+
 // aConfigVersion is a node's configuration version v.
 func aConfigVersion(v string) subject {
-	return subject{kind: "configuration_version", id: truncate(v, maxIDLen)}
+	return subject{kind: configVersionKind, id: truncate(v, maxIDLen)}
 }
 
 // problemRow is one store sentinel's problem, for one kind of subject or,
@@ -48,16 +50,16 @@ type problemRow struct {
 // problemRows is the one table from store sentinels to problems. The first
 // row that matches wins, so a subject's rows come before the shared ones.
 var problemRows = []problemRow{
-	{store.ErrNotFound, "job", http.StatusNotFound, CodeJobNotFound, "no job with that id"},
-	{store.ErrExists, "job", http.StatusConflict, httpapi.CodeConflict, "a job with that id already exists; upgrade it or choose another id"},
-	{store.ErrNotFound, "upgrade", http.StatusNotFound, httpapi.CodeNotFound, "the job has no upgrade with that id"},
-	{store.ErrNotFound, "rollout", http.StatusNotFound, CodeRolloutNotFound, "no rollout with that id"},
-	{store.ErrExists, "rollout", http.StatusConflict, httpapi.CodeConflict, "a rollout with that id already exists"},
-	{store.ErrRolloutConflict, "rollout", http.StatusConflict, httpapi.CodeConflict, "the rollout kept changing; try again"},
-	{store.ErrNotFound, "operation", http.StatusNotFound, CodeOperationNotFound, "no operation with that id"},
-	{store.ErrNotCancellable, "operation", http.StatusConflict, CodeOperationNotCancellable, "the operation was already dispatched or finished; its outcome stays visible"},
-	{store.ErrNotFound, "node", http.StatusNotFound, CodeNodeNotFound, "no node with that id is registered"},
-	{store.ErrNotFound, "configuration_version", http.StatusNotFound, CodeConfigVersionNotFound, "the Hub keeps no version %q for this node"},
+	{store.ErrNotFound, aJob.kind, http.StatusNotFound, CodeJobNotFound, "no job with that id"},
+	{store.ErrExists, aJob.kind, http.StatusConflict, httpapi.CodeConflict, "a job with that id already exists; upgrade it or choose another id"},
+	{store.ErrNotFound, anUpgrade.kind, http.StatusNotFound, httpapi.CodeNotFound, "the job has no upgrade with that id"},
+	{store.ErrNotFound, aRollout.kind, http.StatusNotFound, CodeRolloutNotFound, "no rollout with that id"},
+	{store.ErrExists, aRollout.kind, http.StatusConflict, httpapi.CodeConflict, "a rollout with that id already exists"},
+	{store.ErrRolloutConflict, aRollout.kind, http.StatusConflict, httpapi.CodeConflict, "the rollout kept changing; try again"},
+	{store.ErrNotFound, anOperation.kind, http.StatusNotFound, CodeOperationNotFound, "no operation with that id"},
+	{store.ErrNotCancellable, anOperation.kind, http.StatusConflict, CodeOperationNotCancellable, "the operation was already dispatched or finished; its outcome stays visible"},
+	{store.ErrNotFound, aNode.kind, http.StatusNotFound, CodeNodeNotFound, "no node with that id is registered"},
+	{store.ErrNotFound, configVersionKind, http.StatusNotFound, CodeConfigVersionNotFound, "the Hub keeps no version %q for this node"},
 	{store.ErrStorage, "", http.StatusServiceUnavailable, CodeStorageUnavailable, "the Hub's storage is unavailable"},
 	{store.ErrClosed, "", http.StatusServiceUnavailable, CodeStorageUnavailable, "the Hub's storage is unavailable"},
 	{store.ErrInvalid, "", http.StatusBadRequest, httpapi.CodeInvalidQuery, "a query parameter is out of range"},
