@@ -64,7 +64,7 @@ func (h *Hub) sessionAuth(r *http.Request) (string, error) {
 		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrSessionExpired):
 			return "", expiredSession()
 		case err != nil:
-			return "", storeProblem(err)
+			return "", problemFor(err, anyResource)
 		}
 		s = session{nodeID: got.NodeID, expiresAt: got.ExpiresAt}
 		h.fleet.mu.Lock()
@@ -517,7 +517,7 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.NotFound(CodeOperationNotFound, "no such command attempt for this node")
 	}
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	now := h.opts.Now()
 	err = h.st.FinishAttempt(ctx, store.AttemptFinish{AttemptID: req.AttemptID, State: req.State, Failure: req.Failure, Result: req.Result, Now: now})

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -152,7 +151,7 @@ func (h *Hub) getNodeConfiguration(w http.ResponseWriter, r *http.Request) error
 	ctx := r.Context()
 	ncs, err := h.st.NodeConfigs(ctx, []string{id})
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	nc := ncs[id]
 	nc.NodeID = id
@@ -170,7 +169,7 @@ func (h *Hub) getNodeConfiguration(w http.ResponseWriter, r *http.Request) error
 		if d.ConfigVersion != "" {
 			cv, err := h.st.GetConfigVersion(ctx, id, d.ConfigVersion)
 			if err != nil {
-				return storeProblem(err)
+				return problemFor(err, anyResource)
 			}
 			v.Desired.Format, v.Desired.Content = cv.Format, maskedContent(cv.Format, cv.Content)
 		} else if nc.Latest != nil {
@@ -227,7 +226,7 @@ func (h *Hub) getConfigVersions(w http.ResponseWriter, r *http.Request) error {
 	}
 	page, err := h.st.ConfigVersions(r.Context(), id, p)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	out := wire.Page[wire.ConfigVersion]{Items: make([]wire.ConfigVersion, len(page.Items)), Page: page.Page, PageSize: page.PageSize, Total: page.Total}
 	for i, v := range page.Items {
@@ -248,8 +247,7 @@ func (h *Hub) postConfigValidate(w http.ResponseWriter, r *http.Request) error {
 	if err := h.knownNode(id); err != nil {
 		return err
 	}
-	return h.writeConfigCommand(w, r, id, wire.CommandConfigValidate, actionConfigValidate,
-		wire.ConfigCommand{Format: req.Format, Content: req.Content})
+	return h.writeConfigCommand(w, r, id, wire.CommandConfigValidate, wire.ConfigCommand{Format: req.Format, Content: req.Content})
 }
 
 // getConfigDiff asks one node to diff two Hub versions of it (from:
@@ -267,7 +265,7 @@ func (h *Hub) getConfigDiff(w http.ResponseWriter, r *http.Request) error {
 	if from == "" || to == "" {
 		ncs, err := h.st.NodeConfigs(ctx, []string{id})
 		if err != nil {
-			return storeProblem(err)
+			return problemFor(err, anyResource)
 		}
 		nc := ncs[id]
 		if from == "" && nc.Observed != nil {
@@ -287,45 +285,31 @@ func (h *Hub) getConfigDiff(w http.ResponseWriter, r *http.Request) error {
 	var sides [2]*wire.ConfigDiffSide
 	for i, v := range []string{from, to} {
 		cv, err := h.st.GetConfigVersion(ctx, id, v)
-		if errors.Is(err, store.ErrNotFound) {
-			return httpapi.NotFound(CodeConfigVersionNotFound, fmt.Sprintf("the Hub keeps no version %q for this node", truncate(v, maxIDLen)))
-		}
 		if err != nil {
-			return storeProblem(err)
+			return problemFor(err, aConfigVersion(v))
 		}
 		sides[i] = &wire.ConfigDiffSide{Version: cv.Version, ConfigDocument: wire.ConfigDocument{Format: cv.Format, Content: cv.Content}}
 	}
-	return h.writeConfigCommand(w, r, id, wire.CommandConfigDiff, actionConfigDiff, wire.ConfigCommand{From: sides[0], To: sides[1]})
+	return h.writeConfigCommand(w, r, id, wire.CommandConfigDiff, wire.ConfigCommand{From: sides[0], To: sides[1]})
 }
 
 // writeConfigCommand stores a read-only configuration command and answers
 // 202 with its operation.
-func (h *Hub) writeConfigCommand(w http.ResponseWriter, r *http.Request, nodeID, op, action string, cc wire.ConfigCommand) error {
-	ctx := r.Context()
+func (h *Hub) writeConfigCommand(w http.ResponseWriter, r *http.Request, nodeID, op string, cc wire.ConfigCommand) error {
 	payload, err := json.Marshal(wire.CommandPayload{ConfigCommand: cc})
 	if err != nil {
 		return err
 	}
-	now := h.opts.Now()
-	in, err := h.st.WriteConfigCommand(ctx, store.ConfigCommandWrite{IntentID: h.opts.NewID(), Operation: op, NodeID: nodeID,
-		Payload: payload, Action: action, CorrelationID: httpapi.CorrelationID(ctx), Actor: httpapi.Principal(ctx),
-		Now: now, ExpiresAt: now.Add(h.opts.Settings.IntentTTL)})
-	if err != nil {
-		return h.storeFailed(err)
-	}
-	h.accepted(nodeID)
-	w.Header().Set("Location", h.prefix+"/operations/"+in.ID)
-	return httpapi.WriteJSON(w, http.StatusAccepted, h.operationOf(in, nil, now))
-}
-
-// accepted marks a node for dispatch after a committed write and nudges
-// the reconciler.
-func (h *Hub) accepted(nodeID string) {
-	h.metrics.accepted.Inc()
-	h.fleet.mu.Lock()
-	h.fleet.markLocked(nodeID)
-	h.fleet.mu.Unlock()
-	h.nudge()
+	return h.accept(w, r, intentWrite{about: anyResource, commit: func(ctx context.Context, m intentMeta) (committed, error) {
+		in, err := h.st.WriteConfigCommand(ctx, store.ConfigCommandWrite{IntentID: m.id, Operation: op, NodeID: nodeID,
+			Payload: payload, Action: m.action, CorrelationID: m.correlationID, Actor: m.actor,
+			Now: m.now, ExpiresAt: m.expiresAt})
+		if err != nil {
+			return committed{}, err
+		}
+		return committed{operationID: in.ID, nodes: []string{nodeID},
+			body: func(string) any { return h.operationOf(in, nil, m.now) }}, nil
+	}})
 }
 
 func (h *Hub) postConfigApply(w http.ResponseWriter, r *http.Request) error {
@@ -337,7 +321,7 @@ func (h *Hub) postConfigApply(w http.ResponseWriter, r *http.Request) error {
 	if err := h.knownNode(id); err != nil {
 		return err
 	}
-	cw := store.ConfigWrite{NodeID: id, Action: actionConfigApply}
+	cw := store.ConfigWrite{NodeID: id}
 	if req.ConfigVersion != "" {
 		cw.Version = req.ConfigVersion
 	} else {
@@ -351,40 +335,30 @@ func (h *Hub) postConfigRollback(w http.ResponseWriter, r *http.Request) error {
 	if err := h.knownNode(id); err != nil {
 		return err
 	}
-	return h.writeConfig(w, r, store.ConfigWrite{NodeID: id, Version: r.PathValue("version"), Action: actionConfigRollback})
+	return h.writeConfig(w, r, store.ConfigWrite{NodeID: id, Version: r.PathValue("version")})
 }
 
-// writeConfig commits an apply (If-Match, Idempotency-Key by the
-// middleware) and answers 202 with the operation, Location and ETag.
+// writeConfig commits an apply or a rollback (If-Match, Idempotency-Key
+// by the middleware) and answers 202 with the operation, Location and
+// ETag.
 func (h *Hub) writeConfig(w http.ResponseWriter, r *http.Request, cw store.ConfigWrite) error {
-	gen, matchAny, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	if present && !matchAny {
-		cw.IfMatch = &gen
-	}
-	ctx := r.Context()
-	now := h.opts.Now()
-	cw.IntentID, cw.CorrelationID, cw.Actor = h.opts.NewID(), httpapi.CorrelationID(ctx), httpapi.Principal(ctx)
-	cw.Now, cw.ExpiresAt = now, now.Add(h.opts.Settings.IntentTTL)
-	res, err := h.st.WriteConfig(ctx, cw)
-	var gc *store.GenerationConflictError
-	switch {
-	case errors.As(err, &gc):
-		return httpapi.GenerationConflict(gc.Expected, gc.Current, map[string]any{"node_id": cw.NodeID, "resource": wire.ConfigResource})
-	case errors.Is(err, store.ErrNotFound):
-		return httpapi.NotFound(CodeConfigVersionNotFound, fmt.Sprintf("the Hub keeps no version %q for this node", truncate(cw.Version, maxIDLen)))
-	case err != nil:
-		return h.storeFailed(err)
-	}
-	h.accepted(cw.NodeID)
-	h.converge(cw.NodeID, wire.ConfigResource)
-	w.Header().Set("Location", h.prefix+"/operations/"+res.Intent.ID)
-	w.Header().Set("ETag", httpapi.ETag(res.Generation))
-	op := h.operationOf(res.Intent, nil, now)
-	op.Convergence = wire.ConvergencePending // accepted, not dispatched yet
-	return httpapi.WriteJSON(w, http.StatusAccepted, op)
+	return h.accept(w, r, intentWrite{about: aConfigVersion(cw.Version), conditional: true,
+		conflict: map[string]any{"node_id": cw.NodeID, "resource": wire.ConfigResource},
+		commit: func(ctx context.Context, m intentMeta) (committed, error) {
+			cw.IntentID, cw.IfMatch, cw.Action, cw.CorrelationID, cw.Actor = m.id, m.ifMatch, m.action, m.correlationID, m.actor
+			cw.Now, cw.ExpiresAt = m.now, m.expiresAt
+			res, err := h.st.WriteConfig(ctx, cw)
+			if err != nil {
+				return committed{}, err
+			}
+			return committed{operationID: res.Intent.ID, nodes: []string{cw.NodeID}, etag: httpapi.ETag(res.Generation),
+				converge: func() { h.converge(cw.NodeID, wire.ConfigResource) },
+				body: func(string) any {
+					op := h.operationOf(res.Intent, nil, m.now)
+					op.Convergence = wire.ConvergencePending // accepted, not dispatched yet
+					return op
+				}}, nil
+		}})
 }
 
 // configKind reports whether an intent kind is a configuration's.

@@ -267,15 +267,6 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	return nil
 }
 
-// storeFailed notes a storage failure (readiness turns 503 until a probe
-// write succeeds) and returns the problem a handler answers.
-func (h *Hub) storeFailed(err error) error {
-	if errors.Is(err, store.ErrStorage) && !h.storageDown.Swap(true) {
-		h.log.Error("hub: storage failed; answering 503 until it takes writes again", "err", err)
-	}
-	return storeProblem(err)
-}
-
 // Ready reports whether the state was restored and the API is open.
 func (h *Hub) Ready() bool { return h.ready.Load() }
 

@@ -137,6 +137,17 @@ func (th *testHub) op(t *testing.T, method, path, body string, want int, hdr ...
 	return r
 }
 
+// auditOf is the audit of a resource as action/outcome/failure_code.
+func (th *testHub) auditOf(t *testing.T, resourceID string) []string {
+	t.Helper()
+	audit := decode[wire.Page[map[string]any]](t, th.op(t, "GET", "/audit?page_size=100&resource_id="+resourceID, "", http.StatusOK))
+	var got []string
+	for _, rec := range audit.Items {
+		got = append(got, fmt.Sprint(rec["action"], "/", rec["outcome"], "/", rec["failure_code"]))
+	}
+	return got
+}
+
 func (th *testHub) waitJobConvergence(t *testing.T, id, want string) wire.Job {
 	t.Helper()
 	var j wire.Job
@@ -306,11 +317,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatalf("moved job: %+v", j)
 	}
 
-	audit := decode[wire.Page[map[string]any]](t, th.op(t, "GET", "/audit?resource_id=j1&page_size=100", "", http.StatusOK))
-	var got []string
-	for _, rec := range audit.Items {
-		got = append(got, fmt.Sprint(rec["action"], "/", rec["outcome"], "/", rec["failure_code"]))
-	}
+	got := th.auditOf(t, "j1")
 	for _, want := range []string{"job_create/accepted/<nil>", "job_start/accepted/<nil>", "job_checkpoint/accepted/<nil>",
 		"job_upgrade/rejected/job_must_be_stopped", "job_upgrade/rejected/state_format_incompatible", "job_upgrade/accepted/<nil>",
 		"job_rollback/accepted/<nil>", "job_restart/accepted/<nil>", "job_move/accepted/<nil>"} {
@@ -364,6 +371,7 @@ func TestJobErrors(t *testing.T) {
 				}
 			}},
 		{name: "savepoint with running", method: "PUT", path: "/jobs/j1/desired-state", body: `{"state": "running", "savepoint": true}`, status: 422, code: "validation_failed"},
+		{name: "bad state", method: "PUT", path: "/jobs/j1/desired-state", body: `{"state": "paused"}`, status: 422, code: "validation_failed"},
 		{name: "checkpoint of a stopped job", method: "POST", path: "/jobs/j1/checkpoints", status: 409, code: "conflict"},
 		{name: "unknown action", method: "POST", path: "/jobs/j1/actions/explode", status: 404, code: "not_found"},
 		{name: "unknown upgrade", method: "POST", path: "/jobs/j1/upgrades/nope/rollback", status: 404, code: "not_found"},
@@ -393,5 +401,14 @@ func TestJobErrors(t *testing.T) {
 	}
 	if p := th.op(t, "PUT", "/jobs/j1/desired-state", `{"state": "running"}`, http.StatusConflict, k...).problem(t); p.Code != "idempotency_key_reused" {
 		t.Fatalf("reused key: %+v", p)
+	}
+	// PUT desired-state is audited by its state, accepted or refused, as
+	// the actions are; a state that is neither has a name of its own.
+	got := th.auditOf(t, "j1")
+	for _, want := range []string{"job_stop/accepted/<nil>", "job_start/rejected/generation_conflict", "job_start/rejected/validation_failed",
+		"job_desired_state/rejected/validation_failed", "job_checkpoint/rejected/conflict", "job_action/rejected/not_found"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("audit lacks %s: %v", want, got)
+		}
 	}
 }

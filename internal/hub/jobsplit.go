@@ -34,7 +34,7 @@ type splitPlacement struct {
 func (h *Hub) placeSplit(ctx context.Context, m *materialized, requested, exclude []string) (splitPlacement, error) {
 	cands, err := h.candidates(ctx)
 	if err != nil {
-		return splitPlacement{}, storeProblem(err)
+		return splitPlacement{}, problemFor(err, anyResource)
 	}
 	required := slices.Clone(m.required)
 	if !slices.Contains(required, wire.CapabilityNetworkShuffle) {

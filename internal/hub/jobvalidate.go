@@ -77,9 +77,7 @@ func (h *Hub) postJobValidate(w http.ResponseWriter, r *http.Request) error {
 				resp.Operations = map[string]string{}
 			}
 			resp.Operations[id] = in.ID
-			h.fleet.mu.Lock()
-			h.fleet.markLocked(id)
-			h.fleet.mu.Unlock()
+			h.markWritten(id)
 			v.Pending = true
 		}
 		resp.Valid = resp.Valid && v.Valid

@@ -122,7 +122,7 @@ func (h *Hub) getJobs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	states, err := h.st.JobStates(r.Context())
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	now := h.opts.Now()
 	out := make([]wire.Job, 0, len(states))
@@ -140,7 +140,7 @@ func (h *Hub) getJobs(w http.ResponseWriter, r *http.Request) error {
 func (h *Hub) getJob(w http.ResponseWriter, r *http.Request) error {
 	js, err := h.st.GetJobState(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	w.Header().Set("ETag", httpapi.ETag(js.Job.Generation))
 	return httpapi.WriteJSON(w, http.StatusOK, h.jobView(js, h.opts.Now()))
@@ -153,7 +153,7 @@ func (h *Hub) getJob(w http.ResponseWriter, r *http.Request) error {
 func (h *Hub) getJobDetail(w http.ResponseWriter, r *http.Request) error {
 	js, err := h.st.GetJobState(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	var plan job.Explanation
 	if err := json.Unmarshal(js.Version.Plan, &plan); err != nil {
@@ -216,11 +216,11 @@ func (h *Hub) getJobVersions(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	j, err := h.st.GetJob(ctx, r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	vs, err := h.st.JobVersions(ctx, j.ID)
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	out := make([]wire.JobVersion, 0, len(vs))
 	for i := len(vs) - 1; i >= 0; i-- { // newest first
@@ -237,7 +237,7 @@ func (h *Hub) getJobPlan(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	j, err := h.st.GetJob(ctx, r.PathValue("id"))
 	if err != nil {
-		return jobProblem(err)
+		return problemFor(err, aJob)
 	}
 	version := j.Version
 	if s := r.URL.Query().Get("version"); s != "" {
@@ -250,7 +250,7 @@ func (h *Hub) getJobPlan(w http.ResponseWriter, r *http.Request) error {
 		if version != j.Version {
 			return httpapi.NotFound(httpapi.CodeNotFound, "the job has no version "+strconv.Itoa(version))
 		}
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)

@@ -93,7 +93,7 @@ func (h *Hub) getNodes(w http.ResponseWriter, r *http.Request) error {
 	}
 	all, err := h.nodeViews(r.Context())
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	q := r.URL.Query()
 	if st := q.Get("status"); st != "" {
@@ -109,7 +109,7 @@ func (h *Hub) getNode(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("node_id")
 	all, err := h.nodeViews(r.Context())
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	for _, v := range all {
 		if v.NodeID == id {
@@ -132,11 +132,8 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 		}
 		err := h.st.SetNodeMode(ctx, store.ModeChange{NodeID: id, Mode: mode, Actor: httpapi.Principal(ctx),
 			CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now()})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return httpapi.NotFound(CodeNodeNotFound, "no node with that id is registered")
-		case err != nil:
-			return h.storeFailed(err)
+		if err != nil {
+			return h.storeFailedAbout(err, aNode)
 		}
 		h.fleet.mu.Lock()
 		n := h.fleet.nodeLocked(id)
@@ -152,29 +149,57 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 	}
 }
 
-// auditAction names the audit action of a request: the same name the store
-// gives the accepted mutation, so /audit?action= finds both outcomes.
+// auditAction names the audit action of a request. The route table names
+// it once: audited records a rejected request under it, and the intent
+// pipeline (actionOf) writes an accepted one under it, so /audit?action=
+// finds both outcomes. It is read after the handler ran, which may record
+// in a path value what only the body says (a job's desired state, a
+// rollout's action).
 type auditAction func(r *http.Request) string
 
 func fixedAction(name string) auditAction { return func(*http.Request) string { return name } }
+
+// auditKey is the context key of a request's auditAction.
+type auditKey struct{}
+
+// withAction returns r carrying its route's audit action.
+func withAction(r *http.Request, name auditAction) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), auditKey{}, name))
+}
+
+// actionOf is the audit action of r's route, "" for a route that is not
+// audited.
+func actionOf(r *http.Request) string {
+	if name, ok := r.Context().Value(auditKey{}).(auditAction); ok {
+		return name(r)
+	}
+	return ""
+}
 
 // modeAction is the action of a node mode change (store.SetNodeMode's).
 func modeAction(mode string) auditAction { return fixedAction(store.ModeAction(mode)) }
 
 // streamActionName is the operation name of POST .../streams/{id}/{action}.
 func streamActionName(r *http.Request) string {
-	switch a := r.PathValue("action"); a {
-	case "start", "stop", "restart":
-		return "stream_" + a
+	if a, ok := streamActions[r.PathValue("action")]; ok {
+		return a.operation
 	}
 	return "stream_action"
 }
 
 // audited records a rejected mutation (4xx but 405) in the audit log with
 // the principal and the problem's code; accepted ones are audited by the
-// store in their own transaction.
+// store in their own transaction. The record names the stream of {id},
+// the node of {node_id}, or the resource of the intent a cancel names.
 func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
+	return h.auditedAs("", name, next)
+}
+
+// auditedAs is audited for routes whose {id} names a resource of resType
+// (jobs, rollouts): a rejected request is recorded against it.
+func (h *Hub) auditedAs(resType string, name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
+		r = withAction(r, name)
 		err := next(w, r)
 		e := rejection(err)
 		if e == nil {
@@ -182,17 +207,9 @@ func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.Handle
 		}
 		action := name(r)
 		ctx := r.Context()
-		resType, resID := "stream", r.PathValue("id")
-		switch {
-		case r.PathValue("node_id") != "" && resID == "":
-			resType, resID = "node", r.PathValue("node_id")
-		case action == store.ActionCancel:
-			// Audit the cancel against the intent's resource, as accepted ones are.
-			resType = "operation"
-			if in, ierr := h.st.GetIntent(ctx, resID); ierr == nil {
-				resType, resID = in.Kind, in.ResourceID
-				r.SetPathValue("node_id", in.NodeID)
-			}
+		resType, resID := resType, r.PathValue("id")
+		if resType == "" {
+			resType, resID = h.auditTarget(r, action)
 		}
 		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
 			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),
@@ -204,6 +221,24 @@ func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.Handle
 	}
 }
 
+// auditTarget is the resource a rejected request of a node or stream
+// route is recorded against.
+func (h *Hub) auditTarget(r *http.Request, action string) (resType, resID string) {
+	resType, resID = "stream", r.PathValue("id")
+	switch {
+	case r.PathValue("node_id") != "" && resID == "":
+		resType, resID = "node", r.PathValue("node_id")
+	case action == store.ActionCancel:
+		// Audit the cancel against the intent's resource, as accepted ones are.
+		resType = "operation"
+		if in, ierr := h.st.GetIntent(r.Context(), resID); ierr == nil {
+			resType, resID = in.Kind, in.ResourceID
+			r.SetPathValue("node_id", in.NodeID)
+		}
+	}
+	return resType, resID
+}
+
 // rejection is the client error (4xx but 405) a handler answered, which
 // the audit records as rejected; nil for anything else.
 func rejection(err error) *httpapi.Error {
@@ -212,26 +247,6 @@ func rejection(err error) *httpapi.Error {
 		return nil
 	}
 	return e
-}
-
-// auditedAs is audited for routes whose {id} names a resource of resType
-// (jobs, rollouts): a rejected request is recorded against it.
-func (h *Hub) auditedAs(resType string, name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		err := next(w, r)
-		e := rejection(err)
-		if e == nil {
-			return err
-		}
-		ctx := r.Context()
-		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: name(r),
-			ResourceType: resType, ResourceID: truncate(r.PathValue("id"), maxIDLen),
-			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
-		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {
-			h.storeFailed(aerr)
-		}
-		return err
-	}
 }
 
 // streamChanges records a stream_state_changed event for every stream whose

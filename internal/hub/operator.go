@@ -109,17 +109,6 @@ func validPathIDs(pattern string, next httpapi.HandlerFunc) httpapi.HandlerFunc 
 	}
 }
 
-// storeProblem maps the store's errors every handler shares.
-func storeProblem(err error) error {
-	switch {
-	case errors.Is(err, store.ErrStorage), errors.Is(err, store.ErrClosed):
-		return httpapi.Unavailable(CodeStorageUnavailable, "the Hub's storage is unavailable").WithCause(err)
-	case errors.Is(err, store.ErrInvalid):
-		return httpapi.BadRequest(httpapi.CodeInvalidQuery, "a query parameter is out of range").WithCause(err)
-	}
-	return err
-}
-
 func paging(r *http.Request) (store.Paging, error) {
 	page, size, err := httpapi.ParsePage(r)
 	return store.Paging{Page: page, PageSize: size}, err
@@ -134,18 +123,15 @@ func (h *Hub) getOperations(w http.ResponseWriter, r *http.Request) error {
 	f := store.IntentFilter{NodeID: q.Get("node_id"), ResourceID: q.Get("resource_id"), Operation: q.Get("operation"), State: q.Get("state"), CorrelationID: q.Get("correlation_id")}
 	pg, err := h.st.ListIntents(r.Context(), f, p)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, h.operations(r.Context(), pg))
 }
 
 func (h *Hub) getOperation(w http.ResponseWriter, r *http.Request) error {
 	in, err := h.st.GetIntent(r.Context(), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) {
-		return httpapi.NotFound(CodeOperationNotFound, "no operation with that id")
-	}
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anOperation)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, h.operation(r.Context(), in))
 }
@@ -156,17 +142,15 @@ func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 	in, err := h.st.CancelIntent(ctx, store.Cancellation{
 		IntentID: id, Actor: httpapi.Principal(ctx), CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now(),
 	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return httpapi.NotFound(CodeOperationNotFound, "no operation with that id")
-	case errors.Is(err, store.ErrNotCancellable):
-		e := httpapi.Conflict(CodeOperationNotCancellable, "the operation was already dispatched or finished; its outcome stays visible")
-		if cur, gerr := h.st.GetIntent(ctx, id); gerr == nil {
-			e.Details = map[string]any{"state": cur.State}
+	if err != nil {
+		e := h.storeFailedAbout(err, anOperation)
+		var pe *httpapi.Error
+		if errors.Is(err, store.ErrNotCancellable) && errors.As(e, &pe) {
+			if cur, gerr := h.st.GetIntent(ctx, id); gerr == nil {
+				pe.Details = map[string]any{"state": cur.State}
+			}
 		}
 		return e
-	case err != nil:
-		return h.storeFailed(err)
 	}
 	h.converge(in.NodeID, in.ResourceID)
 	return httpapi.WriteJSON(w, http.StatusOK, h.operation(ctx, in))
@@ -185,7 +169,7 @@ func (h *Hub) getEvents(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.BadRequest(httpapi.CodeInvalidQuery, err.Error())
 	}
 	if err := h.pump(r.Context()); err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, h.events.Query(f, p.Page, p.PageSize))
 }
@@ -202,7 +186,7 @@ func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	pg, err := h.st.ListAudit(r.Context(), f, p)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, pg)
 }

@@ -58,14 +58,6 @@ func rolloutActionName(r *http.Request) string {
 	return actionRolloutAction
 }
 
-// rolloutProblem maps the store's rollout errors.
-func rolloutProblem(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return httpapi.NotFound(CodeRolloutNotFound, "no rollout with that id")
-	}
-	return storeProblem(err)
-}
-
 func (h *Hub) postRollout(w http.ResponseWriter, r *http.Request) error {
 	var body wire.RolloutCreateRequest
 	if err := httpapi.DecodeJSON(r, &body, MaxBodyBytes); err != nil {
@@ -81,11 +73,8 @@ func (h *Hub) postRollout(w http.ResponseWriter, r *http.Request) error {
 	ro.Revision = 1
 	ro.Actor, ro.CorrelationID = httpapi.Principal(ctx), httpapi.CorrelationID(ctx)
 	ro.CreatedAt = now
-	switch err := h.st.CreateRollout(ctx, ro); {
-	case errors.Is(err, store.ErrExists):
-		return httpapi.Conflict(httpapi.CodeConflict, "a rollout with that id already exists")
-	case err != nil:
-		return h.storeFailed(err)
+	if err := h.st.CreateRollout(ctx, ro); err != nil {
+		return h.storeFailedAbout(err, aRollout)
 	}
 	h.nudge()
 	w.Header().Set("Location", h.prefix+"/rollouts/"+ro.ID)
@@ -104,7 +93,7 @@ func (h *Hub) getRollouts(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	pg, err := h.st.ListRollouts(ctx, store.RolloutFilter{State: state}, p)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	out := wire.Page[wire.Rollout]{Items: make([]wire.Rollout, 0, len(pg.Items)), Page: pg.Page, PageSize: pg.PageSize, Total: pg.Total}
 	for _, ro := range pg.Items {
@@ -117,7 +106,7 @@ func (h *Hub) getRollout(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	ro, err := h.st.GetRollout(ctx, r.PathValue("id"))
 	if err != nil {
-		return rolloutProblem(err)
+		return problemFor(err, aRollout)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, h.rolloutView(ctx, ro))
 }
@@ -141,7 +130,7 @@ func (h *Hub) postRolloutAction(w http.ResponseWriter, r *http.Request) error {
 	for attempt := 1; ; attempt++ {
 		cur, err := h.st.GetRollout(ctx, id)
 		if err != nil {
-			return rolloutProblem(err)
+			return problemFor(err, aRollout)
 		}
 		now := h.opts.Now()
 		obs, err := h.configObservations(ctx, cur.Nodes, now)
@@ -166,16 +155,13 @@ func (h *Hub) postRolloutAction(w http.ResponseWriter, r *http.Request) error {
 				e.Data["action"], e.Data["previous"] = body.Action, cur.State
 			}
 		}
-		u.Audit = append(u.Audit, by.audit(cur.ID, "rollout_"+body.Action, now))
+		u.Audit = append(u.Audit, by.audit(cur.ID, actionOf(r), now))
 		res, err := h.st.SaveRollout(ctx, u)
 		if errors.Is(err, store.ErrRolloutConflict) && attempt < saveRetries {
 			continue
 		}
-		if errors.Is(err, store.ErrRolloutConflict) {
-			return httpapi.Conflict(httpapi.CodeConflict, "the rollout kept changing; try again")
-		}
 		if err != nil {
-			return h.storeFailed(err)
+			return h.storeFailedAbout(err, aRollout)
 		}
 		h.rolloutSaved(res)
 		return httpapi.WriteJSON(w, http.StatusOK, h.rolloutView(ctx, res.Rollout))

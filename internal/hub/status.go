@@ -49,7 +49,7 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 	}
 	all, err := h.fleetStreams(r.Context(), "")
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	s.Streams.Convergence = map[string]int{}
 	for _, st := range all {
@@ -111,7 +111,7 @@ const maxStatusNodes = 100
 func (h *Hub) getOperationsStatus(w http.ResponseWriter, r *http.Request) error {
 	st, err := h.st.OperationStats(r.Context())
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	now := h.opts.Now()
 	out := OperationsStatus{ByState: st.ByState, OutboxDepth: st.OutboxDepth, Nodes: []NodeQueue{}}

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
-	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -58,7 +57,7 @@ func (h *Hub) putStreamDesired(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		cur, err := h.st.GetResource(r.Context(), d.nodeID, store.KindStream, d.streamID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return storeProblem(err)
+			return problemFor(err, anyResource)
 		}
 		d.configVersion = cur.ConfigVersion
 	}
@@ -86,7 +85,7 @@ func (h *Hub) postLegacyAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	nodes, err := h.hostsOf(r.Context(), id)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	switch len(nodes) {
 	case 0:
@@ -140,6 +139,14 @@ func quote(s string) string {
 	return "\"" + s + "\""
 }
 
+// streamActions are the one-shot stream actions: the operation each
+// writes (and is audited as) and the state it sets.
+var streamActions = map[string]struct{ operation, state string }{
+	"start":   {OpStreamStart, "running"},
+	"stop":    {OpStreamStop, "stopped"},
+	"restart": {OpStreamRestart, "running"},
+}
+
 // streamAction writes the desire of a one-shot action: start and stop set
 // the state; restart keeps it running with a new action_id, and converges
 // only when a report carries that action_id. The configuration version
@@ -151,20 +158,17 @@ func (h *Hub) streamAction(w http.ResponseWriter, r *http.Request, nodeID, strea
 	if _, err := httpapi.DecodeOptionalJSON(r, &body, MaxBodyBytes); err != nil {
 		return err
 	}
-	d := desire{nodeID: nodeID, streamID: streamID}
-	switch action {
-	case "start":
-		d.operation, d.state = OpStreamStart, "running"
-	case "stop":
-		d.operation, d.state = OpStreamStop, "stopped"
-	case "restart":
-		d.operation, d.state, d.actionID = OpStreamRestart, "running", h.opts.NewID()
-	default:
+	a, ok := streamActions[action]
+	if !ok {
 		return unknownAction(action)
+	}
+	d := desire{nodeID: nodeID, streamID: streamID, operation: a.operation, state: a.state}
+	if action == "restart" {
+		d.actionID = h.opts.NewID()
 	}
 	cur, err := h.st.GetResource(r.Context(), nodeID, store.KindStream, streamID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	d.configVersion = cur.ConfigVersion
 	if body.ConfigVersion != nil {
@@ -176,57 +180,38 @@ func (h *Hub) streamAction(w http.ResponseWriter, r *http.Request, nodeID, strea
 	return h.writeDesired(w, r, d)
 }
 
-// writeDesired is the intent pipeline: one store transaction (generation+1,
-// intent, outbox row, audit row, event), then 202. Nothing else happens on
-// the request path but a nudge to the reconciler.
+// writeDesired writes a stream's desired state through the intent
+// pipeline: generation+1, intent, outbox row, audit row and event in one
+// transaction, then 202.
 func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) error {
 	if d.nodeID == "" || d.streamID == "" || len(d.nodeID) > maxIDLen || len(d.streamID) > maxIDLen {
 		return httpapi.Validation([]httpapi.FieldProblem{{Message: "node_id and stream id are 1 to 255 characters"}})
 	}
-	gen, matchAny, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	var ifMatch *int64
-	if present && !matchAny {
-		ifMatch = &gen
-	}
-	id := h.opts.NewID()
-	now := h.opts.Now()
-	res, err := h.st.WriteDesired(r.Context(), store.DesiredWrite{
-		IntentID: id, Operation: d.operation, NodeID: d.nodeID, Kind: store.KindStream,
-		ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, IfMatch: ifMatch,
-		CorrelationID: httpapi.CorrelationID(r.Context()), Actor: httpapi.Principal(r.Context()),
-		Now: now, ExpiresAt: now.Add(h.opts.Settings.IntentTTL),
-	})
-	var gc *store.GenerationConflictError
-	switch {
-	case errors.As(err, &gc):
-		return httpapi.GenerationConflict(gc.Expected, gc.Current, map[string]any{"node_id": d.nodeID, "stream_id": d.streamID})
-	case err != nil:
-		return h.storeFailed(err)
-	}
-	h.metrics.accepted.Inc()
-	h.fleet.mu.Lock()
-	h.fleet.markLocked(d.nodeID)
-	status := h.fleet.nodes[d.nodeID].status()
-	h.fleet.mu.Unlock()
-	var warnings []wire.Warning
-	if status == reconcile.StatusUnknown {
-		warnings = append(warnings, wire.Warning{Code: wire.WarningNodeUnknown,
-			Message: "no node with this id has registered with the Hub; the intent waits for it until it expires"})
-	}
-	h.nudge()
-	h.convergeWritten(&written{asOf: res.Txn, rs: store.ResourceState{Latest: &res.Intent, Resource: store.Resource{
-		NodeID: d.nodeID, Kind: store.KindStream, ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion,
-		Generation: res.Generation, ActionID: d.actionID, UpdatedAt: res.Intent.CreatedAt}}})
-	w.Header().Set("Location", h.prefix+"/operations/"+id)
-	w.Header().Set("ETag", httpapi.ETag(res.Generation))
-	return httpapi.WriteJSON(w, http.StatusAccepted, wire.DesiredStateResponse{
-		OperationID: id, IntentID: id, NodeID: d.nodeID, StreamID: d.streamID, Generation: res.Generation,
-		DesiredState: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, Convergence: wire.ConvergencePending,
-		NodeStatus: status, Warnings: warnings,
-	})
+	return h.accept(w, r, intentWrite{about: anyResource, conditional: true,
+		conflict: map[string]any{"node_id": d.nodeID, "stream_id": d.streamID},
+		commit: func(ctx context.Context, m intentMeta) (committed, error) {
+			res, err := h.st.WriteDesired(ctx, store.DesiredWrite{
+				IntentID: m.id, Operation: d.operation, NodeID: d.nodeID, Kind: store.KindStream,
+				ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, IfMatch: m.ifMatch,
+				CorrelationID: m.correlationID, Actor: m.actor, Now: m.now, ExpiresAt: m.expiresAt,
+			})
+			if err != nil {
+				return committed{}, err
+			}
+			return committed{operationID: m.id, nodes: []string{d.nodeID}, etag: httpapi.ETag(res.Generation),
+				converge: func() {
+					h.convergeWritten(&written{asOf: res.Txn, rs: store.ResourceState{Latest: &res.Intent, Resource: store.Resource{
+						NodeID: d.nodeID, Kind: store.KindStream, ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion,
+						Generation: res.Generation, ActionID: d.actionID, UpdatedAt: res.Intent.CreatedAt}}})
+				},
+				body: func(status string) any {
+					return wire.DesiredStateResponse{
+						OperationID: m.id, IntentID: m.id, NodeID: d.nodeID, StreamID: d.streamID, Generation: res.Generation,
+						DesiredState: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, Convergence: wire.ConvergencePending,
+						NodeStatus: status, Warnings: nodeWarnings(status),
+					}
+				}}, nil
+		}})
 }
 
 func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
@@ -240,7 +225,7 @@ func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.NotFound(CodeStreamNotFound, "that node neither reports nor is desired to run that stream")
 	}
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	w.Header().Set("ETag", httpapi.ETag(rs.Generation))
 	return httpapi.WriteJSON(w, http.StatusOK, h.streamView(rs, h.opts.Now()))
@@ -275,7 +260,7 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	nodeFilter, convFilter, stateFilter := q.Get("node_id"), q.Get("convergence"), q.Get("state")
 	all, err := h.fleetStreams(r.Context(), nodeFilter)
 	if err != nil {
-		return storeProblem(err)
+		return problemFor(err, anyResource)
 	}
 	if convFilter != "" {
 		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return s.Convergence != convFilter })
