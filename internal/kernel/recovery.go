@@ -129,20 +129,20 @@ func (j *Job) assignRestore(r *run, m *state.Manifest) error {
 				}
 			}
 		}
-		for _, n := range t.nodes {
-			if n.sink == nil {
+		for _, o := range t.ops {
+			if o.sink == nil {
 				continue
 			}
-			par := n.pop.Parallelism
+			par := o.pop.Parallelism
 			for _, s := range m.Sinks {
-				if s.Operator != n.pop.ID {
+				if s.Operator != o.pop.ID {
 					continue
 				}
 				if s.Subtask == t.spec.Subtask || t.spec.Subtask == 0 && s.Subtask >= par {
 					if t.restoredTxn == nil {
 						t.restoredTxn = map[string][][]byte{}
 					}
-					t.restoredTxn[n.pop.ID] = append(t.restoredTxn[n.pop.ID], s.Txn)
+					t.restoredTxn[o.pop.ID] = append(t.restoredTxn[o.pop.ID], s.Txn)
 				}
 			}
 		}

@@ -219,10 +219,10 @@ type run struct {
 	failOnce sync.Once
 	failErr  error
 
-	acks  chan taskAck
-	ended chan string
-	over  chan struct{} // closed when the attempt is over
-	wired chan struct{} // closed once the tasks and channels exist
+	acks      chan taskAck
+	ended     chan string
+	over      chan struct{} // closed when the attempt is over
+	assembled chan struct{} // closed once the tasks and channels exist
 
 	// split placement (split nil otherwise)
 	split       *splitRun
@@ -298,7 +298,7 @@ func (j *Job) newRun(epoch uint64, ref *ArtifactRef) *run {
 		acks:          make(chan taskAck, len(p.Tasks)),
 		ended:         make(chan string, len(p.Tasks)),
 		over:          make(chan struct{}),
-		wired:         make(chan struct{}),
+		assembled:     make(chan struct{}),
 		nextID:        1,
 		split:         j.split,
 		epoch:         epoch,
@@ -324,7 +324,7 @@ func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string)
 	}()
 	restore, err := j.prepareRecovery(ctx, r, mode)
 	if err == nil {
-		err = j.wire(r, inst, restore)
+		err = j.assemble(r, inst, restore)
 	}
 	if err != nil {
 		inst.close()
@@ -333,7 +333,7 @@ func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string)
 		}
 		return outFailed, false, err
 	}
-	close(r.wired)
+	close(r.assembled)
 	j.mu.Lock()
 	j.tasks = r.tasks
 	if restore != nil {
@@ -405,9 +405,9 @@ func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string)
 
 var errAttemptOver = errors.New("the attempt is over")
 
-// wire creates the tasks of an attempt, their nodes and the channels
-// between them.
-func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
+// assemble creates the tasks of an attempt, their chained operators and the
+// channels and data-plane streams between them.
+func (j *Job) assemble(r *run, inst *instances, restore *state.Manifest) error {
 	p := r.p
 	root := j.stateRoot()
 	chains := map[string]*job.Chain{}
@@ -444,27 +444,27 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 		tin := inst.tasks[ti]
 		for ci, id := range ch.Operators {
 			pop := p.Operator(id)
-			n := &node{t: t, pop: pop, op: tin.ops[ci]}
-			n.in = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsIn }, p.JobID, id)
-			n.emt = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsOut }, p.JobID, id)
-			n.lateDr = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.lateDropped }, p.JobID, id)
+			o := &chainOp{t: t, pop: pop, op: tin.ops[ci]}
+			o.in = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsIn }, p.JobID, id)
+			o.emt = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsOut }, p.JobID, id)
+			o.lateDr = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.lateDropped }, p.JobID, id)
 			switch pop.Kind {
 			case "source":
-				t.src = n
+				t.src = o
 				t.input = tin.input
-				t.clock = newClock(pop.Time, j.opts.Now().UnixMilli())
+				t.wmGen = newWatermarkGen(pop.Time, j.opts.Now().UnixMilli())
 				t.dropped = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.dropped }, p.JobID, id, "timestamp")
 			case "sink":
 				out := tin.output[ci]
 				s := &sinkOp{id: id, subtask: spec.Subtask, out: out, maxPending: maxPending, sleep: j.opts.sleep}
 				s.tx, _ = out.(component.Transactional)
-				n.op, n.sink, n.output = s, s, out
+				o.op, o.sink, o.output = s, s, out
 				t.sinks = append(t.sinks, s)
 			}
 			if pop.Stateful {
 				t.stateful = append(t.stateful, id)
 			}
-			t.nodes = append(t.nodes, n)
+			t.ops = append(t.ops, o)
 		}
 		if len(t.stateful) > 0 && p.State != nil && t.dir == "" {
 			return &permanentError{fmt.Errorf("%s: the job keeps state but no state root is set (state.root or SVC_STATE_ROOT)", j.prefix)}
@@ -475,10 +475,10 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			r.sources = append(r.sources, t)
 		}
 	}
-	nodeOf := func(t *task, id string) *node {
-		for _, n := range t.nodes {
-			if n.pop.ID == id {
-				return n
+	opOf := func(t *task, id string) *chainOp {
+		for _, o := range t.ops {
+			if o.pop.ID == id {
+				return o
 			}
 		}
 		return nil
@@ -494,11 +494,11 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 				if t == nil {
 					continue
 				}
-				n, nx := nodeOf(t, e.From), nodeOf(t, e.To)
+				o, nx := opOf(t, e.From), opOf(t, e.To)
 				if e.Mode == job.Late {
-					n.late = append(n.late, nx)
+					o.late = append(o.late, nx)
 				} else {
-					n.next = append(n.next, nx)
+					o.next = append(o.next, nx)
 				}
 			}
 			continue
@@ -517,7 +517,7 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 					outs[i][k] = r.netOutlet(ei, e, i, k, to.Chain)
 					continue
 				}
-				in := &input{node: nodeOf(down, e.To), release: make(chan struct{}, 1), wm: operator.NoTime}
+				in := &input{feeds: opOf(down, e.To), release: make(chan struct{}, 1), wm: operator.NoTime}
 				if up != nil {
 					ch := make(chan element, channelCapacity)
 					outs[i][k], in.ch = chanOutlet(ch), ch
@@ -544,11 +544,11 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			if e.Mode == job.Partitioned {
 				rt.key = inst.tasks[taskIndex(p, t.spec.ID)].keys[ei]
 			}
-			n := nodeOf(t, e.From)
+			o := opOf(t, e.From)
 			if e.Mode == job.Late {
-				n.lateRt = append(n.lateRt, rt)
+				o.lateRt = append(o.lateRt, rt)
 			} else {
-				n.routers = append(n.routers, rt)
+				o.routers = append(o.routers, rt)
 			}
 			t.routers = append(t.routers, rt)
 		}

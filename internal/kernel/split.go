@@ -610,7 +610,7 @@ func (j *Job) follow(ctx context.Context) error {
 // their control channels and commit marks wait for them.
 func (r *run) fromCoordinator(m ctlMsg) {
 	select {
-	case <-r.wired:
+	case <-r.assembled:
 	case <-r.over:
 		return
 	}
