@@ -126,7 +126,7 @@ func (c *coordinator) run(ctx context.Context) {
 func (c *coordinator) start(ctx context.Context, savepoint bool, t *trigger) {
 	b := barrier{id: c.r.nextID, savepoint: savepoint}
 	c.r.nextID++
-	c.cur = &pending{b: b, started: time.Now(), acks: map[string]taskAck{}, final: c.final, timer: time.NewTimer(c.timeout())}
+	c.cur = &pending{b: b, started: c.j.opts.Now(), acks: map[string]taskAck{}, final: c.final, timer: time.NewTimer(c.timeout())}
 	if t != nil {
 		c.cur.waiters = append(c.cur.waiters, t)
 	}
@@ -265,7 +265,7 @@ func (c *coordinator) complete(ctx context.Context) {
 	c.cur = nil
 	cur.timer.Stop()
 	c.r.progressed = true
-	dur := time.Since(cur.started).Milliseconds()
+	dur := c.j.opts.Now().Sub(cur.started).Milliseconds()
 	c.j.mu.Lock()
 	c.j.lastCkpt = m.ID
 	c.j.committed = true

@@ -434,7 +434,7 @@ func (j *Job) assemble(r *run, inst *instances, restore *state.Manifest) error {
 			r: r, spec: spec, wm: operator.NoTime,
 			control:    make(chan control, 64),
 			commitWake: make(chan struct{}, 1),
-			lastCommit: time.Now(),
+			lastCommit: j.opts.Now(),
 		}
 		t.obsWM.Store(operator.NoTime)
 		t.setStatus("created")
@@ -456,7 +456,7 @@ func (j *Job) assemble(r *run, inst *instances, restore *state.Manifest) error {
 				t.dropped = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.dropped }, p.JobID, id, "timestamp")
 			case "sink":
 				out := tin.output[ci]
-				s := &sinkOp{id: id, subtask: spec.Subtask, out: out, maxPending: maxPending, sleep: j.opts.sleep}
+				s := &sinkOp{id: id, subtask: spec.Subtask, out: out, maxPending: maxPending, now: j.opts.Now, sleep: j.opts.sleep}
 				s.tx, _ = out.(component.Transactional)
 				o.op, o.sink, o.output = s, s, out
 				t.sinks = append(t.sinks, s)

@@ -195,21 +195,32 @@ func (s *splitRun) broadcast(m ctlMsg) {
 	}
 }
 
-// flush waits until the sessions sent what is queued, or d passed.
+// flush waits until the sessions sent what is queued, or d passed. It
+// bounds a wait on a timer rather than reading the job's clock: nothing it
+// measures is recorded, and a test clock that stands still must not hold
+// the job's end.
 func (s *splitRun) flush(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		empty := true
-		for _, c := range s.out {
-			if len(c) > 0 {
-				empty = false
-			}
-		}
-		if empty {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for !s.sent() {
+		select {
+		case <-deadline.C:
 			return
+		case <-poll.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// sent reports whether every session's queue is empty.
+func (s *splitRun) sent() bool {
+	for _, c := range s.out {
+		if len(c) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // session keeps the control session with peer: a stream each way,

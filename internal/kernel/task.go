@@ -577,11 +577,13 @@ func (t *task) onTick(ctx context.Context) error {
 	if err := t.flush(ctx); err != nil {
 		return err
 	}
-	if !t.r.checkpointing && len(t.sinks) > 0 && time.Since(t.lastCommit) >= time.Second {
-		t.lastCommit = time.Now()
-		for _, s := range t.sinks {
-			if err := s.commitNow(ctx); err != nil {
-				return err
+	if !t.r.checkpointing && len(t.sinks) > 0 {
+		if now := t.r.j.opts.Now(); now.Sub(t.lastCommit) >= time.Second {
+			t.lastCommit = now
+			for _, s := range t.sinks {
+				if err := s.commitNow(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
