@@ -39,7 +39,7 @@ type pending struct {
 // commits manifests and tells the tasks to commit. One checkpoint is in
 // flight at a time. Its fields are owned by its goroutine.
 type coordinator struct {
-	r      *run
+	r      *attempt
 	j      *Job
 	cur    *pending
 	queue  []*trigger
@@ -49,7 +49,7 @@ type coordinator struct {
 	finals int
 }
 
-func newCoordinator(r *run) *coordinator {
+func newCoordinator(r *attempt) *coordinator {
 	return &coordinator{r: r, j: r.j, ended: map[string]bool{}}
 }
 

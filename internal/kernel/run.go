@@ -96,7 +96,7 @@ func (j *Job) Run(ctx context.Context) error {
 	backoff := backoffMin
 	inst := j.first
 	j.first = nil
-	for attempt := 0; ; attempt++ {
+	for tries := 0; ; tries++ {
 		if ctx.Err() != nil {
 			j.setState(Stopped, nil)
 			return nil
@@ -112,7 +112,7 @@ func (j *Job) Run(ctx context.Context) error {
 		j.mu.Lock()
 		committed := j.committed
 		j.mu.Unlock()
-		if attempt > 0 && (committed || mode != RecoverArtifact && mode != RecoverNone) {
+		if tries > 0 && (committed || mode != RecoverArtifact && mode != RecoverNone) {
 			// A restart resumes from the newest artifact of either kind: the
 			// output committed so far is consistent with it and no other.
 			// Until this job committed one, a start from a named artifact
@@ -127,7 +127,7 @@ func (j *Job) Run(ctx context.Context) error {
 				return nil
 			}
 		}
-		out, progressed, err := j.attempt(ctx, j.newRun(newEpoch(), nil), inst, restoreFrom)
+		out, progressed, err := j.runAttempt(ctx, j.newAttempt(newEpoch(), nil), inst, restoreFrom)
 		inst = nil
 		switch out {
 		case outCompleted:
@@ -203,10 +203,10 @@ const (
 	outStopped
 )
 
-// run is one attempt at running the job: its tasks, channels and
+// attempt is one try at running the job: its tasks, channels and
 // coordinator. An attempt ends when every task ended, one failed, or the
 // job is stopped.
-type run struct {
+type attempt struct {
 	j             *Job
 	p             *job.Plan
 	tasks         []*task
@@ -240,7 +240,7 @@ type run struct {
 	progressed bool // a checkpoint completed; owned by the coordinator until the attempt ends
 }
 
-func (r *run) goroutine(f func()) {
+func (r *attempt) goroutine(f func()) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -248,14 +248,14 @@ func (r *run) goroutine(f func()) {
 	}()
 }
 
-func (r *run) fail(err error) {
+func (r *attempt) fail(err error) {
 	r.failOnce.Do(func() {
 		r.failErr = err
 		r.cancel(err)
 	})
 }
 
-func (r *run) ready() {
+func (r *attempt) ready() {
 	r.readyMu.Lock()
 	r.notReady--
 	all := r.notReady == 0
@@ -266,7 +266,7 @@ func (r *run) ready() {
 }
 
 // artifactPath is where task spec's files of barrier b go.
-func (r *run) artifactPath(b barrier, spec job.Task) string {
+func (r *attempt) artifactPath(b barrier, spec job.Task) string {
 	return strings.TrimSuffix(state.Prefix(r.p.JobID, b.kind(), b.id), "/") + "/" + spec.Chain + "/" + strconv.Itoa(spec.Subtask)
 }
 
@@ -288,11 +288,11 @@ func (j *Job) stateRoot() string {
 	return filepath.Join(root, ns)
 }
 
-// newRun prepares an attempt: epoch names it on the data plane, ref is
+// newAttempt prepares an attempt: epoch names it on the data plane, ref is
 // what a follower restores (the coordinator's choice).
-func (j *Job) newRun(epoch uint64, ref *ArtifactRef) *run {
+func (j *Job) newAttempt(epoch uint64, ref *ArtifactRef) *attempt {
 	p := j.plan
-	r := &run{
+	r := &attempt{
 		j: j, p: p,
 		checkpointing: p.Checkpoint != nil,
 		acks:          make(chan taskAck, len(p.Tasks)),
@@ -315,7 +315,7 @@ func (j *Job) newRun(epoch uint64, ref *ArtifactRef) *run {
 	return r
 }
 
-func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string) (outcome, bool, error) {
+func (j *Job) runAttempt(ctx context.Context, r *attempt, inst *instances, mode string) (outcome, bool, error) {
 	defer close(r.over)
 	defer func() {
 		for _, c := range r.closers {
@@ -407,7 +407,7 @@ var errAttemptOver = errors.New("the attempt is over")
 
 // assemble creates the tasks of an attempt, their chained operators and the
 // channels and data-plane streams between them.
-func (j *Job) assemble(r *run, inst *instances, restore *state.Manifest) error {
+func (j *Job) assemble(r *attempt, inst *instances, restore *state.Manifest) error {
 	p := r.p
 	root := j.stateRoot()
 	chains := map[string]*job.Chain{}

@@ -96,7 +96,7 @@ type splitRun struct {
 	mu   sync.Mutex
 	up   map[string]bool // peers whose session said hello
 	wake chan struct{}   // closed and replaced when up changes
-	cur  *run            // the attempt running now
+	cur  *attempt        // the attempt running now
 }
 
 // ErrNotCoordinator is returned by Checkpoint and Savepoint on a node that
@@ -336,13 +336,13 @@ func (s *splitRun) waitPeers(ctx context.Context) error {
 	}
 }
 
-func (s *splitRun) setCurrent(r *run) {
+func (s *splitRun) setCurrent(r *attempt) {
 	s.mu.Lock()
 	s.cur = r
 	s.mu.Unlock()
 }
 
-func (s *splitRun) current() *run {
+func (s *splitRun) current() *attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur
@@ -405,7 +405,7 @@ func (s *splitRun) lead(ctx context.Context) {
 }
 
 // followerDone records that a follower's tasks of the attempt finished.
-func (r *run) followerDone(node string) {
+func (r *attempt) followerDone(node string) {
 	r.readyMu.Lock()
 	defer r.readyMu.Unlock()
 	if r.waiting[node] {
@@ -418,19 +418,19 @@ func (r *run) followerDone(node string) {
 
 // remote reaches the sources and tasks of other nodes on behalf of the
 // coordinator (nil but on the coordinator of a split job).
-func (r *run) remoteBarrier(b barrier) {
+func (r *attempt) remoteBarrier(b barrier) {
 	if r.split != nil {
 		r.split.broadcast(ctlMsg{Type: msgBarrier, Epoch: r.epoch, Barrier: b.id, Savepoint: b.savepoint})
 	}
 }
 
-func (r *run) remoteCommit(id int64) {
+func (r *attempt) remoteCommit(id int64) {
 	if r.split != nil {
 		r.split.broadcast(ctlMsg{Type: msgCommit, Epoch: r.epoch, Commit: id})
 	}
 }
 
-func (r *run) remoteFinish() {
+func (r *attempt) remoteFinish() {
 	if r.split != nil {
 		r.split.broadcast(ctlMsg{Type: msgFinish, Epoch: r.epoch})
 	}
@@ -438,7 +438,7 @@ func (r *run) remoteFinish() {
 
 // streamName names the stream of edge ei from subtask i to subtask k in
 // this attempt.
-func (r *run) streamName(ei, i, k int) string {
+func (r *attempt) streamName(ei, i, k int) string {
 	return "d/" + strconv.FormatUint(r.epoch, 16) + "/" + strconv.Itoa(ei) + "/" + strconv.Itoa(i) + "/" + strconv.Itoa(k)
 }
 
@@ -470,7 +470,7 @@ func (o *netOutlet) send(ctx context.Context, e element) error {
 	return nil
 }
 
-func (r *run) netOutlet(ei int, e *job.Edge, i, k int, downChain string) outlet {
+func (r *attempt) netOutlet(ei int, e *job.Edge, i, k int, downChain string) outlet {
 	o := &netOutlet{mesh: r.split.mesh, peer: r.split.nodes[downChain][k], name: r.streamName(ei, i, k), label: e.ID}
 	r.closers = append(r.closers, func() {
 		if o.snd != nil {
@@ -480,7 +480,7 @@ func (r *run) netOutlet(ei int, e *job.Edge, i, k int, downChain string) outlet 
 	return o
 }
 
-func (r *run) netInlet(ei int, e *job.Edge, i, k int, upChain string) (*dataplane.Receiver, error) {
+func (r *attempt) netInlet(ei int, e *job.Edge, i, k int, upChain string) (*dataplane.Receiver, error) {
 	rcv, err := r.split.mesh.Receive(r.split.nodes[upChain][i], r.streamName(ei, i, k), e.ID)
 	if err != nil {
 		return nil, err
@@ -525,7 +525,7 @@ func (j *Job) follow(ctx context.Context) error {
 		err   error
 	}
 	var (
-		cur     *run
+		cur     *attempt
 		cancel  context.CancelFunc
 		results = make(chan result, 1)
 		running bool
@@ -582,10 +582,10 @@ func (j *Job) follow(ctx context.Context) error {
 				}
 				actx, c := context.WithCancel(ctx)
 				cancel, running = c, true
-				r := j.newRun(m.Epoch, m.Restore)
+				r := j.newAttempt(m.Epoch, m.Restore)
 				cur = r
 				go func(inst *instances) {
-					out, _, err := j.attempt(actx, r, inst, mode)
+					out, _, err := j.runAttempt(actx, r, inst, mode)
 					results <- result{epoch: r.epoch, out: out, err: err}
 				}(inst)
 				inst = nil
@@ -619,7 +619,7 @@ func (j *Job) follow(ctx context.Context) error {
 // fromCoordinator applies a barrier, commit or finish of the coordinator
 // to this node's tasks. It may run before the attempt's tasks started:
 // their control channels and commit marks wait for them.
-func (r *run) fromCoordinator(m ctlMsg) {
+func (r *attempt) fromCoordinator(m ctlMsg) {
 	select {
 	case <-r.assembled:
 	case <-r.over:
@@ -657,7 +657,7 @@ func (r *run) fromCoordinator(m ctlMsg) {
 
 // relay sends this node's acknowledgements and ended sources to the
 // coordinator: a follower's stand-in for the coordinator.
-func (r *run) relay(ctx context.Context) {
+func (r *attempt) relay(ctx context.Context) {
 	s := r.split
 	for {
 		select {

@@ -51,7 +51,7 @@ type ackGroup struct {
 // task is one subtask of one chain: a goroutine running its operators.
 // Everything but the atomics and the channels is owned by that goroutine.
 type task struct {
-	r    *run
+	r    *attempt
 	spec job.Task
 	dir  string // the task's directory under the state root; "" without store
 

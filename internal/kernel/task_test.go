@@ -42,7 +42,7 @@ func (r *recorder) Snapshot(_ context.Context, id int64) error {
 // driven by calling onElement directly.
 func bareTask(n int) (*task, *recorder, chan element) {
 	j := &Job{opts: Options{Now: time.Now}, log: slog.New(slog.DiscardHandler)}
-	r := &run{j: j, acks: make(chan taskAck, 8)}
+	r := &attempt{j: j, acks: make(chan taskAck, 8)}
 	rec := &recorder{}
 	out := make(chan element, 64)
 	rt := &router{edge: &job.Edge{Mode: job.Forward}, outs: []outlet{chanOutlet(out)}, targets: []int{0}, bufs: make([][]operator.Record, 1)}
