@@ -55,7 +55,11 @@ type Options struct {
 	// permanently with an error wrapping state.ErrFenced. Otherwise the
 	// job writes its own generation there.
 	FenceGeneration int64
-	// Now is the clock; nil means time.Now.
+	// Now is the job's clock, the only one it reads: processing time,
+	// idle timeouts, watermark lag, checkpoint durations and manifest
+	// times, and the numbers of commits without checkpoints. nil means
+	// time.Now. Timers that only pace or bound waits (the task timer, the
+	// checkpoint interval and timeout, retry backoff) run on real time.
 	Now func() time.Time
 	// OnState, when set, is called with every state the job enters; it must
 	// not block.

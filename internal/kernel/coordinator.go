@@ -39,7 +39,7 @@ type pending struct {
 // commits manifests and tells the tasks to commit. One checkpoint is in
 // flight at a time. Its fields are owned by its goroutine.
 type coordinator struct {
-	r      *run
+	r      *attempt
 	j      *Job
 	cur    *pending
 	queue  []*trigger
@@ -49,7 +49,7 @@ type coordinator struct {
 	finals int
 }
 
-func newCoordinator(r *run) *coordinator {
+func newCoordinator(r *attempt) *coordinator {
 	return &coordinator{r: r, j: r.j, ended: map[string]bool{}}
 }
 
@@ -126,7 +126,7 @@ func (c *coordinator) run(ctx context.Context) {
 func (c *coordinator) start(ctx context.Context, savepoint bool, t *trigger) {
 	b := barrier{id: c.r.nextID, savepoint: savepoint}
 	c.r.nextID++
-	c.cur = &pending{b: b, started: time.Now(), acks: map[string]taskAck{}, final: c.final, timer: time.NewTimer(c.timeout())}
+	c.cur = &pending{b: b, started: c.j.opts.Now(), acks: map[string]taskAck{}, final: c.final, timer: time.NewTimer(c.timeout())}
 	if t != nil {
 		c.cur.waiters = append(c.cur.waiters, t)
 	}
@@ -265,7 +265,7 @@ func (c *coordinator) complete(ctx context.Context) {
 	c.cur = nil
 	cur.timer.Stop()
 	c.r.progressed = true
-	dur := time.Since(cur.started).Milliseconds()
+	dur := c.j.opts.Now().Sub(cur.started).Milliseconds()
 	c.j.mu.Lock()
 	c.j.lastCkpt = m.ID
 	c.j.committed = true

@@ -89,8 +89,8 @@
 // ends, and the job is Completed. Without a checkpoint configuration
 // nothing is checkpointed, source batches are acknowledged once processed
 // and transactional sinks prepare and commit every second and at the end,
-// each commit numbered by the wall clock in nanoseconds (kept increasing)
-// where a checkpoint would give its id.
+// each commit numbered by the job's clock (Options.Now) in nanoseconds
+// (kept increasing) where a checkpoint would give its id.
 //
 // # State and recovery
 //

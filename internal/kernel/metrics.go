@@ -87,8 +87,8 @@ func (m *Metrics) opCounter(v func(*Metrics) *prometheus.CounterVec, labels ...s
 	return counter{v(m).WithLabelValues(labels...)}
 }
 
-func (m *Metrics) setGauge(v func(*Metrics) *prometheus.GaugeVec, job string, x float64) {
+func (m *Metrics) setGauge(v func(*Metrics) *prometheus.GaugeVec, jobID string, x float64) {
 	if m != nil {
-		v(m).WithLabelValues(job).Set(x)
+		v(m).WithLabelValues(jobID).Set(x)
 	}
 }

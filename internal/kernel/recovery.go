@@ -13,7 +13,7 @@ import (
 // prepareRecovery chooses the artifact the attempt restores (nil: start
 // empty), checks it against the plan before anything starts, and sets the
 // next checkpoint id past every artifact of the job.
-func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.Manifest, error) {
+func (j *Job) prepareRecovery(ctx context.Context, r *attempt, mode string) (*state.Manifest, error) {
 	p := j.plan
 	if p.Checkpoint == nil {
 		if mode == RecoverArtifact {
@@ -112,7 +112,7 @@ func (j *Job) prepareRecovery(ctx context.Context, r *run, mode string) (*state.
 // assignRestore tells every task what to restore from m: the old task
 // artifacts overlapping its key groups (any old parallelism), the read
 // position of its source subtask and the transactions of its sinks.
-func (j *Job) assignRestore(r *run, m *state.Manifest) error {
+func (j *Job) assignRestore(r *attempt, m *state.Manifest) error {
 	for _, t := range r.tasks {
 		t.restored = true
 		if len(t.stateful) > 0 {
@@ -129,20 +129,20 @@ func (j *Job) assignRestore(r *run, m *state.Manifest) error {
 				}
 			}
 		}
-		for _, n := range t.nodes {
-			if n.sink == nil {
+		for _, o := range t.ops {
+			if o.sink == nil {
 				continue
 			}
-			par := n.pop.Parallelism
+			par := o.pop.Parallelism
 			for _, s := range m.Sinks {
-				if s.Operator != n.pop.ID {
+				if s.Operator != o.pop.ID {
 					continue
 				}
 				if s.Subtask == t.spec.Subtask || t.spec.Subtask == 0 && s.Subtask >= par {
 					if t.restoredTxn == nil {
 						t.restoredTxn = map[string][][]byte{}
 					}
-					t.restoredTxn[n.pop.ID] = append(t.restoredTxn[n.pop.ID], s.Txn)
+					t.restoredTxn[o.pop.ID] = append(t.restoredTxn[o.pop.ID], s.Txn)
 				}
 			}
 		}

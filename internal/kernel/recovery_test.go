@@ -380,7 +380,7 @@ func TestRetentionKeepsPinnedCheckpoints(t *testing.T) {
 	}
 	last.Sinks = []state.SinkTxn{{Operator: "out", Checkpoint: 2}, {Operator: "out", Checkpoint: 4}}
 	j := &Job{plan: p, log: slog.New(slog.DiscardHandler)}
-	c := newCoordinator(&run{j: j, p: p, arts: arts})
+	c := newCoordinator(&attempt{j: j, p: p, arts: arts})
 	c.retain(ctx, last)
 	ms, err := arts.List(ctx, "pins", state.KindCheckpoint)
 	if err != nil {

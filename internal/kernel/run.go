@@ -96,7 +96,7 @@ func (j *Job) Run(ctx context.Context) error {
 	backoff := backoffMin
 	inst := j.first
 	j.first = nil
-	for attempt := 0; ; attempt++ {
+	for tries := 0; ; tries++ {
 		if ctx.Err() != nil {
 			j.setState(Stopped, nil)
 			return nil
@@ -112,7 +112,7 @@ func (j *Job) Run(ctx context.Context) error {
 		j.mu.Lock()
 		committed := j.committed
 		j.mu.Unlock()
-		if attempt > 0 && (committed || mode != RecoverArtifact && mode != RecoverNone) {
+		if tries > 0 && (committed || mode != RecoverArtifact && mode != RecoverNone) {
 			// A restart resumes from the newest artifact of either kind: the
 			// output committed so far is consistent with it and no other.
 			// Until this job committed one, a start from a named artifact
@@ -127,7 +127,7 @@ func (j *Job) Run(ctx context.Context) error {
 				return nil
 			}
 		}
-		out, progressed, err := j.attempt(ctx, j.newRun(newEpoch(), nil), inst, restoreFrom)
+		out, progressed, err := j.runAttempt(ctx, j.newAttempt(newEpoch(), nil), inst, restoreFrom)
 		inst = nil
 		switch out {
 		case outCompleted:
@@ -203,10 +203,10 @@ const (
 	outStopped
 )
 
-// run is one attempt at running the job: its tasks, channels and
+// attempt is one try at running the job: its tasks, channels and
 // coordinator. An attempt ends when every task ended, one failed, or the
 // job is stopped.
-type run struct {
+type attempt struct {
 	j             *Job
 	p             *job.Plan
 	tasks         []*task
@@ -219,10 +219,10 @@ type run struct {
 	failOnce sync.Once
 	failErr  error
 
-	acks  chan taskAck
-	ended chan string
-	over  chan struct{} // closed when the attempt is over
-	wired chan struct{} // closed once the tasks and channels exist
+	acks      chan taskAck
+	ended     chan string
+	over      chan struct{} // closed when the attempt is over
+	assembled chan struct{} // closed once the tasks and channels exist
 
 	// split placement (split nil otherwise)
 	split       *splitRun
@@ -240,7 +240,7 @@ type run struct {
 	progressed bool // a checkpoint completed; owned by the coordinator until the attempt ends
 }
 
-func (r *run) goroutine(f func()) {
+func (r *attempt) goroutine(f func()) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -248,14 +248,14 @@ func (r *run) goroutine(f func()) {
 	}()
 }
 
-func (r *run) fail(err error) {
+func (r *attempt) fail(err error) {
 	r.failOnce.Do(func() {
 		r.failErr = err
 		r.cancel(err)
 	})
 }
 
-func (r *run) ready() {
+func (r *attempt) ready() {
 	r.readyMu.Lock()
 	r.notReady--
 	all := r.notReady == 0
@@ -266,7 +266,7 @@ func (r *run) ready() {
 }
 
 // artifactPath is where task spec's files of barrier b go.
-func (r *run) artifactPath(b barrier, spec job.Task) string {
+func (r *attempt) artifactPath(b barrier, spec job.Task) string {
 	return strings.TrimSuffix(state.Prefix(r.p.JobID, b.kind(), b.id), "/") + "/" + spec.Chain + "/" + strconv.Itoa(spec.Subtask)
 }
 
@@ -288,17 +288,17 @@ func (j *Job) stateRoot() string {
 	return filepath.Join(root, ns)
 }
 
-// newRun prepares an attempt: epoch names it on the data plane, ref is
+// newAttempt prepares an attempt: epoch names it on the data plane, ref is
 // what a follower restores (the coordinator's choice).
-func (j *Job) newRun(epoch uint64, ref *ArtifactRef) *run {
+func (j *Job) newAttempt(epoch uint64, ref *ArtifactRef) *attempt {
 	p := j.plan
-	r := &run{
+	r := &attempt{
 		j: j, p: p,
 		checkpointing: p.Checkpoint != nil,
 		acks:          make(chan taskAck, len(p.Tasks)),
 		ended:         make(chan string, len(p.Tasks)),
 		over:          make(chan struct{}),
-		wired:         make(chan struct{}),
+		assembled:     make(chan struct{}),
 		nextID:        1,
 		split:         j.split,
 		epoch:         epoch,
@@ -315,7 +315,7 @@ func (j *Job) newRun(epoch uint64, ref *ArtifactRef) *run {
 	return r
 }
 
-func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string) (outcome, bool, error) {
+func (j *Job) runAttempt(ctx context.Context, r *attempt, inst *instances, mode string) (outcome, bool, error) {
 	defer close(r.over)
 	defer func() {
 		for _, c := range r.closers {
@@ -324,7 +324,7 @@ func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string)
 	}()
 	restore, err := j.prepareRecovery(ctx, r, mode)
 	if err == nil {
-		err = j.wire(r, inst, restore)
+		err = j.assemble(r, inst, restore)
 	}
 	if err != nil {
 		inst.close()
@@ -333,7 +333,7 @@ func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string)
 		}
 		return outFailed, false, err
 	}
-	close(r.wired)
+	close(r.assembled)
 	j.mu.Lock()
 	j.tasks = r.tasks
 	if restore != nil {
@@ -405,9 +405,9 @@ func (j *Job) attempt(ctx context.Context, r *run, inst *instances, mode string)
 
 var errAttemptOver = errors.New("the attempt is over")
 
-// wire creates the tasks of an attempt, their nodes and the channels
-// between them.
-func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
+// assemble creates the tasks of an attempt, their chained operators and the
+// channels and data-plane streams between them.
+func (j *Job) assemble(r *attempt, inst *instances, restore *state.Manifest) error {
 	p := r.p
 	root := j.stateRoot()
 	chains := map[string]*job.Chain{}
@@ -434,7 +434,7 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			r: r, spec: spec, wm: operator.NoTime,
 			control:    make(chan control, 64),
 			commitWake: make(chan struct{}, 1),
-			lastCommit: time.Now(),
+			lastCommit: j.opts.Now(),
 		}
 		t.obsWM.Store(operator.NoTime)
 		t.setStatus("created")
@@ -444,27 +444,27 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 		tin := inst.tasks[ti]
 		for ci, id := range ch.Operators {
 			pop := p.Operator(id)
-			n := &node{t: t, pop: pop, op: tin.ops[ci]}
-			n.in = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsIn }, p.JobID, id)
-			n.emt = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsOut }, p.JobID, id)
-			n.lateDr = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.lateDropped }, p.JobID, id)
+			o := &chainOp{t: t, pop: pop, op: tin.ops[ci]}
+			o.in = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsIn }, p.JobID, id)
+			o.emt = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.recordsOut }, p.JobID, id)
+			o.lateDr = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.lateDropped }, p.JobID, id)
 			switch pop.Kind {
 			case "source":
-				t.src = n
+				t.src = o
 				t.input = tin.input
-				t.clock = newClock(pop.Time, j.opts.Now().UnixMilli())
+				t.wmGen = newWatermarkGen(pop.Time, j.opts.Now().UnixMilli())
 				t.dropped = m.opCounter(func(m *Metrics) *prometheus.CounterVec { return m.dropped }, p.JobID, id, "timestamp")
 			case "sink":
 				out := tin.output[ci]
-				s := &sinkOp{id: id, subtask: spec.Subtask, out: out, maxPending: maxPending, sleep: j.opts.sleep}
+				s := &sinkOp{id: id, subtask: spec.Subtask, out: out, maxPending: maxPending, now: j.opts.Now, sleep: j.opts.sleep}
 				s.tx, _ = out.(component.Transactional)
-				n.op, n.sink, n.output = s, s, out
+				o.op, o.sink, o.output = s, s, out
 				t.sinks = append(t.sinks, s)
 			}
 			if pop.Stateful {
 				t.stateful = append(t.stateful, id)
 			}
-			t.nodes = append(t.nodes, n)
+			t.ops = append(t.ops, o)
 		}
 		if len(t.stateful) > 0 && p.State != nil && t.dir == "" {
 			return &permanentError{fmt.Errorf("%s: the job keeps state but no state root is set (state.root or SVC_STATE_ROOT)", j.prefix)}
@@ -475,10 +475,10 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			r.sources = append(r.sources, t)
 		}
 	}
-	nodeOf := func(t *task, id string) *node {
-		for _, n := range t.nodes {
-			if n.pop.ID == id {
-				return n
+	opOf := func(t *task, id string) *chainOp {
+		for _, o := range t.ops {
+			if o.pop.ID == id {
+				return o
 			}
 		}
 		return nil
@@ -494,11 +494,11 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 				if t == nil {
 					continue
 				}
-				n, nx := nodeOf(t, e.From), nodeOf(t, e.To)
+				o, nx := opOf(t, e.From), opOf(t, e.To)
 				if e.Mode == job.Late {
-					n.late = append(n.late, nx)
+					o.late = append(o.late, nx)
 				} else {
-					n.next = append(n.next, nx)
+					o.next = append(o.next, nx)
 				}
 			}
 			continue
@@ -517,7 +517,7 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 					outs[i][k] = r.netOutlet(ei, e, i, k, to.Chain)
 					continue
 				}
-				in := &input{node: nodeOf(down, e.To), release: make(chan struct{}, 1), wm: operator.NoTime}
+				in := &input{feeds: opOf(down, e.To), release: make(chan struct{}, 1), wm: operator.NoTime}
 				if up != nil {
 					ch := make(chan element, channelCapacity)
 					outs[i][k], in.ch = chanOutlet(ch), ch
@@ -544,11 +544,11 @@ func (j *Job) wire(r *run, inst *instances, restore *state.Manifest) error {
 			if e.Mode == job.Partitioned {
 				rt.key = inst.tasks[taskIndex(p, t.spec.ID)].keys[ei]
 			}
-			n := nodeOf(t, e.From)
+			o := opOf(t, e.From)
 			if e.Mode == job.Late {
-				n.lateRt = append(n.lateRt, rt)
+				o.lateRt = append(o.lateRt, rt)
 			} else {
-				n.routers = append(n.routers, rt)
+				o.routers = append(o.routers, rt)
 			}
 			t.routers = append(t.routers, rt)
 		}

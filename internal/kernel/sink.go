@@ -24,11 +24,12 @@ type sinkOp struct {
 	out        component.Output
 	tx         component.Transactional // nil for an at-least-once output
 	maxPending int
+	now        func() time.Time // the job's clock (Options.Now)
 	sleep      func(context.Context, time.Duration) error
 
 	pending  []state.SinkTxn // prepared, not committed, oldest first
 	prepared []state.SinkTxn // prepared at the last Snapshot
-	lastNow  int64           // the number of the last commitNow
+	lastSeq  int64           // the number of the last commitNow
 }
 
 var _ operator.Operator = (*sinkOp)(nil)
@@ -110,14 +111,14 @@ func (s *sinkOp) Commit(ctx context.Context, checkpoint int64) error {
 // the place of a checkpoint id, so each needs its own number, increasing
 // within a run and above the last run's: a sink names its committed data
 // by it (the file output's part files), and a repeated number would replace
-// what an earlier commit made visible. The number is the wall clock in
+// what an earlier commit made visible. The number is the job's clock in
 // nanoseconds, kept above the last one.
 func (s *sinkOp) commitNow(ctx context.Context) error {
 	if s.tx == nil {
 		return nil
 	}
-	s.lastNow = max(s.lastNow+1, time.Now().UnixNano())
-	txn, err := s.tx.Prepare(ctx, s.lastNow)
+	s.lastSeq = max(s.lastSeq+1, s.now().UnixNano())
+	txn, err := s.tx.Prepare(ctx, s.lastSeq)
 	if err != nil {
 		return fmt.Errorf("sink %s: prepare: %w", s.id, err)
 	}

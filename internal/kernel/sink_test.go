@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
 	_ "github.com/flowplane/flowplane/internal/connect/all"
@@ -33,7 +34,7 @@ func TestCommitNowKeepsEveryCommit(t *testing.T) {
 		if err := tx.Begin(ctx, "out", 0, nil); err != nil {
 			t.Fatal(err)
 		}
-		return &sinkOp{id: "out", out: out, tx: tx}
+		return &sinkOp{id: "out", out: out, tx: tx, now: time.Now}
 	}
 	write := func(s *sinkOp, line string) {
 		t.Helper()
@@ -62,5 +63,37 @@ func TestCommitNowKeepsEveryCommit(t *testing.T) {
 	slices.Sort(lines)
 	if want := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}; !slices.Equal(lines, want) {
 		t.Errorf("committed part files %v hold %v, want %v", files, lines, want)
+	}
+}
+
+// numberTx records the numbers its transactions are prepared with.
+type numberTx struct {
+	component.Transactional
+	prepared []int64
+}
+
+func (n *numberTx) Prepare(_ context.Context, id int64) ([]byte, error) {
+	n.prepared = append(n.prepared, id)
+	return nil, nil
+}
+
+func (n *numberTx) Commit(context.Context, []byte) error { return nil }
+
+// TestCommitNowNumbersByTheJobClock: without checkpoints a transaction is
+// numbered by the job's clock, kept increasing when that clock stands still
+// or goes back.
+func TestCommitNowNumbersByTheJobClock(t *testing.T) {
+	ctx := context.Background()
+	var now int64
+	tx := &numberTx{}
+	s := &sinkOp{id: "out", tx: tx, now: func() time.Time { return time.Unix(0, now) }}
+	for _, n := range []int64{5000, 5000, 3000, 9000} {
+		now = n
+		if err := s.commitNow(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []int64{5000, 5001, 5002, 9000}; !slices.Equal(tx.prepared, want) {
+		t.Errorf("numbers %v, want %v", tx.prepared, want)
 	}
 }

@@ -42,34 +42,37 @@ func readLoop(ctx context.Context, in component.Input, out chan<- readResult) {
 	}
 }
 
-// clock is a source subtask's event-time and watermark policy.
-type clock struct {
-	event       bool
-	field       string
-	monotonous  bool
-	ooo         int64
-	idleTimeout int64
+// watermarkGen is a source subtask's watermark generator: it stamps records
+// with their event time (or the processing time), tracks the highest event
+// time seen and how long the source went without records, and derives the
+// subtask's watermark and idleness from them.
+type watermarkGen struct {
+	event            bool
+	field            string
+	monotonous       bool
+	outOfOrdernessMs int64
+	idleTimeoutMs    int64
 
 	maxSeen  int64 // highest event time seen; operator.NoTime before any
 	lastData int64 // processing time of the last record, ms
 	idle     bool
 }
 
-func newClock(tp *job.TimePolicy, now int64) *clock {
-	c := &clock{maxSeen: operator.NoTime, lastData: now}
+func newWatermarkGen(tp *job.TimePolicy, now int64) *watermarkGen {
+	g := &watermarkGen{maxSeen: operator.NoTime, lastData: now}
 	if tp != nil && tp.Mode == "event_time" {
-		c.event = true
-		c.field = tp.TimestampField
-		c.monotonous = tp.Strategy == "monotonous"
-		c.ooo = tp.OutOfOrdernessMs
-		c.idleTimeout = tp.IdleTimeoutMs
+		g.event = true
+		g.field = tp.TimestampField
+		g.monotonous = tp.Strategy == "monotonous"
+		g.outOfOrdernessMs = tp.OutOfOrdernessMs
+		g.idleTimeoutMs = tp.IdleTimeoutMs
 	}
-	return c
+	return g
 }
 
 // records turns a batch into records, dropping those without a usable event
 // time; it returns how many it dropped.
-func (c *clock) records(b message.Batch, now int64) ([]operator.Record, int) {
+func (g *watermarkGen) records(b message.Batch, now int64) ([]operator.Record, int) {
 	recs := make([]operator.Record, 0, len(b.Messages))
 	dropped := 0
 	for i := range b.Messages {
@@ -80,47 +83,47 @@ func (c *clock) records(b message.Batch, now int64) ([]operator.Record, int) {
 		} else {
 			r.Value, _ = m.Payload()
 		}
-		if c.event {
-			ts, ok := eventTime(r.Data(), c.field)
+		if g.event {
+			ts, ok := eventTime(r.Data(), g.field)
 			if !ok {
 				dropped++
 				continue
 			}
 			r.Time = ts
-			if ts > c.maxSeen {
-				c.maxSeen = ts
+			if ts > g.maxSeen {
+				g.maxSeen = ts
 			}
 		}
 		recs = append(recs, r)
 	}
 	if len(b.Messages) > 0 {
-		c.lastData = now
-		c.idle = false
+		g.lastData = now
+		g.idle = false
 	}
 	return recs, dropped
 }
 
 // watermark is the source subtask's current watermark.
-func (c *clock) watermark(now int64) int64 {
-	if !c.event {
+func (g *watermarkGen) watermark(now int64) int64 {
+	if !g.event {
 		return now - 1
 	}
-	if c.maxSeen == operator.NoTime {
+	if g.maxSeen == operator.NoTime {
 		return operator.NoTime
 	}
-	if c.monotonous {
-		return c.maxSeen - 1
+	if g.monotonous {
+		return g.maxSeen - 1
 	}
-	return c.maxSeen - c.ooo - 1
+	return g.maxSeen - g.outOfOrdernessMs - 1
 }
 
 // becameIdle reports, once, that the source has had no records for its
 // idle timeout.
-func (c *clock) becameIdle(now int64) bool {
-	if c.idleTimeout <= 0 || c.idle || now-c.lastData < c.idleTimeout {
+func (g *watermarkGen) becameIdle(now int64) bool {
+	if g.idleTimeoutMs <= 0 || g.idle || now-g.lastData < g.idleTimeoutMs {
 		return false
 	}
-	c.idle = true
+	g.idle = true
 	return true
 }
 

@@ -96,7 +96,7 @@ type splitRun struct {
 	mu   sync.Mutex
 	up   map[string]bool // peers whose session said hello
 	wake chan struct{}   // closed and replaced when up changes
-	cur  *run            // the attempt running now
+	cur  *attempt        // the attempt running now
 }
 
 // ErrNotCoordinator is returned by Checkpoint and Savepoint on a node that
@@ -195,21 +195,32 @@ func (s *splitRun) broadcast(m ctlMsg) {
 	}
 }
 
-// flush waits until the sessions sent what is queued, or d passed.
+// flush waits until the sessions sent what is queued, or d passed. It
+// bounds a wait on a timer rather than reading the job's clock: nothing it
+// measures is recorded, and a test clock that stands still must not hold
+// the job's end.
 func (s *splitRun) flush(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		empty := true
-		for _, c := range s.out {
-			if len(c) > 0 {
-				empty = false
-			}
-		}
-		if empty {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for !s.sent() {
+		select {
+		case <-deadline.C:
 			return
+		case <-poll.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// sent reports whether every session's queue is empty.
+func (s *splitRun) sent() bool {
+	for _, c := range s.out {
+		if len(c) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // session keeps the control session with peer: a stream each way,
@@ -325,13 +336,13 @@ func (s *splitRun) waitPeers(ctx context.Context) error {
 	}
 }
 
-func (s *splitRun) setCurrent(r *run) {
+func (s *splitRun) setCurrent(r *attempt) {
 	s.mu.Lock()
 	s.cur = r
 	s.mu.Unlock()
 }
 
-func (s *splitRun) current() *run {
+func (s *splitRun) current() *attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur
@@ -394,7 +405,7 @@ func (s *splitRun) lead(ctx context.Context) {
 }
 
 // followerDone records that a follower's tasks of the attempt finished.
-func (r *run) followerDone(node string) {
+func (r *attempt) followerDone(node string) {
 	r.readyMu.Lock()
 	defer r.readyMu.Unlock()
 	if r.waiting[node] {
@@ -407,19 +418,19 @@ func (r *run) followerDone(node string) {
 
 // remote reaches the sources and tasks of other nodes on behalf of the
 // coordinator (nil but on the coordinator of a split job).
-func (r *run) remoteBarrier(b barrier) {
+func (r *attempt) remoteBarrier(b barrier) {
 	if r.split != nil {
 		r.split.broadcast(ctlMsg{Type: msgBarrier, Epoch: r.epoch, Barrier: b.id, Savepoint: b.savepoint})
 	}
 }
 
-func (r *run) remoteCommit(id int64) {
+func (r *attempt) remoteCommit(id int64) {
 	if r.split != nil {
 		r.split.broadcast(ctlMsg{Type: msgCommit, Epoch: r.epoch, Commit: id})
 	}
 }
 
-func (r *run) remoteFinish() {
+func (r *attempt) remoteFinish() {
 	if r.split != nil {
 		r.split.broadcast(ctlMsg{Type: msgFinish, Epoch: r.epoch})
 	}
@@ -427,7 +438,7 @@ func (r *run) remoteFinish() {
 
 // streamName names the stream of edge ei from subtask i to subtask k in
 // this attempt.
-func (r *run) streamName(ei, i, k int) string {
+func (r *attempt) streamName(ei, i, k int) string {
 	return "d/" + strconv.FormatUint(r.epoch, 16) + "/" + strconv.Itoa(ei) + "/" + strconv.Itoa(i) + "/" + strconv.Itoa(k)
 }
 
@@ -459,7 +470,7 @@ func (o *netOutlet) send(ctx context.Context, e element) error {
 	return nil
 }
 
-func (r *run) netOutlet(ei int, e *job.Edge, i, k int, downChain string) outlet {
+func (r *attempt) netOutlet(ei int, e *job.Edge, i, k int, downChain string) outlet {
 	o := &netOutlet{mesh: r.split.mesh, peer: r.split.nodes[downChain][k], name: r.streamName(ei, i, k), label: e.ID}
 	r.closers = append(r.closers, func() {
 		if o.snd != nil {
@@ -469,7 +480,7 @@ func (r *run) netOutlet(ei int, e *job.Edge, i, k int, downChain string) outlet 
 	return o
 }
 
-func (r *run) netInlet(ei int, e *job.Edge, i, k int, upChain string) (*dataplane.Receiver, error) {
+func (r *attempt) netInlet(ei int, e *job.Edge, i, k int, upChain string) (*dataplane.Receiver, error) {
 	rcv, err := r.split.mesh.Receive(r.split.nodes[upChain][i], r.streamName(ei, i, k), e.ID)
 	if err != nil {
 		return nil, err
@@ -514,7 +525,7 @@ func (j *Job) follow(ctx context.Context) error {
 		err   error
 	}
 	var (
-		cur     *run
+		cur     *attempt
 		cancel  context.CancelFunc
 		results = make(chan result, 1)
 		running bool
@@ -571,10 +582,10 @@ func (j *Job) follow(ctx context.Context) error {
 				}
 				actx, c := context.WithCancel(ctx)
 				cancel, running = c, true
-				r := j.newRun(m.Epoch, m.Restore)
+				r := j.newAttempt(m.Epoch, m.Restore)
 				cur = r
 				go func(inst *instances) {
-					out, _, err := j.attempt(actx, r, inst, mode)
+					out, _, err := j.runAttempt(actx, r, inst, mode)
 					results <- result{epoch: r.epoch, out: out, err: err}
 				}(inst)
 				inst = nil
@@ -608,9 +619,9 @@ func (j *Job) follow(ctx context.Context) error {
 // fromCoordinator applies a barrier, commit or finish of the coordinator
 // to this node's tasks. It may run before the attempt's tasks started:
 // their control channels and commit marks wait for them.
-func (r *run) fromCoordinator(m ctlMsg) {
+func (r *attempt) fromCoordinator(m ctlMsg) {
 	select {
-	case <-r.wired:
+	case <-r.assembled:
 	case <-r.over:
 		return
 	}
@@ -646,7 +657,7 @@ func (r *run) fromCoordinator(m ctlMsg) {
 
 // relay sends this node's acknowledgements and ended sources to the
 // coordinator: a follower's stand-in for the coordinator.
-func (r *run) relay(ctx context.Context) {
+func (r *attempt) relay(ctx context.Context) {
 	s := r.split
 	for {
 		select {

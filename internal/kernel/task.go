@@ -51,15 +51,15 @@ type ackGroup struct {
 // task is one subtask of one chain: a goroutine running its operators.
 // Everything but the atomics and the channels is owned by that goroutine.
 type task struct {
-	r    *run
+	r    *attempt
 	spec job.Task
 	dir  string // the task's directory under the state root; "" without store
 
-	nodes   []*node // chain order
-	src     *node   // the source node when the chain starts with a source
+	ops     []*chainOp // chain order
+	src     *chainOp   // the source operator when the chain starts with a source
 	input   component.Input
 	inputs  []*input
-	routers []*router // every router of every node
+	routers []*router // every router of every chained operator
 	sinks   []*sinkOp
 
 	control    chan control
@@ -78,7 +78,7 @@ type task struct {
 	closed    bool
 
 	// source
-	clock       *clock
+	wmGen       *watermarkGen
 	lastPos     []byte
 	seekPos     []byte
 	pendingAcks []message.AckFunc
@@ -97,17 +97,19 @@ type task struct {
 	recordsOut atomic.Int64
 }
 
-// node is one operator of a task and the collector it emits into.
-type node struct {
+// chainOp is one operator of a task's chain and the collector it emits
+// into: what it emits goes to the chained operators after it by direct
+// call and to other tasks through its routers.
+type chainOp struct {
 	t       *task
-	pop     *job.Operator
+	pop     *job.Operator     // the operator in the plan
 	op      operator.Operator // nil for a source
 	sink    *sinkOp
 	output  component.Output
-	next    []*node   // chained operators fed by Emit
-	late    []*node   // chained operators fed by EmitLate
-	routers []*router // edges to other tasks fed by Emit
-	lateRt  []*router // edges to other tasks fed by EmitLate
+	next    []*chainOp // chained operators fed by Emit
+	late    []*chainOp // chained operators fed by EmitLate
+	routers []*router  // edges to other tasks fed by Emit
+	lateRt  []*router  // edges to other tasks fed by EmitLate
 	out     []operator.Record
 	lateOut []operator.Record
 	in, emt counter
@@ -115,60 +117,60 @@ type node struct {
 	opened  bool
 }
 
-func (n *node) Emit(r operator.Record)     { n.out = append(n.out, r) }
-func (n *node) EmitLate(r operator.Record) { n.lateOut = append(n.lateOut, r) }
+func (o *chainOp) Emit(r operator.Record)     { o.out = append(o.out, r) }
+func (o *chainOp) EmitLate(r operator.Record) { o.lateOut = append(o.lateOut, r) }
 
 func (t *task) setStatus(s string) { t.status.Store(s) }
 
-// push runs a batch through node n and everything chained after it.
-func (t *task) push(ctx context.Context, n *node, recs []operator.Record) error {
+// push runs a batch through o and everything chained after it.
+func (t *task) push(ctx context.Context, o *chainOp, recs []operator.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	n.in.add(len(recs))
-	if n.sink != nil {
+	o.in.add(len(recs))
+	if o.sink != nil {
 		t.recordsOut.Add(int64(len(recs)))
 	}
-	if n.op == nil {
-		n.out = append(n.out, recs...)
-	} else if err := n.op.Process(ctx, recs, n); err != nil {
-		return fmt.Errorf("operator %s: %w", n.pop.ID, err)
+	if o.op == nil {
+		o.out = append(o.out, recs...)
+	} else if err := o.op.Process(ctx, recs, o); err != nil {
+		return fmt.Errorf("operator %s: %w", o.pop.ID, err)
 	}
-	return t.drain(ctx, n)
+	return t.drain(ctx, o)
 }
 
-// drain passes on what n emitted.
-func (t *task) drain(ctx context.Context, n *node) error {
-	if out := n.out; len(out) > 0 {
-		n.emt.add(len(out))
-		if len(n.routers) > 0 {
+// drain passes on what o emitted.
+func (t *task) drain(ctx context.Context, o *chainOp) error {
+	if out := o.out; len(out) > 0 {
+		o.emt.add(len(out))
+		if len(o.routers) > 0 {
 			t.recordsOut.Add(int64(len(out)))
 		}
-		for _, nx := range n.next {
+		for _, nx := range o.next {
 			if err := t.push(ctx, nx, out); err != nil {
 				return err
 			}
 		}
-		for _, r := range n.routers {
+		for _, r := range o.routers {
 			if err := r.route(ctx, out); err != nil {
 				return err
 			}
 		}
 		// A fresh slice: the consumers may keep the one they were given.
-		n.out = make([]operator.Record, 0, cap(out))
+		o.out = make([]operator.Record, 0, cap(out))
 	}
-	if late := n.lateOut; len(late) > 0 {
-		for _, nx := range n.late {
+	if late := o.lateOut; len(late) > 0 {
+		for _, nx := range o.late {
 			if err := t.push(ctx, nx, late); err != nil {
 				return err
 			}
 		}
-		for _, r := range n.lateRt {
+		for _, r := range o.lateRt {
 			if err := r.route(ctx, late); err != nil {
 				return err
 			}
 		}
-		n.lateOut = nil
+		o.lateOut = nil
 	}
 	return nil
 }
@@ -181,14 +183,14 @@ func (t *task) advance(ctx context.Context, wm int64) error {
 	}
 	t.wm = wm
 	t.obsWM.Store(wm)
-	for _, n := range t.nodes {
-		if n.op == nil {
+	for _, o := range t.ops {
+		if o.op == nil {
 			continue
 		}
-		if err := n.op.OnWatermark(ctx, wm, n); err != nil {
-			return fmt.Errorf("operator %s: watermark: %w", n.pop.ID, err)
+		if err := o.op.OnWatermark(ctx, wm, o); err != nil {
+			return fmt.Errorf("operator %s: watermark: %w", o.pop.ID, err)
 		}
-		if err := t.drain(ctx, n); err != nil {
+		if err := t.drain(ctx, o); err != nil {
 			return err
 		}
 	}
@@ -239,11 +241,11 @@ func (t *task) open(ctx context.Context) error {
 			return fmt.Errorf("open state store: %w", err)
 		}
 		t.store = s
-		var max int64
+		var maxBytes int64
 		if r.p.State.MaxBytes != nil {
-			max = *r.p.State.MaxBytes
+			maxBytes = *r.p.State.MaxBytes
 		}
-		t.budget = state.NewBudget(max)
+		t.budget = state.NewBudget(maxBytes)
 		if len(t.restore) > 0 && !whole {
 			if err := t.restoreState(ctx); err != nil {
 				return err
@@ -263,33 +265,33 @@ func (t *task) open(ctx context.Context) error {
 			t.lastPos = t.seekPos
 		}
 	}
-	for _, n := range t.nodes {
-		if n.output == nil {
+	for _, o := range t.ops {
+		if o.output == nil {
 			continue
 		}
-		if err := n.output.Connect(ctx); err != nil {
-			return fmt.Errorf("sink %s: connect: %w", n.pop.ID, err)
+		if err := o.output.Connect(ctx); err != nil {
+			return fmt.Errorf("sink %s: connect: %w", o.pop.ID, err)
 		}
-		if n.sink.tx != nil {
-			if err := n.sink.tx.Begin(ctx, n.pop.ID, t.spec.Subtask, t.restoredTxn[n.pop.ID]); err != nil {
-				return fmt.Errorf("sink %s: begin: %w", n.pop.ID, err)
+		if o.sink.tx != nil {
+			if err := o.sink.tx.Begin(ctx, o.pop.ID, t.spec.Subtask, t.restoredTxn[o.pop.ID]); err != nil {
+				return fmt.Errorf("sink %s: begin: %w", o.pop.ID, err)
 			}
 		}
 	}
-	for _, n := range t.nodes {
-		if n.op == nil {
+	for _, o := range t.ops {
+		if o.op == nil {
 			continue
 		}
 		oc := &operator.Context{
-			Plan: r.p, Operator: n.pop, Subtask: t.spec.Subtask, KeyGroups: t.spec.KeyGroups,
+			Plan: r.p, Operator: o.pop, Subtask: t.spec.Subtask, KeyGroups: t.spec.KeyGroups,
 			Store: t.store, Budget: t.budget, Restored: t.restored,
-			Now: r.j.opts.Now, Logger: r.j.log.With("operator", n.pop.ID, "subtask", t.spec.Subtask),
-			LateDropped: n.lateDr.add,
+			Now: r.j.opts.Now, Logger: r.j.log.With("operator", o.pop.ID, "subtask", t.spec.Subtask),
+			LateDropped: o.lateDr.add,
 		}
-		if err := n.op.Open(ctx, oc); err != nil {
-			return fmt.Errorf("operator %s: open: %w", n.pop.ID, err)
+		if err := o.op.Open(ctx, oc); err != nil {
+			return fmt.Errorf("operator %s: open: %w", o.pop.ID, err)
 		}
-		n.opened = true
+		o.opened = true
 	}
 	return nil
 }
@@ -381,7 +383,7 @@ func (t *task) onElement(ctx context.Context, ie inElem) (done bool, err error) 
 				return false, err
 			}
 		}
-		return false, t.push(ctx, in.node, e.recs)
+		return false, t.push(ctx, in.feeds, e.recs)
 	case elemWatermark:
 		in.idle = false
 		if e.wm > in.wm {
@@ -529,7 +531,7 @@ func (t *task) nowMs() int64 { return t.r.j.opts.Now().UnixMilli() }
 
 func (t *task) sourceBatch(ctx context.Context, rr readResult) error {
 	now := t.nowMs()
-	recs, dropped := t.clock.records(rr.b, now)
+	recs, dropped := t.wmGen.records(rr.b, now)
 	t.dropped.add(dropped)
 	t.recordsIn.Add(int64(len(rr.b.Messages)))
 	if rr.pos != nil {
@@ -575,11 +577,13 @@ func (t *task) onTick(ctx context.Context) error {
 	if err := t.flush(ctx); err != nil {
 		return err
 	}
-	if !t.r.checkpointing && len(t.sinks) > 0 && time.Since(t.lastCommit) >= time.Second {
-		t.lastCommit = time.Now()
-		for _, s := range t.sinks {
-			if err := s.commitNow(ctx); err != nil {
-				return err
+	if !t.r.checkpointing && len(t.sinks) > 0 {
+		if now := t.r.j.opts.Now(); now.Sub(t.lastCommit) >= time.Second {
+			t.lastCommit = now
+			for _, s := range t.sinks {
+				if err := s.commitNow(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -587,24 +591,24 @@ func (t *task) onTick(ctx context.Context) error {
 		return nil
 	}
 	now := t.nowMs()
-	if t.clock.becameIdle(now) {
+	if t.wmGen.becameIdle(now) {
 		t.idle = true
 		return t.broadcast(ctx, element{kind: elemIdle})
 	}
 	// Watermarks go out on the timer, not after every batch: each one
 	// flushes the partial batches of every channel.
-	return t.advance(ctx, t.clock.watermark(now))
+	return t.advance(ctx, t.wmGen.watermark(now))
 }
 
 // checkpoint snapshots the task at barrier b, forwards the barrier and
 // uploads the snapshot in the background.
 func (t *task) checkpoint(ctx context.Context, b barrier) error {
-	for _, n := range t.nodes {
-		if n.op == nil {
+	for _, o := range t.ops {
+		if o.op == nil {
 			continue
 		}
-		if err := n.op.Snapshot(ctx, b.id); err != nil {
-			return fmt.Errorf("operator %s: snapshot %d: %w", n.pop.ID, b.id, err)
+		if err := o.op.Snapshot(ctx, b.id); err != nil {
+			return fmt.Errorf("operator %s: snapshot %d: %w", o.pop.ID, b.id, err)
 		}
 	}
 	ack := taskAck{task: t.spec.ID, id: b.id}
@@ -663,12 +667,12 @@ func (t *task) commit(ctx context.Context) error {
 		return nil
 	}
 	t.committed = id
-	for _, n := range t.nodes {
-		if n.op == nil {
+	for _, o := range t.ops {
+		if o.op == nil {
 			continue
 		}
-		if err := n.op.Commit(ctx, id); err != nil {
-			return fmt.Errorf("operator %s: commit %d: %w", n.pop.ID, id, err)
+		if err := o.op.Commit(ctx, id); err != nil {
+			return fmt.Errorf("operator %s: commit %d: %w", o.pop.ID, id, err)
 		}
 	}
 	k := 0
@@ -731,12 +735,12 @@ func (t *task) closeOps(ctx context.Context) error {
 	}
 	t.closed = true
 	var errs []error
-	for _, n := range t.nodes {
-		if !n.opened {
+	for _, o := range t.ops {
+		if !o.opened {
 			continue
 		}
-		if err := n.op.Close(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("operator %s: close: %w", n.pop.ID, err))
+		if err := o.op.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("operator %s: close: %w", o.pop.ID, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -755,9 +759,9 @@ func (t *task) teardown() {
 	if t.input != nil {
 		_ = t.input.Close(ctx)
 	}
-	for _, n := range t.nodes {
-		if n.output != nil {
-			_ = n.output.Close(ctx)
+	for _, o := range t.ops {
+		if o.output != nil {
+			_ = o.output.Close(ctx)
 		}
 	}
 	if t.store != nil {

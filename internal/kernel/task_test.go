@@ -42,15 +42,15 @@ func (r *recorder) Snapshot(_ context.Context, id int64) error {
 // driven by calling onElement directly.
 func bareTask(n int) (*task, *recorder, chan element) {
 	j := &Job{opts: Options{Now: time.Now}, log: slog.New(slog.DiscardHandler)}
-	r := &run{j: j, acks: make(chan taskAck, 8)}
+	r := &attempt{j: j, acks: make(chan taskAck, 8)}
 	rec := &recorder{}
 	out := make(chan element, 64)
 	rt := &router{edge: &job.Edge{Mode: job.Forward}, outs: []outlet{chanOutlet(out)}, targets: []int{0}, bufs: make([][]operator.Record, 1)}
-	nd := &node{pop: &job.Operator{ID: "op"}, op: rec, routers: []*router{rt}}
-	t := &task{r: r, spec: job.Task{ID: "op#0", Chain: "op"}, nodes: []*node{nd}, routers: []*router{rt}, wm: operator.NoTime}
-	nd.t = t
+	op := &chainOp{pop: &job.Operator{ID: "op"}, op: rec, routers: []*router{rt}}
+	t := &task{r: r, spec: job.Task{ID: "op#0", Chain: "op"}, ops: []*chainOp{op}, routers: []*router{rt}, wm: operator.NoTime}
+	op.t = t
 	for i := 0; i < n; i++ {
-		t.inputs = append(t.inputs, &input{node: nd, wm: operator.NoTime, release: make(chan struct{}, 1)})
+		t.inputs = append(t.inputs, &input{feeds: op, wm: operator.NoTime, release: make(chan struct{}, 1)})
 	}
 	return t, rec, out
 }
@@ -191,7 +191,7 @@ func TestForwarderHoldsAfterBarrier(t *testing.T) {
 	}
 }
 
-func TestSourceClock(t *testing.T) {
+func TestWatermarkGen(t *testing.T) {
 	batch := func(vals ...any) message.Batch {
 		var b message.Batch
 		for _, v := range vals {
@@ -200,8 +200,8 @@ func TestSourceClock(t *testing.T) {
 		return b
 	}
 	t.Run("bounded out of orderness", func(t *testing.T) {
-		c := newClock(&job.TimePolicy{Mode: "event_time", TimestampField: "ts", Strategy: "bounded_out_of_orderness", OutOfOrdernessMs: 100}, 0)
-		recs, dropped := c.records(batch(
+		g := newWatermarkGen(&job.TimePolicy{Mode: "event_time", TimestampField: "ts", Strategy: "bounded_out_of_orderness", OutOfOrdernessMs: 100}, 0)
+		recs, dropped := g.records(batch(
 			map[string]any{"ts": float64(1000)},
 			map[string]any{"ts": "1970-01-01T00:00:02Z"},
 			map[string]any{"ts": "yesterday"},
@@ -215,41 +215,41 @@ func TestSourceClock(t *testing.T) {
 		if got := []int64{recs[0].Time, recs[1].Time, recs[2].Time}; !cmp.Equal(got, []int64{1000, 2000, 1500}) {
 			t.Errorf("times %v", got)
 		}
-		if wm := c.watermark(5); wm != 2000-100-1 {
+		if wm := g.watermark(5); wm != 2000-100-1 {
 			t.Errorf("watermark %d, want 1899", wm)
 		}
 	})
 	t.Run("monotonous", func(t *testing.T) {
-		c := newClock(&job.TimePolicy{Mode: "event_time", TimestampField: "ts", Strategy: "monotonous"}, 0)
-		if wm := c.watermark(0); wm != operator.NoTime {
+		g := newWatermarkGen(&job.TimePolicy{Mode: "event_time", TimestampField: "ts", Strategy: "monotonous"}, 0)
+		if wm := g.watermark(0); wm != operator.NoTime {
 			t.Errorf("watermark before any record %d", wm)
 		}
-		c.records(batch(map[string]any{"ts": float64(70)}), 0)
-		if wm := c.watermark(0); wm != 69 {
+		g.records(batch(map[string]any{"ts": float64(70)}), 0)
+		if wm := g.watermark(0); wm != 69 {
 			t.Errorf("watermark %d, want 69", wm)
 		}
 	})
 	t.Run("processing time", func(t *testing.T) {
-		c := newClock(nil, 0)
-		recs, _ := c.records(message.Batch{Messages: []message.Message{message.New([]byte(`{"a":1}`))}}, 1234)
+		g := newWatermarkGen(nil, 0)
+		recs, _ := g.records(message.Batch{Messages: []message.Message{message.New([]byte(`{"a":1}`))}}, 1234)
 		if recs[0].Time != 1234 || string(recs[0].Value.([]byte)) != `{"a":1}` {
 			t.Errorf("record %+v: want the payload undecoded at time 1234", recs[0])
 		}
-		if wm := c.watermark(2000); wm != 1999 {
+		if wm := g.watermark(2000); wm != 1999 {
 			t.Errorf("watermark %d, want 1999", wm)
 		}
 	})
 	t.Run("idle timeout", func(t *testing.T) {
-		c := newClock(&job.TimePolicy{Mode: "event_time", TimestampField: "ts", IdleTimeoutMs: 100}, 0)
-		c.records(batch(map[string]any{"ts": float64(1)}), 1000)
-		if c.becameIdle(1099) {
+		g := newWatermarkGen(&job.TimePolicy{Mode: "event_time", TimestampField: "ts", IdleTimeoutMs: 100}, 0)
+		g.records(batch(map[string]any{"ts": float64(1)}), 1000)
+		if g.becameIdle(1099) {
 			t.Error("idle before the timeout")
 		}
-		if !c.becameIdle(1100) || c.becameIdle(1200) {
+		if !g.becameIdle(1100) || g.becameIdle(1200) {
 			t.Error("want idle once at the timeout")
 		}
-		c.records(batch(map[string]any{"ts": float64(2)}), 1300)
-		if c.becameIdle(1350) || !c.becameIdle(1400) {
+		g.records(batch(map[string]any{"ts": float64(2)}), 1300)
+		if g.becameIdle(1350) || !g.becameIdle(1400) {
 			t.Error("want active after data, idle again a timeout later")
 		}
 	})
