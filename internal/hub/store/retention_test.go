@@ -129,7 +129,7 @@ func TestSnapshot(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
 	_ = s.RegisterNode(ctx, reg("n1", "tok", t0))
-	_ = s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: ModeMaintenance, Now: t0})
+	_ = s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: wire.NodeModeMaintenance, Now: t0})
 	_, _ = s.WriteDesired(ctx, dw("i1", "n1", "s1", t0))
 	_, _ = s.WriteDesired(ctx, dw("i2", "n2", "s2", t0))
 	_ = s.StartAttempt(ctx, AttemptStart{IntentID: "i2", AttemptID: "a2", Now: t0, ExpiresAt: t0.Add(time.Minute)})
@@ -144,7 +144,7 @@ func TestSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Nodes) != 1 || snap.Nodes[0].Mode != ModeMaintenance || len(snap.Nodes[0].Capabilities) != 1 {
+	if len(snap.Nodes) != 1 || snap.Nodes[0].Mode != wire.NodeModeMaintenance || len(snap.Nodes[0].Capabilities) != 1 {
 		t.Errorf("nodes %+v", snap.Nodes)
 	}
 	if len(snap.Resources) != 2 || snap.Resources[0].Generation != 1 {
