@@ -21,8 +21,7 @@ func TestSweepAge(t *testing.T) {
 	_ = s.StartAttempt(ctx, AttemptStart{IntentID: "old-done", AttemptID: "a-done", Now: t0})
 	_ = s.FinishAttempt(ctx, AttemptFinish{AttemptID: "a-done", State: wire.OpSucceeded, Now: t0})
 	_ = s.StartAttempt(ctx, AttemptStart{IntentID: "old-active", AttemptID: "a-active", Now: t0})
-	k := s.Idempotency(func() time.Time { return t0 })
-	_, _ = k.Begin(ctx, keyOf("k"), "fp")
+	_, _ = s.BeginIdempotent(ctx, keyOf("k"), "fp", t0)
 
 	// Nothing is old yet.
 	got, err := s.Sweep(ctx, t0.Add(23*time.Hour))
