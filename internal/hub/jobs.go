@@ -113,6 +113,7 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 		jw.FenceIntentID = h.opts.NewID()
 	}
 	jw.NewIntentID = h.opts.NewID
+	jw.Spread = placement.Spread
 	jw.Payload, err = json.Marshal(jw.payload)
 	if err != nil {
 		return err
