@@ -439,7 +439,7 @@ func (h *Hub) configObservations(ctx context.Context, nodes []rollout.Node, now 
 		}
 		h.fleet.mu.Unlock()
 		if o.Mode == "" {
-			o.Mode = reconcile.ModeActive
+			o.Mode = wire.NodeModeActive
 		}
 		if ob := nc.Observed; ob != nil {
 			o.CurrentVersion = ob.HubVersion

@@ -122,7 +122,7 @@ func (f *fleet) markLocked(id string) {
 func (f *fleet) nodeLocked(id string) *nodeState {
 	n := f.nodes[id]
 	if n == nil {
-		n = &nodeState{node: store.Node{NodeID: id, Mode: store.ModeActive}, leaseTTL: defaultLeaseTTL, capacityHit: map[string]bool{}}
+		n = &nodeState{node: store.Node{NodeID: id, Mode: wire.NodeModeActive}, leaseTTL: defaultLeaseTTL, capacityHit: map[string]bool{}}
 		f.nodes[id] = n
 	}
 	return n
@@ -147,7 +147,7 @@ func (n *nodeState) status() string {
 func (f *fleet) reconcileNodeLocked(id string) reconcile.Node {
 	n := f.nodes[id]
 	if n == nil {
-		return reconcile.Node{Status: reconcile.StatusUnknown, Mode: reconcile.ModeActive}
+		return reconcile.Node{Status: reconcile.StatusUnknown, Mode: wire.NodeModeActive}
 	}
 	return reconcile.Node{Status: n.status(), Mode: n.node.Mode, Capabilities: slices.Clone(n.node.Capabilities), Active: n.active, Fresh: n.fresh}
 }

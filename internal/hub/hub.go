@@ -172,7 +172,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 		Auth:           auth,
 		AllowedOrigins: o.Settings.CORSOrigins,
 		MaxBodyBytes:   MaxBodyBytes,
-		Idempotency:    st.Idempotency(o.Now),
+		Idempotency:    durableIdempotency{st: st, now: o.Now},
 	})
 	h.handler = h.gate(h.router)
 	return h, nil

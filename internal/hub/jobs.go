@@ -97,6 +97,7 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 	return h.accept(w, r, intentWrite{about: aJob, conditional: true, conflict: map[string]any{"job_id": jw.JobID},
 		commit: func(ctx context.Context, m intentMeta) (committed, error) {
 			jw.IntentID, jw.IfMatch, jw.Payload, jw.NewIntentID = m.id, m.ifMatch, payload, h.opts.NewID
+			jw.Spread = placement.Spread
 			if jw.upgrade != nil {
 				jw.upgrade.OperationID, jw.upgrade.CreatedAt = m.id, wire.At(m.now)
 				jw.Upgrade = jw.upgrade

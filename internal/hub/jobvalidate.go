@@ -118,7 +118,7 @@ func (h *Hub) validateOn(nodeID string, m *materialized, split bool) wire.JobVal
 		add(checkNode, checkFailed, "", "no node with this id has registered with the Hub")
 	case status != "online":
 		add(checkNode, checkPassed, "", "registered, "+status+": the node checks run when it is back")
-	case mode != store.ModeActive:
+	case mode != wire.NodeModeActive:
 		add(checkNode, checkPassed, "", "online, "+mode+": new work waits until it is active")
 	default:
 		add(checkNode, checkPassed, "", "online and active")

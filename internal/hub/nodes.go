@@ -79,7 +79,7 @@ func (h *Hub) nodeViews(ctx context.Context) ([]NodeView, error) {
 	for _, rs := range states {
 		if !known[rs.NodeID] {
 			known[rs.NodeID] = true
-			out = append(out, NodeView{NodeID: rs.NodeID, Status: "unknown", Mode: store.ModeActive, Capabilities: []string{}})
+			out = append(out, NodeView{NodeID: rs.NodeID, Status: "unknown", Mode: wire.NodeModeActive, Capabilities: []string{}})
 		}
 	}
 	slices.SortFunc(out, func(a, b NodeView) int { return cmpString(a.NodeID, b.NodeID) })
@@ -138,7 +138,7 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 		h.fleet.mu.Lock()
 		n := h.fleet.nodeLocked(id)
 		n.node.Mode = mode
-		if mode == store.ModeActive {
+		if mode == wire.NodeModeActive {
 			h.fleet.markLocked(id)
 		}
 		v := nodeViewLocked(n)

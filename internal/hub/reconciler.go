@@ -137,7 +137,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 	var nodes []string
 	marks := map[string]int64{}
 	for id, mark := range h.fleet.pending {
-		if n := h.fleet.nodes[id]; n != nil && n.online && n.node.Mode == store.ModeActive {
+		if n := h.fleet.nodes[id]; n != nil && n.online && n.node.Mode == wire.NodeModeActive {
 			nodes = append(nodes, id)
 			marks[id] = mark
 		}

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
-	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -67,9 +66,9 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 			s.Nodes.Unavailable++
 		}
 		switch n.node.Mode {
-		case reconcile.ModeDraining:
+		case wire.NodeModeDraining:
 			s.Nodes.Draining++
-		case reconcile.ModeMaintenance:
+		case wire.NodeModeMaintenance:
 			s.Nodes.Maintenance++
 		}
 		for _, o := range n.observed {

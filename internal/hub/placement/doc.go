@@ -15,6 +15,10 @@
 // gets a second one, late-event side edges kept on their upstream's node
 // (see Split).
 //
+// Spread says which nodes one job write reaches: the job's other nodes get
+// the write's intent, the nodes it leaves a fence. The store applies it
+// inside the write's transaction, where the job's current nodes are read.
+//
 // The package must not do I/O, read the clock, keep state or depend on the
 // order of the candidates it is given: the same input always yields the
 // same decision.

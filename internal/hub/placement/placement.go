@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // Strategies of a placement.
@@ -123,10 +125,10 @@ func disqualified(c Candidate, req Request) string {
 		return ReasonUnknown
 	}
 	switch c.Mode {
-	case "active":
-	case "draining":
+	case wire.NodeModeActive:
+	case wire.NodeModeDraining:
 		return ReasonDraining
-	case "maintenance":
+	case wire.NodeModeMaintenance:
 		return ReasonMaintenance
 	default:
 		return "mode " + strconv.Quote(c.Mode)

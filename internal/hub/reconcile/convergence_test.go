@@ -19,11 +19,11 @@ func TestConvergence(t *testing.T) {
 	failed := &Observed{State: "failed", Generation: 3, ConfigVersion: "v2"}
 	erroring := &Observed{State: "running", Generation: 3, ConfigVersion: "v2", LastError: "boom", LastErrorAt: t0.Add(-time.Second)}
 	oldError := &Observed{State: "running", Generation: 3, ConfigVersion: "v2", LastError: "boom", LastErrorAt: t0.Add(-time.Hour)}
-	online := Node{Status: StatusOnline, Mode: ModeActive, Fresh: true}
-	offline := Node{Status: StatusUnavailable, Mode: ModeActive}
+	online := Node{Status: StatusOnline, Mode: wire.NodeModeActive, Fresh: true}
+	offline := Node{Status: StatusUnavailable, Mode: wire.NodeModeActive}
 	// unreported is online but has not reported since the Hub started (or
 	// since it came back).
-	unreported := Node{Status: StatusOnline, Mode: ModeActive}
+	unreported := Node{Status: StatusOnline, Mode: wire.NodeModeActive}
 	att := func(state string) *LatestAttempt { return &LatestAttempt{State: state} }
 	tests := []struct {
 		name string
@@ -34,7 +34,7 @@ func TestConvergence(t *testing.T) {
 		{"no observation, no attempt", ConvergenceInput{Desired: want, Node: online}, Result{wire.ConvergenceUnknown, ReasonNoObservation}},
 		{"match", ConvergenceInput{Desired: want, Observed: match, Node: online}, Result{wire.ConvergenceInSync, ReasonMatch}},
 		{"match, node offline: stale", ConvergenceInput{Desired: want, Observed: match, Node: offline, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceUnknown, ReasonStale}},
-		{"match, offline node was fresh: stale", ConvergenceInput{Desired: want, Observed: match, Node: Node{Status: StatusUnavailable, Mode: ModeActive, Fresh: true}}, Result{wire.ConvergenceUnknown, ReasonStale}},
+		{"match, offline node was fresh: stale", ConvergenceInput{Desired: want, Observed: match, Node: Node{Status: StatusUnavailable, Mode: wire.NodeModeActive, Fresh: true}}, Result{wire.ConvergenceUnknown, ReasonStale}},
 		{"match, no report since start: stale", ConvergenceInput{Desired: want, Observed: match, Node: unreported, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceUnknown, ReasonStale}},
 		{"match erroring, stale", ConvergenceInput{Desired: want, Observed: erroring, Node: unreported}, Result{wire.ConvergenceUnknown, ReasonStale}},
 		{"no attempt, drift, stale", ConvergenceInput{Desired: want, Observed: drifted, Node: offline}, Result{wire.ConvergenceUnknown, ReasonStale}},
@@ -56,14 +56,14 @@ func TestConvergence(t *testing.T) {
 		{"pending, node offline", ConvergenceInput{Desired: want, Observed: older, Node: offline, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNodeOffline}},
 		{"pending, node never seen", ConvergenceInput{Desired: want, Node: Node{Status: StatusUnknown}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNodeOffline}},
 		{"pending, incompatible", ConvergenceInput{Desired: want, Node: online, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, CodeIncompatibleCapability}},
-		{"pending, capable", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: ModeActive, Capabilities: []string{"network_shuffle"}, Fresh: true}, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNotDispatched}},
+		{"pending, capable", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: wire.NodeModeActive, Capabilities: []string{"network_shuffle"}, Fresh: true}, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNotDispatched}},
 		{"pending, offline node's capabilities not judged", ConvergenceInput{Desired: want, Node: offline, RequiredCapabilities: []string{"network_shuffle"}, Latest: att(wire.OpPending)}, Result{wire.ConvergencePending, ReasonNodeOffline}},
-		{"pending, draining", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: ModeDraining}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, ModeDraining}},
-		{"pending, maintenance and offline", ConvergenceInput{Desired: want, Node: Node{Status: StatusUnavailable, Mode: ModeMaintenance}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, ModeMaintenance}},
+		{"pending, draining", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: wire.NodeModeDraining}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, wire.NodeModeDraining}},
+		{"pending, maintenance and offline", ConvergenceInput{Desired: want, Node: Node{Status: StatusUnavailable, Mode: wire.NodeModeMaintenance}, Latest: att(wire.OpPending)}, Result{wire.ConvergenceBlocked, wire.NodeModeMaintenance}},
 		{"pending, intent expired", ConvergenceInput{Desired: want, Node: offline, Latest: &LatestAttempt{State: wire.OpPending, IntentExpired: true}}, Result{wire.ConvergenceBlocked, CodeExpired}},
 		{"pending retry", ConvergenceInput{Desired: want, Node: online, Latest: &LatestAttempt{State: wire.OpPending, RetryPending: true}}, Result{wire.ConvergenceDegraded, ReasonRetrying}},
 		{"dispatched", ConvergenceInput{Desired: want, Observed: older, Node: online, Latest: att(wire.OpDispatched)}, Result{wire.ConvergenceApplying, ReasonDispatched}},
-		{"dispatched, node draining (in flight kept)", ConvergenceInput{Desired: want, Observed: older, Node: Node{Status: StatusOnline, Mode: ModeDraining}, Latest: att(wire.OpDispatched)}, Result{wire.ConvergenceApplying, ReasonDispatched}},
+		{"dispatched, node draining (in flight kept)", ConvergenceInput{Desired: want, Observed: older, Node: Node{Status: StatusOnline, Mode: wire.NodeModeDraining}, Latest: att(wire.OpDispatched)}, Result{wire.ConvergenceApplying, ReasonDispatched}},
 		{"acknowledged", ConvergenceInput{Desired: want, Observed: older, Node: online, Latest: att(wire.OpAcknowledged)}, Result{wire.ConvergenceApplying, ReasonAcknowledged}},
 		{"acknowledged retry", ConvergenceInput{Desired: want, Observed: older, Node: online, Latest: &LatestAttempt{State: wire.OpAcknowledged, RetryPending: true}}, Result{wire.ConvergenceDegraded, ReasonRetrying}},
 		{"succeeded, no report yet", ConvergenceInput{Desired: want, Node: online, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceApplying, ReasonAwaitingReport}},
@@ -72,7 +72,7 @@ func TestConvergence(t *testing.T) {
 		{"succeeded, observed failed", ConvergenceInput{Desired: want, Observed: failed, Node: online, Latest: att(wire.OpSucceeded)}, Result{wire.ConvergenceDegraded, ReasonObservedFailed}},
 		{"failed, retry", ConvergenceInput{Desired: want, Observed: older, Node: online, Latest: &LatestAttempt{State: wire.OpFailed, FailureCode: "engine_error", RetryPending: true}}, Result{wire.ConvergenceDegraded, ReasonRetrying}},
 		{"timed out, retry", ConvergenceInput{Desired: want, Node: online, Latest: &LatestAttempt{State: wire.OpTimedOut, RetryPending: true}}, Result{wire.ConvergenceDegraded, ReasonRetrying}},
-		{"timed out, retry, maintenance", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: ModeMaintenance}, Latest: &LatestAttempt{State: wire.OpTimedOut, RetryPending: true}}, Result{wire.ConvergenceBlocked, ModeMaintenance}},
+		{"timed out, retry, maintenance", ConvergenceInput{Desired: want, Node: Node{Status: StatusOnline, Mode: wire.NodeModeMaintenance}, Latest: &LatestAttempt{State: wire.OpTimedOut, RetryPending: true}}, Result{wire.ConvergenceBlocked, wire.NodeModeMaintenance}},
 		{"failed, incompatible", ConvergenceInput{Desired: want, Node: online, Latest: &LatestAttempt{State: wire.OpFailed, FailureCode: CodeIncompatibleCapability, RetryPending: true}}, Result{wire.ConvergenceBlocked, CodeIncompatibleCapability}},
 		{"failed, expired", ConvergenceInput{Desired: want, Node: online, Latest: &LatestAttempt{State: wire.OpFailed, FailureCode: CodeExpired}}, Result{wire.ConvergenceBlocked, CodeExpired}},
 		{"failed, node unavailable", ConvergenceInput{Desired: want, Node: offline, Latest: &LatestAttempt{State: wire.OpFailed, FailureCode: CodeNodeUnavailable}}, Result{wire.ConvergenceBlocked, CodeNodeUnavailable}},
@@ -102,8 +102,8 @@ func TestConvergenceJob(t *testing.T) {
 	match := &Observed{State: "running", Generation: 3, ConfigVersion: "v2"}
 	recovering := &Observed{State: "recovering", Generation: 3, ConfigVersion: "v2", LastError: "task agg#1 failed"}
 	done := &Observed{State: "completed", Generation: 3, ConfigVersion: "v2"}
-	online := Node{Status: StatusOnline, Mode: ModeActive, Fresh: true}
-	lost := Node{Status: StatusUnavailable, Mode: ModeActive, Fresh: true}
+	online := Node{Status: StatusOnline, Mode: wire.NodeModeActive, Fresh: true}
+	lost := Node{Status: StatusUnavailable, Mode: wire.NodeModeActive, Fresh: true}
 	never := Node{Status: StatusUnknown}
 	att := func(state string) *LatestAttempt { return &LatestAttempt{State: state} }
 	in := func(d *Desired, o *Observed, n Node, a *LatestAttempt) ConvergenceInput {
@@ -123,7 +123,7 @@ func TestConvergenceJob(t *testing.T) {
 			res(wire.ConvergenceDegraded, ReasonRecovering), res(wire.ConvergenceDegraded, ReasonErroring)},
 		{"recovering, desired stopped", in(stopped, recovering, online, nil),
 			res(wire.ConvergenceDegraded, ReasonRecovering), res(wire.ConvergenceDegraded, ReasonErroring)},
-		{"recovering, stale", in(running, recovering, Node{Status: StatusOnline, Mode: ModeActive}, nil),
+		{"recovering, stale", in(running, recovering, Node{Status: StatusOnline, Mode: wire.NodeModeActive}, nil),
 			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
 		{"recovering, work under way", in(running, recovering, online, att(wire.OpDispatched)),
 			res(wire.ConvergenceApplying, ReasonDispatched), res(wire.ConvergenceApplying, ReasonDispatched)},
@@ -135,8 +135,8 @@ func TestConvergenceJob(t *testing.T) {
 			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergencePending, ReasonNodeOffline)},
 		{"node lost, attempt failed permanently", in(running, match, lost, &LatestAttempt{State: wire.OpFailed, FailureCode: CodeNodeUnavailable}),
 			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceUnknown, ReasonStale)},
-		{"node lost, maintenance", in(running, nil, Node{Status: StatusUnavailable, Mode: ModeMaintenance}, att(wire.OpPending)),
-			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceBlocked, ModeMaintenance)},
+		{"node lost, maintenance", in(running, nil, Node{Status: StatusUnavailable, Mode: wire.NodeModeMaintenance}, att(wire.OpPending)),
+			res(wire.ConvergenceDegraded, ReasonNodeLost), res(wire.ConvergenceBlocked, wire.NodeModeMaintenance)},
 		{"node lost, desired stopped: stale as before", in(stopped, &Observed{State: "stopped", Generation: 3, ConfigVersion: "v2"}, lost, nil),
 			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
 		{"node lost, desired stopped, attempt pending", in(stopped, nil, lost, att(wire.OpPending)),
@@ -157,7 +157,7 @@ func TestConvergenceJob(t *testing.T) {
 			res(wire.ConvergenceApplying, ReasonAcknowledged), res(wire.ConvergenceApplying, ReasonAcknowledged)},
 		{"completed, restart action reported", in(restart, &Observed{State: "completed", Generation: 4, ConfigVersion: "v2", ActionID: "act-1"}, online, nil),
 			res(wire.ConvergenceInSync, ReasonCompleted), res(wire.ConvergenceDegraded, ReasonDrift)},
-		{"completed, stale", in(running, done, Node{Status: StatusOnline, Mode: ModeActive}, nil),
+		{"completed, stale", in(running, done, Node{Status: StatusOnline, Mode: wire.NodeModeActive}, nil),
 			res(wire.ConvergenceUnknown, ReasonStale), res(wire.ConvergenceUnknown, ReasonStale)},
 		{"completed, erroring", in(running, &Observed{State: "completed", Generation: 3, ConfigVersion: "v2", LastError: "sink flush"}, online, nil),
 			res(wire.ConvergenceDegraded, ReasonErroring), res(wire.ConvergenceDegraded, ReasonErroring)},

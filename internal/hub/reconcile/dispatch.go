@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // Dispatch actions: what PlanDispatch decides for one outbox row.
@@ -19,8 +21,8 @@ const (
 // CodeCapacity for a wait on a full queue).
 const (
 	WaitNodeOffline = "node_offline"
-	WaitDraining    = ModeDraining
-	WaitMaintenance = ModeMaintenance
+	WaitDraining    = wire.NodeModeDraining
+	WaitMaintenance = wire.NodeModeMaintenance
 	WaitBackoff     = "backoff"
 	WaitCapacity    = CodeCapacity
 )
@@ -140,7 +142,7 @@ func PlanDispatch(in DispatchInput) DispatchPlan {
 		r := in.Rows[i]
 		n, ok := in.Nodes[r.NodeID]
 		if !ok {
-			n = Node{Status: StatusUnknown, Mode: ModeActive}
+			n = Node{Status: StatusUnknown, Mode: wire.NodeModeActive}
 		}
 		d := decide(r, n, in.Limits, in.Now, queued)
 		if d.Action == ActionDispatch {

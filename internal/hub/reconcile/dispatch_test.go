@@ -13,7 +13,7 @@ var testLimits = Limits{QueueBound: 2, AttemptTTL: 30 * time.Second, BackoffInit
 
 func TestPlanDispatchRules(t *testing.T) {
 	now := t0
-	online := Node{Status: StatusOnline, Mode: ModeActive}
+	online := Node{Status: StatusOnline, Mode: wire.NodeModeActive}
 	row := OutboxRow{IntentID: "i1", NodeID: "n1", CreatedAt: now.Add(-time.Minute)}
 	with := func(f func(*OutboxRow)) OutboxRow { r := row; f(&r); return r }
 	tests := []struct {
@@ -28,27 +28,27 @@ func TestPlanDispatchRules(t *testing.T) {
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionDispatch, AttemptExpiresAt: now.Add(5 * time.Second)}},
 		{"expired", with(func(r *OutboxRow) { r.ExpiresAt = now }), &online,
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionFail, Reason: CodeExpired, Code: CodeExpired}},
-		{"offline past expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(-time.Second) }), &Node{Status: StatusUnavailable, Mode: ModeActive},
+		{"offline past expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(-time.Second) }), &Node{Status: StatusUnavailable, Mode: wire.NodeModeActive},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionFail, Reason: CodeNodeUnavailable, Code: CodeNodeUnavailable}},
 		{"unknown node past expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(-time.Second) }), nil,
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionFail, Reason: CodeNodeUnavailable, Code: CodeNodeUnavailable}},
-		{"draining past expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(-time.Second) }), &Node{Status: StatusOnline, Mode: ModeDraining},
+		{"draining past expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(-time.Second) }), &Node{Status: StatusOnline, Mode: wire.NodeModeDraining},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionFail, Reason: CodeExpired, Code: CodeExpired}},
-		{"offline waits", row, &Node{Status: StatusUnavailable, Mode: ModeActive},
+		{"offline waits", row, &Node{Status: StatusUnavailable, Mode: wire.NodeModeActive},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitNodeOffline}},
-		{"offline waits until expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(time.Hour) }), &Node{Status: StatusUnavailable, Mode: ModeActive},
+		{"offline waits until expiry", with(func(r *OutboxRow) { r.ExpiresAt = now.Add(time.Hour) }), &Node{Status: StatusUnavailable, Mode: wire.NodeModeActive},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitNodeOffline, NextAt: now.Add(time.Hour)}},
 		{"never seen waits", row, nil,
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitNodeOffline}},
 		{"incompatible", with(func(r *OutboxRow) { r.RequiredCapabilities = []string{"network_shuffle"} }), &online,
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionFail, Reason: CodeIncompatibleCapability, Code: CodeIncompatibleCapability}},
-		{"compatible", with(func(r *OutboxRow) { r.RequiredCapabilities = []string{"network_shuffle"} }), &Node{Status: StatusOnline, Mode: ModeActive, Capabilities: []string{"x", "network_shuffle"}},
+		{"compatible", with(func(r *OutboxRow) { r.RequiredCapabilities = []string{"network_shuffle"} }), &Node{Status: StatusOnline, Mode: wire.NodeModeActive, Capabilities: []string{"x", "network_shuffle"}},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionDispatch, AttemptExpiresAt: now.Add(30 * time.Second)}},
-		{"offline, capability not judged", with(func(r *OutboxRow) { r.RequiredCapabilities = []string{"network_shuffle"} }), &Node{Status: StatusUnavailable, Mode: ModeActive},
+		{"offline, capability not judged", with(func(r *OutboxRow) { r.RequiredCapabilities = []string{"network_shuffle"} }), &Node{Status: StatusUnavailable, Mode: wire.NodeModeActive},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitNodeOffline}},
-		{"draining", row, &Node{Status: StatusOnline, Mode: ModeDraining},
+		{"draining", row, &Node{Status: StatusOnline, Mode: wire.NodeModeDraining},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitDraining}},
-		{"maintenance", row, &Node{Status: StatusOnline, Mode: ModeMaintenance},
+		{"maintenance", row, &Node{Status: StatusOnline, Mode: wire.NodeModeMaintenance},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitMaintenance}},
 		{"backoff", with(func(r *OutboxRow) { r.Attempts = 2; r.LastFinishedAt = now.Add(-time.Second) }), &online,
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitBackoff, NextAt: now.Add(time.Second)}},
@@ -60,7 +60,7 @@ func TestPlanDispatchRules(t *testing.T) {
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitBackoff, NextAt: now.Add(500 * time.Millisecond)}},
 		{"backoff elapsed", with(func(r *OutboxRow) { r.Attempts = 2; r.LastFinishedAt = now.Add(-2 * time.Second) }), &online,
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionDispatch, AttemptExpiresAt: now.Add(30 * time.Second)}},
-		{"capacity", row, &Node{Status: StatusOnline, Mode: ModeActive, Active: 2},
+		{"capacity", row, &Node{Status: StatusOnline, Mode: wire.NodeModeActive, Active: 2},
 			Decision{IntentID: "i1", NodeID: "n1", Action: ActionWait, Reason: WaitCapacity, Code: CodeCapacity}},
 	}
 	for _, tt := range tests {
@@ -91,8 +91,8 @@ func TestPlanDispatchBatch(t *testing.T) {
 		{IntentID: "0", NodeID: "n1", CreatedAt: now.Add(-1 * time.Second)},
 	}
 	nodes := map[string]Node{
-		"n1": {Status: StatusOnline, Mode: ModeActive, Active: 0},
-		"n2": {Status: StatusOnline, Mode: ModeActive, Active: 1},
+		"n1": {Status: StatusOnline, Mode: wire.NodeModeActive, Active: 0},
+		"n2": {Status: StatusOnline, Mode: wire.NodeModeActive, Active: 1},
 	}
 	got := PlanDispatch(DispatchInput{Rows: rows, Nodes: nodes, Limits: testLimits, Now: now})
 	var actions []string
@@ -115,7 +115,7 @@ func TestPlanDispatchUnboundedQueue(t *testing.T) {
 	}
 	l := testLimits
 	l.QueueBound = 0
-	got := PlanDispatch(DispatchInput{Rows: rows, Nodes: map[string]Node{"n1": {Status: StatusOnline, Mode: ModeActive, Active: 100}}, Limits: l, Now: t0})
+	got := PlanDispatch(DispatchInput{Rows: rows, Nodes: map[string]Node{"n1": {Status: StatusOnline, Mode: wire.NodeModeActive, Active: 100}}, Limits: l, Now: t0})
 	if n := len(got.Dispatched()); n != 10 {
 		t.Errorf("dispatched %d of 10 rows with an unbounded queue", n)
 	}

@@ -14,7 +14,7 @@ import (
 var (
 	opStates   = []string{wire.OpPending, wire.OpDispatched, wire.OpAcknowledged, wire.OpSucceeded, wire.OpFailed, wire.OpTimedOut, wire.OpCancelled, wire.OpSuperseded}
 	statuses   = []string{StatusOnline, StatusUnavailable, StatusUnknown}
-	modes      = []string{ModeActive, ModeDraining, ModeMaintenance}
+	modes      = []string{wire.NodeModeActive, wire.NodeModeDraining, wire.NodeModeMaintenance}
 	codes      = []string{"", CodeCapacity, CodeExpired, CodeIncompatibleCapability, CodeNodeUnavailable, "engine_error"}
 	caps       = []string{"network_shuffle", "data_address"}
 	convValues = []string{wire.ConvergenceUnknown, wire.ConvergencePending, wire.ConvergenceApplying, wire.ConvergenceInSync, wire.ConvergenceDegraded, wire.ConvergenceBlocked}
@@ -24,7 +24,7 @@ func genNode(t *rapid.T, label string) Node {
 	return Node{
 		// Weighted towards online and active, so that rows compete for queues.
 		Status:       rapid.SampledFrom(append([]string{StatusOnline, StatusOnline}, statuses...)).Draw(t, label+".status"),
-		Mode:         rapid.SampledFrom(append([]string{ModeActive, ModeActive}, modes...)).Draw(t, label+".mode"),
+		Mode:         rapid.SampledFrom(append([]string{wire.NodeModeActive, wire.NodeModeActive}, modes...)).Draw(t, label+".mode"),
 		Capabilities: rapid.SliceOfNDistinct(rapid.SampledFrom(caps), 0, 2, rapid.ID[string]).Draw(t, label+".caps"),
 		Active:       rapid.IntRange(0, 2).Draw(t, label+".active"),
 		Fresh:        rapid.Bool().Draw(t, label+".fresh"),
@@ -205,7 +205,7 @@ func TestPropSuspendedNeverDispatched(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genDispatch(t)
 		for _, d := range PlanDispatch(in).Decisions {
-			if n := in.Nodes[d.NodeID]; d.Action == ActionDispatch && (n.Mode == ModeDraining || n.Mode == ModeMaintenance) {
+			if n := in.Nodes[d.NodeID]; d.Action == ActionDispatch && (n.Mode == wire.NodeModeDraining || n.Mode == wire.NodeModeMaintenance) {
 				t.Fatalf("dispatched %s to node %s in mode %s", d.IntentID, d.NodeID, n.Mode)
 			}
 		}

@@ -1,19 +1,16 @@
 package reconcile
 
-import "time"
+import (
+	"time"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
 
 // Node liveness (API.md "States").
 const (
 	StatusOnline      = "online"
 	StatusUnavailable = "unavailable"
 	StatusUnknown     = "unknown"
-)
-
-// Node administrative modes (API.md "States").
-const (
-	ModeActive      = "active"
-	ModeDraining    = "draining"
-	ModeMaintenance = "maintenance"
 )
 
 // Stable failure codes (spec "Errors": the audit record's failure codes).
@@ -47,7 +44,9 @@ func (n Node) online() bool { return n.Status == StatusOnline }
 func (n Node) observing() bool { return n.online() && n.Fresh }
 
 // suspended reports whether an administrative mode suppresses new dispatch.
-func (n Node) suspended() bool { return n.Mode == ModeDraining || n.Mode == ModeMaintenance }
+func (n Node) suspended() bool {
+	return n.Mode == wire.NodeModeDraining || n.Mode == wire.NodeModeMaintenance
+}
 
 // lacks reports whether the node does not advertise one of required.
 func (n Node) lacks(required []string) bool {

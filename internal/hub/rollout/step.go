@@ -90,7 +90,7 @@ func (s *stepper) setPhase(i int, phase string) {
 // active says whether o lets a node get its apply: anything but draining
 // and maintenance (a node never observed is offline and active).
 func active(o Observation) bool {
-	return o.Mode != "draining" && o.Mode != "maintenance"
+	return o.Mode != wire.NodeModeDraining && o.Mode != wire.NodeModeMaintenance
 }
 
 // apply writes the rollout's apply for node i.

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/flowplane/flowplane/internal/httpapi"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -41,7 +39,7 @@ func count(t *testing.T, s *Store, query string, args ...any) int {
 	return n
 }
 
-func keyOf(k string) httpapi.IdempotencyKey { return httpapi.IdempotencyKey{Principal: "op", Key: k} }
+func keyOf(k string) IdempotencyKey { return IdempotencyKey{Principal: "op", Key: k} }
 
 func mustMigrations(t *testing.T) []migration {
 	t.Helper()

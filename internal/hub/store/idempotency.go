@@ -5,35 +5,52 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"net/http"
+	"fmt"
 	"time"
-
-	"github.com/flowplane/flowplane/internal/httpapi"
 )
 
 // IdempotencyTTL is how long an Idempotency-Key is kept from its first use.
 const IdempotencyTTL = 24 * time.Hour
 
-// Idempotency is the durable httpapi.IdempotencyStore of a Store. The
-// clock is the caller's (the store never reads the time itself). Claims in
-// flight when the process stops are dropped at the next Open.
-type Idempotency struct {
-	s   *Store
-	now func() time.Time
+// Errors of BeginIdempotent.
+var (
+	// ErrIdempotencyKeyReused: the key was first used with another
+	// fingerprint.
+	ErrIdempotencyKeyReused = errors.New("idempotency key reused with a different request")
+	// ErrIdempotencyKeyInUse: the first request with the key has not
+	// finished.
+	ErrIdempotencyKeyInUse = errors.New("idempotency key in use by a request in flight")
+)
+
+// IdempotencyKey names one key of one principal on one resource (the
+// method and escaped path): keys of different principals never meet, and
+// the same key on another resource is another claim.
+type IdempotencyKey struct {
+	Principal string
+	Resource  string
+	Key       string
 }
 
-var _ httpapi.IdempotencyStore = (*Idempotency)(nil)
-
-// Idempotency returns the store's IdempotencyStore reading time from now.
-func (s *Store) Idempotency(now func() time.Time) *Idempotency {
-	return &Idempotency{s: s, now: now}
+// IdempotencyRecord is the finished outcome kept for a key: a status,
+// header values by name and the body, stored as given and returned as
+// stored. Which headers are worth keeping is the caller's choice.
+type IdempotencyRecord struct {
+	Status int
+	Header map[string][]string
+	Body   []byte
 }
 
-// Begin implements httpapi.IdempotencyStore.
-func (d *Idempotency) Begin(ctx context.Context, key httpapi.IdempotencyKey, fingerprint string) (*httpapi.StoredResponse, error) {
-	now := d.now()
-	var out *httpapi.StoredResponse
-	err := d.s.write(ctx, func(ctx context.Context, q querier) error {
+// BeginIdempotent claims key at now for a request identified by
+// fingerprint (compared verbatim). It returns (nil, nil) when the caller
+// now owns the key and must call FinishIdempotent; the record when a
+// request with the same fingerprint already finished;
+// ErrIdempotencyKeyReused when the key belongs to another fingerprint;
+// ErrIdempotencyKeyInUse when the claim is not finished. A key older than
+// IdempotencyTTL starts over. Claims in flight when the process stops are
+// dropped at the next Open.
+func (s *Store) BeginIdempotent(ctx context.Context, key IdempotencyKey, fingerprint string, now time.Time) (*IdempotencyRecord, error) {
+	var out *IdempotencyRecord
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		out = nil
 		var fp, header string
 		var done, status int
@@ -48,13 +65,13 @@ func (d *Idempotency) Begin(ctx context.Context, key httpapi.IdempotencyKey, fin
 		case now.Sub(tm(created)) >= IdempotencyTTL:
 			// Expired: the key starts over.
 		case fp != fingerprint:
-			return httpapi.ErrIdempotencyKeyReused
+			return ErrIdempotencyKeyReused
 		case done == 0:
-			return httpapi.ErrIdempotencyKeyInUse
+			return ErrIdempotencyKeyInUse
 		default:
-			out = &httpapi.StoredResponse{Status: status, Header: http.Header{}, Body: body}
+			out = &IdempotencyRecord{Status: status, Header: map[string][]string{}, Body: body}
 			if err := json.Unmarshal([]byte(header), &out.Header); err != nil {
-				return err
+				return fmt.Errorf("idempotency record header: %w", err)
 			}
 			return nil
 		}
@@ -68,31 +85,30 @@ func (d *Idempotency) Begin(ctx context.Context, key httpapi.IdempotencyKey, fin
 	return out, nil
 }
 
-// Finish implements httpapi.IdempotencyStore. A claim that expired or was
-// swept meanwhile is not recreated.
-func (d *Idempotency) Finish(ctx context.Context, key httpapi.IdempotencyKey, fingerprint string, resp *httpapi.StoredResponse) error {
+// FinishIdempotent stores rec as the outcome of key's claim, or releases
+// the claim when rec is nil (the request may be retried). A claim that
+// expired or was swept meanwhile is not recreated.
+func (s *Store) FinishIdempotent(ctx context.Context, key IdempotencyKey, fingerprint string, rec *IdempotencyRecord) error {
 	var header []byte
-	if resp != nil {
-		h := http.Header{}
-		for _, k := range []string{"Content-Type", "Location", "ETag"} {
-			for _, v := range resp.Header.Values(k) {
-				h.Add(k, v)
-			}
+	if rec != nil {
+		h := rec.Header
+		if h == nil {
+			h = map[string][]string{}
 		}
 		var err error
 		if header, err = json.Marshal(h); err != nil {
 			return err
 		}
 	}
-	return d.s.write(ctx, func(ctx context.Context, q querier) error {
-		if resp == nil {
+	return s.write(ctx, func(ctx context.Context, q querier) error {
+		if rec == nil {
 			_, err := q.ExecContext(ctx, `DELETE FROM idempotency WHERE principal = ? AND resource = ? AND key = ? AND fingerprint = ? AND done = 0`,
 				key.Principal, key.Resource, key.Key, fingerprint)
 			return err
 		}
 		_, err := q.ExecContext(ctx, `UPDATE idempotency SET done = 1, status = ?, header = ?, body = ?
 			WHERE principal = ? AND resource = ? AND key = ? AND fingerprint = ? AND done = 0`,
-			resp.Status, string(header), resp.Body, key.Principal, key.Resource, key.Key, fingerprint)
+			rec.Status, string(header), rec.Body, key.Principal, key.Resource, key.Key, fingerprint)
 		return err
 	})
 }

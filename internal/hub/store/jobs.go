@@ -151,8 +151,14 @@ type JobWrite struct {
 	// provides it (the store makes no ids); nil when no such intent is
 	// expected, and then one needed is ErrInvalid.
 	NewIntentID func() string
-	State       string // desired state after the write: running or stopped
-	ActionID    string
+	// Spread decides, from the nodes the job runs on before the write (as
+	// read in the write's transaction; none for a create) and after it,
+	// which other nodes get the write's intent (peers) and which get a
+	// fence (the nodes the write leaves). The Hub passes placement.Spread:
+	// the store makes no placement choice. Required.
+	Spread   func(before, after []string, node string) (peers, fences []string)
+	State    string // desired state after the write: running or stopped
+	ActionID string
 	// Version, when not 0, becomes the current version (an upgrade or a
 	// rollback); NewVersion is stored first when not nil (an upgrade).
 	Version    int

@@ -17,8 +17,8 @@ import (
 const fencePayload = `{"state":"stopped","job_version":%s}`
 
 func (w JobWrite) check() error {
-	if w.IntentID == "" || w.Operation == "" || w.JobID == "" || w.Now.IsZero() {
-		return fmt.Errorf("%w: intent id, operation, job id and now are required", ErrInvalid)
+	if w.IntentID == "" || w.Operation == "" || w.JobID == "" || w.Now.IsZero() || w.Spread == nil {
+		return fmt.Errorf("%w: intent id, operation, job id, spread and now are required", ErrInvalid)
 	}
 	if w.State != wire.JobRunning && w.State != wire.JobStopped {
 		return fmt.Errorf("%w: job desired state %q", ErrInvalid, w.State)
@@ -87,17 +87,7 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		if !slices.Contains(nodes, j.NodeID) {
 			return fmt.Errorf("%w: node %q runs no task of the job's split placement", ErrInvalid, j.NodeID)
 		}
-		var peers, fences []string
-		for _, n := range nodes {
-			if n != j.NodeID {
-				peers = append(peers, n)
-			}
-		}
-		for _, n := range oldNodes {
-			if !slices.Contains(nodes, n) {
-				fences = append(fences, n)
-			}
-		}
+		peers, fences := w.Spread(oldNodes, nodes, j.NodeID)
 		extra := len(peers) + len(fences)
 		if w.FenceIntentID != "" && len(fences) > 0 {
 			extra--

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/hub/placement"
 	"github.com/flowplane/flowplane/internal/wire"
 	"github.com/google/go-cmp/cmp"
 )
@@ -19,7 +20,7 @@ func jobNew(id, node string, now time.Time) JobWrite {
 		Create: &JobCreate{Strategy: "requested", Requested: []string{node},
 			Version: JobVersion{Version: 1, Spec: json.RawMessage(`{"id":"` + id + `"}`), Plan: json.RawMessage(`{"tasks":1}`)}},
 		State: wire.JobRunning, ActionID: "act-1", Payload: json.RawMessage(`{"state":"running","job_version":1}`),
-		CorrelationID: "corr-" + id, Actor: "op", Now: now, ExpiresAt: now.Add(time.Hour)}
+		CorrelationID: "corr-" + id, Actor: "op", Now: now, ExpiresAt: now.Add(time.Hour), Spread: placement.Spread}
 }
 
 // jobSet is a desired-state write of job id, kept on its node.
@@ -30,7 +31,7 @@ func jobSet(intent, id, state string, now time.Time) JobWrite {
 	}
 	return JobWrite{IntentID: intent, Operation: op, Action: op, JobID: id, State: state, ActionID: "act-" + intent,
 		Payload: json.RawMessage(`{"state":"` + state + `"}`), CorrelationID: "corr-" + intent, Actor: "op",
-		Now: now, ExpiresAt: now.Add(time.Hour)}
+		Now: now, ExpiresAt: now.Add(time.Hour), Spread: placement.Spread}
 }
 
 func mustWriteJob(t *testing.T, s *Store, w JobWrite) JobWriteResult {
@@ -99,6 +100,7 @@ func TestWriteJobCreate(t *testing.T) {
 		{"unknown version", func() JobWrite { w := jobSet("x4", "j1", wire.JobStopped, t0); w.Version = 9; return w }(), ErrInvalid},
 		{"unknown rollback", func() JobWrite { w := jobSet("x5", "j1", wire.JobStopped, t0); w.RollBack = "u9"; return w }(), ErrNotFound},
 		{"move without fence", func() JobWrite { w := jobSet("x6", "j1", wire.JobStopped, t0); w.NodeID = "n2"; return w }(), ErrInvalid},
+		{"no spread", func() JobWrite { w := jobSet("x7", "j1", wire.JobStopped, t0); w.Spread = nil; return w }(), ErrInvalid},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

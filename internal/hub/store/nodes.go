@@ -12,13 +12,6 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// Node modes.
-const (
-	ModeActive      = "active"
-	ModeDraining    = "draining"
-	ModeMaintenance = "maintenance"
-)
-
 // MaxReportStreams bounds the stream observations of one report.
 const MaxReportStreams = 4096
 
@@ -180,7 +173,7 @@ func ModeAction(mode string) string { return "node_mode_" + mode }
 // SetNodeMode changes a node's mode with an audit row and a
 // node_maintenance_changed event. Desired state is not touched.
 func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
-	if m.Mode != ModeActive && m.Mode != ModeDraining && m.Mode != ModeMaintenance {
+	if m.Mode != wire.NodeModeActive && m.Mode != wire.NodeModeDraining && m.Mode != wire.NodeModeMaintenance {
 		return fmt.Errorf("%w: mode %q", ErrInvalid, m.Mode)
 	}
 	return s.write(ctx, func(ctx context.Context, q querier) error {

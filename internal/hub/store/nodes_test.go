@@ -32,7 +32,7 @@ func TestNodesAndSessions(t *testing.T) {
 	if _, err := s.LookupSession(ctx, tok1, t0.Add(time.Hour)); !errors.Is(err, ErrSessionExpired) {
 		t.Errorf("expired lookup: %v", err)
 	}
-	if err := s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: ModeDraining, Actor: "op", CorrelationID: "c1", Now: t0}); err != nil {
+	if err := s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: wire.NodeModeDraining, Actor: "op", CorrelationID: "c1", Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	// Re-register: new session replaces the old, mode is kept.
@@ -50,7 +50,7 @@ func TestNodesAndSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Node{NodeID: "n1", BootID: "boot-1", Version: "0.6.0", ProtocolVersion: wire.ProtocolVersion, Capabilities: []string{"a", "b"},
-		RegisteredAt: t0.Add(time.Minute), LeaseExpiresAt: t0.Add(2 * time.Minute), Mode: ModeDraining, SessionExpiresAt: t0.Add(61 * time.Minute)}
+		RegisteredAt: t0.Add(time.Minute), LeaseExpiresAt: t0.Add(2 * time.Minute), Mode: wire.NodeModeDraining, SessionExpiresAt: t0.Add(61 * time.Minute)}
 	if d := cmp.Diff(want, n); d != "" {
 		t.Errorf("node (-want +got):\n%s", d)
 	}
@@ -60,11 +60,11 @@ func TestNodesAndSessions(t *testing.T) {
 	if err := s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: "bogus", Now: t0}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("bad mode: %v", err)
 	}
-	if err := s.SetNodeMode(ctx, ModeChange{NodeID: "nx", Mode: ModeActive, Now: t0}); !errors.Is(err, ErrNotFound) {
+	if err := s.SetNodeMode(ctx, ModeChange{NodeID: "nx", Mode: wire.NodeModeActive, Now: t0}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("mode of unknown: %v", err)
 	}
 	ev, _ := s.ListEvents(ctx, EventFilter{Kind: wire.EventNodeMaintenanceChanged}, Paging{1, 10})
-	if ev.Total != 1 || ev.Items[0].Actor != "op" || ev.Items[0].CorrelationID != "c1" || ev.Items[0].Data["to"] != ModeDraining {
+	if ev.Total != 1 || ev.Items[0].Actor != "op" || ev.Items[0].CorrelationID != "c1" || ev.Items[0].Data["to"] != wire.NodeModeDraining {
 		t.Errorf("mode events %+v", ev)
 	}
 	if au, _ := s.ListAudit(ctx, AuditFilter{ResourceID: "n1"}, Paging{1, 10}); au.Total != 1 {

@@ -21,8 +21,7 @@ func TestSweepAge(t *testing.T) {
 	_ = s.StartAttempt(ctx, AttemptStart{IntentID: "old-done", AttemptID: "a-done", Now: t0})
 	_ = s.FinishAttempt(ctx, AttemptFinish{AttemptID: "a-done", State: wire.OpSucceeded, Now: t0})
 	_ = s.StartAttempt(ctx, AttemptStart{IntentID: "old-active", AttemptID: "a-active", Now: t0})
-	k := s.Idempotency(func() time.Time { return t0 })
-	_, _ = k.Begin(ctx, keyOf("k"), "fp")
+	_, _ = s.BeginIdempotent(ctx, keyOf("k"), "fp", t0)
 
 	// Nothing is old yet.
 	got, err := s.Sweep(ctx, t0.Add(23*time.Hour))
@@ -129,7 +128,7 @@ func TestSnapshot(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
 	_ = s.RegisterNode(ctx, reg("n1", "tok", t0))
-	_ = s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: ModeMaintenance, Now: t0})
+	_ = s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: wire.NodeModeMaintenance, Now: t0})
 	_, _ = s.WriteDesired(ctx, dw("i1", "n1", "s1", t0))
 	_, _ = s.WriteDesired(ctx, dw("i2", "n2", "s2", t0))
 	_ = s.StartAttempt(ctx, AttemptStart{IntentID: "i2", AttemptID: "a2", Now: t0, ExpiresAt: t0.Add(time.Minute)})
@@ -144,7 +143,7 @@ func TestSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Nodes) != 1 || snap.Nodes[0].Mode != ModeMaintenance || len(snap.Nodes[0].Capabilities) != 1 {
+	if len(snap.Nodes) != 1 || snap.Nodes[0].Mode != wire.NodeModeMaintenance || len(snap.Nodes[0].Capabilities) != 1 {
 		t.Errorf("nodes %+v", snap.Nodes)
 	}
 	if len(snap.Resources) != 2 || snap.Resources[0].Generation != 1 {
