@@ -232,7 +232,7 @@ func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams m
 	for k, w := range streams {
 		if w != nil {
 			rs := w.rs
-			rs.Observed = h.fleet.observedStream(k[0], k[1])
+			rs.Observed = h.fleet.Observed(k[0], k[1])
 			states = append(states, sourced{rs: rs, asOf: w.asOf})
 			continue
 		}

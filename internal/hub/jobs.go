@@ -137,13 +137,11 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 	h.metrics.accepted.Inc()
 	node := res.Intent.NodeID
 	others := append(slices.Clone(res.Peers), res.Fences...)
-	h.fleet.mu.Lock()
-	h.fleet.markLocked(node)
+	h.fleet.Mark(node)
 	for _, in := range others {
-		h.fleet.markLocked(in.NodeID)
+		h.fleet.Mark(in.NodeID)
 	}
-	status := h.fleet.nodes[node].status()
-	h.fleet.mu.Unlock()
+	status := h.fleet.Status(node)
 	var warnings []wire.Warning
 	if status == reconcile.StatusUnknown {
 		warnings = append(warnings, wire.Warning{Code: wire.WarningNodeUnknown,
@@ -288,12 +286,11 @@ func (h *Hub) candidates(ctx context.Context) ([]placement.Candidate, error) {
 			load[n]++
 		}
 	}
-	h.fleet.mu.Lock()
-	defer h.fleet.mu.Unlock()
-	out := make([]placement.Candidate, 0, len(h.fleet.nodes))
-	for id, n := range h.fleet.nodes {
-		out = append(out, placement.Candidate{NodeID: id, Status: n.status(), Mode: n.node.Mode,
-			Capabilities: slices.Clone(n.node.Capabilities), Jobs: load[id], DataAddress: n.node.DataAddress})
+	nodes := h.fleet.Nodes()
+	out := make([]placement.Candidate, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, placement.Candidate{NodeID: n.NodeID, Status: n.Status, Mode: n.Mode,
+			Capabilities: n.Capabilities, Jobs: load[n.NodeID], DataAddress: n.DataAddress})
 	}
 	slices.SortFunc(out, func(a, b placement.Candidate) int { return cmpString(a.NodeID, b.NodeID) })
 	return out, nil
@@ -680,9 +677,7 @@ func (h *Hub) postArtifact(kind string) httpapi.HandlerFunc {
 			return h.storeFailed(err)
 		}
 		h.metrics.accepted.Inc()
-		h.fleet.mu.Lock()
-		h.fleet.markLocked(in.NodeID)
-		h.fleet.mu.Unlock()
+		h.fleet.Mark(in.NodeID)
 		h.nudge()
 		w.Header().Set("Location", h.prefix+"/operations/"+in.ID)
 		return httpapi.WriteJSON(w, http.StatusAccepted, wire.JobCommandResponse{OperationID: in.ID, IntentID: in.ID,
