@@ -64,8 +64,9 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// Hub is the fleet's control-plane server: the durable store, the state
-// restored from it, the reconciler, and the operator and agent APIs.
+// Hub is the fleet's control-plane server: the durable store, the live
+// fleet rebuilt from it (package fleet), the loops (reconciler, event pump,
+// convergence worker), and the operator and agent APIs.
 type Hub struct {
 	opts      Options
 	log       *slog.Logger
@@ -86,22 +87,13 @@ type Hub struct {
 
 	nudgec  chan struct{} // wakes the reconciler
 	pumpc   chan struct{} // wakes the event pump
-	convc   chan struct{} // wakes the convergence worker
+	conv    *convergeWork // the convergence worker's work and memory
 	closing chan struct{} // closed when serving ends: event streams return
 	once    sync.Once
 
-	dirtyMu  sync.Mutex
-	dirty    map[string]bool        // nodes whose convergence must be recomputed ("" = all)
-	dirtyRes map[[2]string]*written // single streams (node, id) to recompute: nil reads the store, else the state a write carried
-
-	convMu sync.Mutex
-	conv   map[string]convSeen // last convergence seen by node\x00kind\x00resource
-
-	convPrimed       atomic.Bool
-	lastFullConverge atomic.Int64
-	lastExpiryScan   atomic.Int64
-	lastPass         atomic.Int64
-	storageDown      atomic.Bool
+	lastExpiryScan atomic.Int64
+	lastPass       atomic.Int64
+	storageDown    atomic.Bool
 
 	// snapshot reads the restore state; tests replace it to control restore.
 	snapshot func(context.Context) (store.Snapshot, error)
@@ -158,8 +150,8 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	}
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
-		fleet: fleet.New(o.Now), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
-		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]*written{}, conv: map[string]convSeen{}}
+		fleet: fleet.New(o.Now), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
+		closing: make(chan struct{})}
 	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
@@ -306,7 +298,7 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	so.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
 	so.TLSConfig = h.tls
 	srv, lim := httpapi.NewServer(ln, h.handler, so)
-	// Parked long-polls (park.go) go back to the server through pl, above
+	// Parked long-polls (fleet.Fleet.Poll) go back to the server through pl, above
 	// the connection caps, which keep counting them while parked.
 	pl := fleet.NewListener(lim)
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
