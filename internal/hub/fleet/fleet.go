@@ -80,7 +80,7 @@ func New(now func() time.Time) *Fleet {
 // unprocessed outbox rows, and the attempts not finished. The session
 // cache stays: sessions are checked against the store when not cached.
 func (f *Fleet) Restore(nodes []store.Node, observed map[string][]store.ObservedStream, pending []string, flights []Flight) {
-	r := New(f.now)
+	r := &Fleet{nodes: map[string]*node{}, inflight: map[string]*flight{}}
 	for _, n := range nodes {
 		ns := r.nodeLocked(n.NodeID)
 		ns.node = n
@@ -90,15 +90,15 @@ func (f *Fleet) Restore(nodes []store.Node, observed map[string][]store.Observed
 		ns.reportBoot, ns.reportSeq, ns.reportedAt, ns.cfgVersion, ns.metrics = n.ReportBootID, n.ReportSeq, n.ReportedAt, n.ConfigVersion, n.Metrics
 		ns.observed = observed[n.NodeID]
 	}
-	for _, id := range pending {
-		r.markLocked(id)
-	}
 	for _, fl := range flights {
 		r.enqueueLocked(fl)
 	}
 	f.mu.Lock()
-	f.nodes, f.inflight, f.pending = r.nodes, r.inflight, r.pending
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	f.nodes, f.inflight, f.pending = r.nodes, r.inflight, map[string]int64{}
+	for _, id := range pending {
+		f.markLocked(id)
+	}
 }
 
 // nodeLocked returns the state of id, creating an empty one. f.mu is held.
