@@ -254,11 +254,7 @@ func TestAgentLongPollWakesOnWrite(t *testing.T) {
 		got <- p.Items
 	}()
 	// Let the poll start waiting, then write.
-	eventually(t, "a waiting poll", func() bool {
-		th.h.fleet.mu.Lock()
-		defer th.h.fleet.mu.Unlock()
-		return th.h.fleet.nodes["n1"].pollers == 1
-	})
+	eventually(t, "a waiting poll", func() bool { return pollers(th, "n1") == 1 })
 	w := th.put(t, "n1", "s1", `{"state":"running"}`)
 	select {
 	case cmds := <-got:

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // Agent protocol limits and defaults.
 const (
-	defaultLeaseTTL   = 15 * time.Second
+	defaultLeaseTTL   = fleet.DefaultLeaseTTL
 	defaultSessionTTL = time.Hour
 	minLeaseTTL       = 100 * time.Millisecond
 	minSessionTTL     = time.Second
@@ -54,10 +55,7 @@ func (h *Hub) sessionAuth(r *http.Request) (string, error) {
 		return "", httpapi.Unauthorized(httpapi.CodeUnauthorized, "a session token is required; register first")
 	}
 	now := h.opts.Now()
-	key := sessionKey(tok)
-	h.fleet.mu.Lock()
-	s, cached := h.fleet.sessions[key]
-	h.fleet.mu.Unlock()
+	s, cached := h.fleet.Session(tok)
 	if !cached {
 		got, err := h.st.LookupSession(r.Context(), tok, now)
 		switch {
@@ -66,18 +64,14 @@ func (h *Hub) sessionAuth(r *http.Request) (string, error) {
 		case err != nil:
 			return "", problemFor(err, anyResource)
 		}
-		s = session{nodeID: got.NodeID, expiresAt: got.ExpiresAt}
-		h.fleet.mu.Lock()
-		h.fleet.cacheSessionLocked(key, s)
-		h.fleet.mu.Unlock()
+		s = fleet.Session{NodeID: got.NodeID, ExpiresAt: got.ExpiresAt}
+		h.fleet.CacheSession(tok, s)
 	}
-	if !now.Before(s.expiresAt) {
-		h.fleet.mu.Lock()
-		delete(h.fleet.sessions, key)
-		h.fleet.mu.Unlock()
+	if !now.Before(s.ExpiresAt) {
+		h.fleet.DropSession(tok)
 		return "", expiredSession()
 	}
-	return principalNode + s.nodeID, nil
+	return principalNode + s.NodeID, nil
 }
 
 func expiredSession() error {
@@ -142,24 +136,8 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	if err := h.st.RegisterNode(r.Context(), reg); err != nil {
 		return h.storeFailed(err)
 	}
-	h.fleet.mu.Lock()
-	n := h.fleet.nodeLocked(req.NodeID)
 	// The replaced session stops working at once.
-	if old, ok := h.fleet.sessionOf[req.NodeID]; ok {
-		delete(h.fleet.sessions, old)
-	}
-	h.fleet.cacheSessionLocked(sessionKey(token), session{nodeID: req.NodeID, expiresAt: reg.SessionExpiresAt})
-	n.node.NodeID, n.node.BootID, n.node.Version, n.node.ProtocolVersion = req.NodeID, req.BootID, req.Version, req.ProtocolVersion
-	n.node.Capabilities, n.node.DataAddress, n.node.RegisteredAt, n.node.SessionExpiresAt = caps, req.DataAddress, now, reg.SessionExpiresAt
-	n.leaseTTL = lease
-	came := h.renewLeaseLocked(n, now)
-	// A new process on the node: what the old one reported is stale until
-	// the new one reports.
-	rebooted := n.fresh && n.reportBoot != req.BootID
-	if rebooted {
-		n.fresh = false
-	}
-	h.fleet.mu.Unlock()
+	came, rebooted := h.fleet.Register(reg)
 	switch {
 	case came:
 		h.nodeOnline(req.NodeID, now)
@@ -168,17 +146,6 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, wire.RegisterResponse{SessionToken: token, SessionExpiresAt: wire.At(reg.SessionExpiresAt),
 		LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
-}
-
-// renewLeaseLocked extends n's lease from now and reports whether the node
-// just came online. h.fleet.mu is held.
-func (h *Hub) renewLeaseLocked(n *nodeState, now time.Time) bool {
-	n.leaseUntil = now.Add(n.leaseTTL)
-	if n.online {
-		return false
-	}
-	n.online = true
-	return true
 }
 
 func newSessionToken() (string, error) {
@@ -202,21 +169,14 @@ func (h *Hub) postHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	caps := slices.Clone(req.Capabilities)
 	slices.Sort(caps)
 	caps = slices.Compact(caps)
-	h.fleet.mu.Lock()
-	n := h.fleet.nodeLocked(id)
-	changed := !slices.Equal(caps, n.node.Capabilities) || req.DataAddress != n.node.DataAddress
-	came := h.renewLeaseLocked(n, now)
-	until := n.leaseUntil
-	h.fleet.mu.Unlock()
+	until, came, changed := h.fleet.Heartbeat(id, caps, req.DataAddress, now)
 	// Leases live in memory; only a change of what the node advertises is
 	// written.
 	if changed {
 		if err := h.st.Heartbeat(r.Context(), id, caps, req.DataAddress, until); err != nil {
 			return h.storeFailed(err)
 		}
-		h.fleet.mu.Lock()
-		n.node.Capabilities, n.node.DataAddress = caps, req.DataAddress
-		h.fleet.mu.Unlock()
+		h.fleet.Advertise(id, caps, req.DataAddress)
 		h.nudge()
 	}
 	if came {
@@ -253,26 +213,14 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 			counters[s.ID] = *s.Counters
 		}
 	}
-	h.fleet.mu.Lock()
-	n := h.fleet.nodeLocked(id)
-	stale := n.reportBoot == req.BootID && req.ReportSeq <= n.reportSeq
-	if !stale {
-		n.counters = counters
-	}
-	sameCfg := req.Configuration == nil || (n.cfg != nil && *n.cfg == *req.Configuration)
-	same := !stale && n.reportBoot == req.BootID && n.cfgVersion == req.ConfigurationVersion && sameCfg && sameObservation(n.observed, obs)
+	rep := fleet.Report{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Streams: obs, Counters: counters,
+		ConfigVersion: req.ConfigurationVersion, Configuration: req.Configuration, Metrics: req.Metrics, Now: now}
+	got := h.fleet.Receive(rep)
 	// A report that says nothing new still says the observation is current.
-	refreshed := same && !n.fresh
-	if same {
-		// Nothing new to write: remember the order and the metrics only.
-		n.reportSeq, n.metrics, n.reportedAt, n.fresh = req.ReportSeq, req.Metrics, now, true
-	}
-	prev, prevCfg, wasFresh := n.observed, n.cfgVersion, n.fresh
-	h.fleet.mu.Unlock()
-	if refreshed {
+	if got.Refreshed {
 		h.converge(id)
 	}
-	if stale || same {
+	if got.Stale || got.Same {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
@@ -282,24 +230,13 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		return h.storeFailed(err)
 	}
 	if !res.Stale {
-		h.fleet.mu.Lock()
-		n.reportBoot, n.reportSeq, n.observed, n.cfgVersion, n.metrics, n.reportedAt = req.BootID, req.ReportSeq, obs, req.ConfigurationVersion, req.Metrics, now
-		n.node.ReportBootID, n.node.ReportSeq, n.node.ReportedAt = req.BootID, req.ReportSeq, now
-		n.fresh = true
-		if req.Configuration != nil {
-			c := *req.Configuration
-			n.cfg = &c
-		}
-		if res.NewBoot {
-			n.node.Restarts++
-		}
-		h.fleet.mu.Unlock()
-		h.streamChanges(id, prev, obs, now)
+		h.fleet.Accept(rep, res.NewBoot)
+		h.streamChanges(id, got.Prev, obs, now)
 		if res.NewBoot {
 			h.reassertConfig(r.Context(), id, now)
 		}
-		switch changed := changedStreams(prev, obs); {
-		case prevCfg != req.ConfigurationVersion || !sameCfg || res.NewBoot || !wasFresh:
+		switch changed := changedStreams(got.Prev, obs); {
+		case got.PrevConfigVersion != req.ConfigurationVersion || !got.SameConfig || res.NewBoot || !got.WasFresh:
 			h.converge(id)
 		case len(changed) > 0:
 			h.converge(id, changed...)
@@ -415,7 +352,7 @@ func changedStreams(prev, cur []store.ObservedStream) []string {
 	}
 	var out []string
 	for _, o := range cur {
-		if p, ok := was[o.StreamID]; !ok || !sameObservation([]store.ObservedStream{p}, []store.ObservedStream{o}) {
+		if p, ok := was[o.StreamID]; !ok || !fleet.SameObservation([]store.ObservedStream{p}, []store.ObservedStream{o}) {
 			out = append(out, o.StreamID)
 		}
 		delete(was, o.StreamID)
@@ -424,14 +361,6 @@ func changedStreams(prev, cur []store.ObservedStream) []string {
 		out = append(out, id)
 	}
 	return out
-}
-
-func sameObservation(a, b []store.ObservedStream) bool {
-	return slices.EqualFunc(a, b, func(x, y store.ObservedStream) bool {
-		return x.StreamID == y.StreamID && x.State == y.State && x.Generation == y.Generation &&
-			x.ConfigVersion == y.ConfigVersion && x.ActionID == y.ActionID && x.LastError == y.LastError &&
-			x.LastErrorAt.Equal(y.LastErrorAt)
-	})
 }
 
 func cmpString(a, b string) int {
@@ -460,42 +389,11 @@ func (h *Hub) getCommands(w http.ResponseWriter, r *http.Request) error {
 		}
 		wait = time.Duration(ms) * time.Millisecond
 	}
-	id := agentNode(r)
-	ctx := r.Context()
-	until := time.Now().Add(wait)
-	h.fleet.mu.Lock()
-	h.fleet.nodeLocked(id).pollers++
-	cmds, _ := h.fleet.takeLocked(id, h.opts.Now())
-	h.fleet.mu.Unlock()
-	if len(cmds) == 0 && wait > 0 && h.park(w, r, id, until) {
+	cmds, parked := h.fleet.Poll(r.Context(), w, r, agentNode(r), wait)
+	if parked {
 		return nil // answered when a command comes or the wait ends
 	}
-	defer func() {
-		h.fleet.mu.Lock()
-		h.fleet.nodeLocked(id).pollers--
-		h.fleet.mu.Unlock()
-	}()
-	if len(cmds) > 0 {
-		return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: cmds, Page: 1, PageSize: len(cmds), Total: len(cmds)})
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		h.fleet.mu.Lock()
-		cmds, wake := h.fleet.takeLocked(id, h.opts.Now())
-		h.fleet.mu.Unlock()
-		if len(cmds) > 0 {
-			return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: cmds, Page: 1, PageSize: len(cmds), Total: len(cmds)})
-		}
-		select {
-		case <-wake:
-			continue
-		case <-timer.C:
-		case <-ctx.Done():
-		case <-h.closing:
-		}
-		return httpapi.WriteJSON(w, http.StatusOK, wire.Page[wire.Command]{Items: []wire.Command{}, Page: 1, PageSize: 0, Total: 0})
-	}
+	return httpapi.WriteJSON(w, http.StatusOK, fleet.CommandPage(cmds))
 }
 
 func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
@@ -539,9 +437,7 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 		h.converge(id)
 	}
 	if req.State == wire.ResultTimedOut {
-		h.fleet.mu.Lock()
-		h.fleet.markLocked(id)
-		h.fleet.mu.Unlock()
+		h.fleet.Mark(id)
 		h.nudge()
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/eventlog"
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -130,13 +131,13 @@ func TestAttemptExpiryRetryAndIntentExpiry(t *testing.T) {
 	if len(first) != 1 || first[0].ExpiresAt.Time != c0.Add(time.Minute) {
 		t.Fatalf("first attempt %+v", first)
 	}
-	// Delivered but never acknowledged: not handed out again before redeliverAfter.
+	// Delivered but never acknowledged: not handed out again before fleet.RedeliverAfter.
 	if again := c.take(t, session); len(again) != 0 {
 		t.Fatalf("redelivered at once: %+v", again)
 	}
-	c.at(redeliverAfter)
+	c.at(fleet.RedeliverAfter)
 	if again := c.take(t, session); len(again) != 1 || again[0].AttemptID != first[0].AttemptID {
-		t.Fatalf("redelivery after %s: %+v", redeliverAfter, again)
+		t.Fatalf("redelivery after %s: %+v", fleet.RedeliverAfter, again)
 	}
 
 	c.at(time.Minute) // the attempt expires; a retry waits for its backoff

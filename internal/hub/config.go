@@ -134,10 +134,7 @@ func configDocSHA(content string) string {
 
 // knownNode answers 404 node_not_found for a node that never registered.
 func (h *Hub) knownNode(id string) error {
-	h.fleet.mu.Lock()
-	_, ok := h.fleet.nodes[id]
-	h.fleet.mu.Unlock()
-	if !ok {
+	if _, ok := h.fleet.Node(id); !ok {
 		return httpapi.NotFound(CodeNodeNotFound, "no node with this id has registered with the Hub")
 	}
 	return nil
@@ -157,9 +154,7 @@ func (h *Hub) getNodeConfiguration(w http.ResponseWriter, r *http.Request) error
 	nc.NodeID = id
 	v := wire.NodeConfiguration{NodeID: id, Convergence: wire.ConvergenceUnknown, ConvergenceReason: reconcile.ReasonNoDesired}
 	if o := nc.Observed; o != nil {
-		h.fleet.mu.Lock()
-		stale := !h.fleet.nodes[id].observing()
-		h.fleet.mu.Unlock()
+		stale := !h.fleet.Observing(id)
 		v.Reported = &wire.NodeConfigurationReported{ReportConfiguration: o.ReportConfiguration, ReportedAt: wire.At(o.ReportedAt), Stale: stale}
 	}
 	if d := nc.Desired; d != nil {
@@ -431,13 +426,11 @@ func (h *Hub) configObservations(ctx context.Context, nodes []rollout.Node, now 
 		nc := ncs[rn.NodeID]
 		nc.NodeID = rn.NodeID
 		var o rollout.Observation
-		h.fleet.mu.Lock()
-		if ns := h.fleet.nodes[rn.NodeID]; ns != nil {
-			o.Online, o.Mode = ns.online, ns.node.Mode
-			o.StreamFailed = slices.ContainsFunc(ns.observed, func(s store.ObservedStream) bool { return s.State == reconcile.ObservedFailed })
-			o.CurrentNodeVersion = ns.cfgVersion
+		if ns, ok := h.fleet.Node(rn.NodeID); ok {
+			o.Online, o.Mode = ns.Online, ns.Mode
+			o.StreamFailed = slices.ContainsFunc(ns.Observed, func(s store.ObservedStream) bool { return s.State == reconcile.ObservedFailed })
+			o.CurrentNodeVersion = ns.ConfigVersion
 		}
-		h.fleet.mu.Unlock()
 		if o.Mode == "" {
 			o.Mode = wire.NodeModeActive
 		}

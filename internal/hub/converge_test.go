@@ -21,10 +21,8 @@ func TestWriteConvergesFromWrittenState(t *testing.T) {
 	ctx := context.Background()
 	c.register(t, "n1")
 	w := recDecode[wire.DesiredStateResponse](t, c.do(t, "PUT", APIPrefix+"/nodes/n1/streams/s1/desired-state", `{"state":"running"}`, ""))
-	c.h.dirtyMu.Lock()
-	carried := c.h.dirtyRes[[2]string{"n1", "s1"}]
-	c.h.dirty, c.h.dirtyRes = map[string]bool{}, map[[2]string]*written{}
-	c.h.dirtyMu.Unlock()
+	_, res := c.h.conv.take()
+	carried := res[[2]string{"n1", "s1"}]
 	if carried == nil {
 		t.Fatal("the write left no state for the convergence worker")
 	}

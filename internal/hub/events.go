@@ -132,17 +132,7 @@ func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
 // converge asks the convergence worker to look at a node's resources again
 // ("" = every node), or only at the named streams and jobs of the node, as
 // the store has them.
-func (h *Hub) converge(nodeID string, streamIDs ...string) {
-	h.dirtyMu.Lock()
-	if len(streamIDs) == 0 {
-		h.dirty[nodeID] = true
-	}
-	for _, id := range streamIDs {
-		h.dirtyRes[[2]string{nodeID, id}] = nil
-	}
-	h.dirtyMu.Unlock()
-	wake(h.convc)
-}
+func (h *Hub) converge(nodeID string, streamIDs ...string) { h.conv.add(nodeID, streamIDs...) }
 
 // written is a stream's desired state and latest intent as a committed
 // write left them, with the number of its transaction: the convergence
@@ -155,15 +145,7 @@ type written struct {
 // convergeWritten asks the convergence worker to look at a stream a desired
 // write changed, with the state the write carries. A pending request to
 // read the stream back wins: it sees this write and whatever followed.
-func (h *Hub) convergeWritten(w *written) {
-	k := [2]string{w.rs.NodeID, w.rs.ResourceID}
-	h.dirtyMu.Lock()
-	if prev, ok := h.dirtyRes[k]; !ok || (prev != nil && prev.asOf < w.asOf) {
-		h.dirtyRes[k] = w
-	}
-	h.dirtyMu.Unlock()
-	wake(h.convc)
-}
+func (h *Hub) convergeWritten(w *written) { h.conv.addWritten(w) }
 
 // convergeLoop recomputes the convergence of the resources of dirty nodes
 // and records a convergence_changed event for each one that changed.
@@ -174,24 +156,21 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-h.convc:
+		case <-h.conv.wake:
 		case <-tick.C:
 			// Time alone moves some values (an intent that expired, an error
 			// that aged out of its window): look at everything now and then.
-			if h.opts.Now().UnixMilli()-h.lastFullConverge.Load() >= 10*tickInterval.Milliseconds() {
+			if h.opts.Now().UnixMilli()-h.conv.lastFull.Load() >= 10*tickInterval.Milliseconds() {
 				h.converge("")
 			}
 		}
-		h.dirtyMu.Lock()
-		dirty, res := h.dirty, h.dirtyRes
-		h.dirty, h.dirtyRes = map[string]bool{}, map[[2]string]*written{}
-		h.dirtyMu.Unlock()
+		dirty, res := h.conv.take()
 		if len(dirty) == 0 && len(res) == 0 {
 			continue
 		}
 		if dirty[""] {
 			dirty, res = map[string]bool{"": true}, nil
-			h.lastFullConverge.Store(h.opts.Now().UnixMilli())
+			h.conv.lastFull.Store(h.opts.Now().UnixMilli())
 		}
 		for k := range res {
 			if dirty[k[0]] {
@@ -202,14 +181,7 @@ func (h *Hub) convergeLoop(ctx context.Context) {
 			h.storeFailed(err)
 			h.log.Warn("hub: convergence", "err", err)
 			// Try again at the next wake.
-			h.dirtyMu.Lock()
-			for id := range dirty {
-				h.dirty[id] = true
-			}
-			for k := range res {
-				h.dirtyRes[k] = nil
-			}
-			h.dirtyMu.Unlock()
+			h.conv.retry(dirty, res)
 		}
 	}
 }
@@ -232,7 +204,7 @@ func (h *Hub) convergeSome(ctx context.Context, nodes map[string]bool, streams m
 	for k, w := range streams {
 		if w != nil {
 			rs := w.rs
-			rs.Observed = h.fleet.observedStream(k[0], k[1])
+			rs.Observed = h.fleet.Observed(k[0], k[1])
 			states = append(states, sourced{rs: rs, asOf: w.asOf})
 			continue
 		}
@@ -276,14 +248,8 @@ func (h *Hub) recordConvergence(ctx context.Context, states []sourced) error {
 		res := h.convergenceOf(rs, now)
 		key := rs.NodeID + "\x00" + rs.Kind + "\x00" + rs.ResourceID
 		cur := convSeen{value: res.Value, generation: rs.Generation, asOf: s.asOf}
-		h.convMu.Lock()
-		prev, known := h.conv[key]
-		stale := known && s.asOf < prev.asOf
-		if !stale {
-			h.conv[key] = cur
-		}
-		h.convMu.Unlock()
-		if stale || (known && prev.value == cur.value && prev.generation == cur.generation) || (!known && !h.convPrimed.Load()) {
+		prev, known, stale := h.conv.look(key, cur)
+		if stale || (known && prev.value == cur.value && prev.generation == cur.generation) || (!known && !h.conv.primed.Load()) {
 			continue
 		}
 		e := wire.Event{Kind: wire.EventConvergenceChanged, NodeID: rs.NodeID, ResourceID: rs.ResourceID,
@@ -325,7 +291,6 @@ func (h *Hub) primeConvergence(ctx context.Context) error {
 	}
 	now := h.opts.Now()
 	var stale []sourced
-	h.convMu.Lock()
 	for _, rs := range states {
 		in := h.convergenceInput(rs, now)
 		res := reconcile.Convergence(in)
@@ -334,10 +299,9 @@ func (h *Hub) primeConvergence(ctx context.Context) error {
 			res = reconcile.Convergence(in)
 			stale = append(stale, sourced{rs: rs, asOf: asOf})
 		}
-		h.conv[rs.NodeID+"\x00"+rs.Kind+"\x00"+rs.ResourceID] = convSeen{value: res.Value, generation: rs.Generation, asOf: asOf}
+		h.conv.baseline(rs.NodeID+"\x00"+rs.Kind+"\x00"+rs.ResourceID, convSeen{value: res.Value, generation: rs.Generation, asOf: asOf})
 	}
-	h.convMu.Unlock()
-	h.convPrimed.Store(true)
+	h.conv.primed.Store(true)
 	return h.recordConvergence(ctx, stale)
 }
 

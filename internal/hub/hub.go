@@ -19,6 +19,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/web/console"
@@ -63,8 +64,9 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 }
 
-// Hub is the fleet's control-plane server: the durable store, the state
-// restored from it, the reconciler, and the operator and agent APIs.
+// Hub is the fleet's control-plane server: the durable store, the live
+// fleet rebuilt from it (package fleet), the loops (reconciler, event pump,
+// convergence worker), and the operator and agent APIs.
 type Hub struct {
 	opts      Options
 	log       *slog.Logger
@@ -79,29 +81,19 @@ type Hub struct {
 	schema    map[string]any
 	tls       *tls.Config // nil: plain HTTP
 
-	fleet  *fleet
+	fleet  *fleet.Fleet
 	events *eventlog.Log // live tail of the durable event log
 	pumpMu sync.Mutex    // serializes inserting into events: the store's event sink and the pump
 
-	nudgec  chan struct{}                // wakes the reconciler
-	pumpc   chan struct{}                // wakes the event pump
-	convc   chan struct{}                // wakes the convergence worker
-	closing chan struct{}                // closed when serving ends: long-polls return
-	polls   atomic.Pointer[pollListener] // the listener Serve serves on, for parked long-polls
+	nudgec  chan struct{} // wakes the reconciler
+	pumpc   chan struct{} // wakes the event pump
+	conv    *convergeWork // the convergence worker's work and memory
+	closing chan struct{} // closed when serving ends: event streams return
 	once    sync.Once
 
-	dirtyMu  sync.Mutex
-	dirty    map[string]bool        // nodes whose convergence must be recomputed ("" = all)
-	dirtyRes map[[2]string]*written // single streams (node, id) to recompute: nil reads the store, else the state a write carried
-
-	convMu sync.Mutex
-	conv   map[string]convSeen // last convergence seen by node\x00kind\x00resource
-
-	convPrimed       atomic.Bool
-	lastFullConverge atomic.Int64
-	lastExpiryScan   atomic.Int64
-	lastPass         atomic.Int64
-	storageDown      atomic.Bool
+	lastExpiryScan atomic.Int64
+	lastPass       atomic.Int64
+	storageDown    atomic.Bool
 
 	// snapshot reads the restore state; tests replace it to control restore.
 	snapshot func(context.Context) (store.Snapshot, error)
@@ -158,8 +150,8 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	}
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
-		fleet: newFleet(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), convc: make(chan struct{}, 1),
-		closing: make(chan struct{}), dirty: map[string]bool{}, dirtyRes: map[[2]string]*written{}, conv: map[string]convSeen{}}
+		fleet: fleet.New(o.Now), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
+		closing: make(chan struct{})}
 	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
@@ -223,19 +215,9 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	if err := h.pump(ctx); err != nil {
 		return err
 	}
-	f := newFleet()
-	for _, n := range snap.Nodes {
-		ns := f.nodeLocked(n.NodeID)
-		ns.node = n
-		if n.LeaseTTL > 0 {
-			ns.leaseTTL = n.LeaseTTL
-		}
-		// Leases are not durable: a node is online again at its next heartbeat.
-		ns.reportBoot, ns.reportSeq, ns.reportedAt, ns.cfgVersion, ns.metrics = n.ReportBootID, n.ReportSeq, n.ReportedAt, n.ConfigVersion, n.Metrics
-		ns.observed = observed[n.NodeID]
-	}
-	for _, e := range snap.PendingOutbox {
-		f.markLocked(e.NodeID)
+	pending := make([]string, len(snap.PendingOutbox))
+	for i, e := range snap.PendingOutbox {
+		pending[i] = e.NodeID
 	}
 	var kinds, ops, jobIDs []string
 	for _, c := range active {
@@ -245,6 +227,7 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var flights []fleet.Flight
 	for _, c := range active {
 		cmd := commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt)
 		if configKind(c.Intent.Kind) && h.configCommand(ctx, &cmd) != nil {
@@ -252,12 +235,9 @@ func (h *Hub) rebuild(ctx context.Context) error {
 			// restart): the attempt times out and the retry fails it.
 			continue
 		}
-		fl := &flight{cmd: cmd, state: c.Attempt.State, dispatchedAt: c.Attempt.CreatedAt, expiresAt: c.Attempt.ExpiresAt}
-		f.enqueueLocked(fl)
+		flights = append(flights, fleet.Flight{Command: cmd, State: c.Attempt.State, DispatchedAt: c.Attempt.CreatedAt, ExpiresAt: c.Attempt.ExpiresAt})
 	}
-	h.fleet.mu.Lock()
-	h.fleet.nodes, h.fleet.inflight, h.fleet.pending = f.nodes, f.inflight, f.pending
-	h.fleet.mu.Unlock()
+	h.fleet.Restore(snap.Nodes, observed, pending, flights)
 	if err := h.primeConvergence(ctx); err != nil {
 		return err
 	}
@@ -309,15 +289,15 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	so.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
 	so.TLSConfig = h.tls
 	srv, lim := httpapi.NewServer(ln, h.handler, so)
-	// Parked long-polls (park.go) go back to the server through pl, above
+	// Parked long-polls (fleet.Fleet.Poll) go back to the server through pl, above
 	// the connection caps, which keep counting them while parked.
-	pl := newPollListener(lim)
+	pl := fleet.NewListener(lim)
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
 		lim.ConnState(c, st)
-		pl.connState(c, st)
+		pl.ConnState(c, st)
 	}
 	h.log.Info("hub: listening", "address", ln.Addr().String(), "tls", h.tls != nil)
-	h.polls.Store(pl)
+	h.fleet.ParkOn(pl)
 	errc := make(chan error, 1)
 	go func() { errc <- httpapi.Serve(srv, pl) }()
 	select {
@@ -326,8 +306,8 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	h.once.Do(func() { close(h.closing) })
-	h.answerParked()
-	pl.closeReturned()
+	h.fleet.Shutdown()
+	pl.CloseReturned()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
@@ -339,9 +319,6 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
-
-// pollListener returns the listener Serve serves on, or nil.
-func (h *Hub) pollListener() *pollListener { return h.polls.Load() }
 
 // Close closes the store. Requests served afterwards answer 503.
 func (h *Hub) Close() error { return h.st.Close() }

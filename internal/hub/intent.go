@@ -99,15 +99,11 @@ func (h *Hub) accepted(nodeIDs ...string) string {
 // markWritten marks nodes for dispatch after a committed write and
 // returns the status of the first.
 func (h *Hub) markWritten(nodeIDs ...string) string {
-	h.fleet.mu.Lock()
-	defer h.fleet.mu.Unlock()
-	for _, id := range nodeIDs {
-		h.fleet.markLocked(id)
-	}
+	h.fleet.Mark(nodeIDs...)
 	if len(nodeIDs) == 0 {
 		return reconcile.StatusUnknown
 	}
-	return h.fleet.nodes[nodeIDs[0]].status()
+	return h.fleet.Status(nodeIDs[0])
 }
 
 // nodeWarnings warns that an intent waits for a node no one registered.

@@ -65,12 +65,11 @@ func (h *Hub) candidates(ctx context.Context) ([]placement.Candidate, error) {
 			load[n]++
 		}
 	}
-	h.fleet.mu.Lock()
-	defer h.fleet.mu.Unlock()
-	out := make([]placement.Candidate, 0, len(h.fleet.nodes))
-	for id, n := range h.fleet.nodes {
-		out = append(out, placement.Candidate{NodeID: id, Status: n.status(), Mode: n.node.Mode,
-			Capabilities: slices.Clone(n.node.Capabilities), Jobs: load[id], DataAddress: n.node.DataAddress})
+	nodes := h.fleet.Nodes()
+	out := make([]placement.Candidate, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, placement.Candidate{NodeID: n.NodeID, Status: n.Status, Mode: n.Mode,
+			Capabilities: n.Capabilities, Jobs: load[n.NodeID], DataAddress: n.DataAddress})
 	}
 	slices.SortFunc(out, func(a, b placement.Candidate) int { return cmpString(a.NodeID, b.NodeID) })
 	return out, nil

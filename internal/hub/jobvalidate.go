@@ -105,16 +105,10 @@ func (h *Hub) validateOn(nodeID string, m *materialized, split bool) wire.JobVal
 	} else {
 		add(checkSpec, checkPassed, "", "")
 	}
-	h.fleet.mu.Lock()
-	n := h.fleet.nodes[nodeID]
-	var status, mode, dataAddress string
-	var caps []string
-	if n != nil {
-		status, mode, caps, dataAddress = n.status(), n.node.Mode, slices.Clone(n.node.Capabilities), n.node.DataAddress
-	}
-	h.fleet.mu.Unlock()
+	n, known := h.fleet.Node(nodeID)
+	status, mode, caps, dataAddress := n.Status, n.Mode, n.Capabilities, n.DataAddress
 	switch {
-	case n == nil:
+	case !known:
 		add(checkNode, checkFailed, "", "no node with this id has registered with the Hub")
 	case status != "online":
 		add(checkNode, checkPassed, "", "registered, "+status+": the node checks run when it is back")
@@ -126,7 +120,7 @@ func (h *Hub) validateOn(nodeID string, m *materialized, split bool) wire.JobVal
 	if m == nil {
 		return v
 	}
-	if n != nil {
+	if known {
 		var missing []string
 		for _, c := range m.required {
 			if !slices.Contains(caps, c) {
@@ -142,7 +136,7 @@ func (h *Hub) validateOn(nodeID string, m *materialized, split bool) wire.JobVal
 	switch {
 	case !split:
 		add(checkNetworkShuffle, checkSkipped, "", "placement colocated: the job runs on one node; no edge needs the data plane")
-	case n == nil:
+	case !known:
 		add(checkNetworkShuffle, checkFailed, "", "an unknown node advertises no data plane")
 	case !slices.Contains(caps, wire.CapabilityNetworkShuffle):
 		add(checkNetworkShuffle, checkFailed, "", "the node does not advertise network_shuffle (no health_check.data_port)")

@@ -106,9 +106,7 @@ func (h *Hub) jobObserved(o store.ObservedJob) wire.JobObserved {
 		LastError: d.LastError, LastErrorAt: d.LastErrorAt, WatermarkLagMS: d.WatermarkLagMS,
 		CheckpointDurationMS: d.CheckpointDurationMS, CheckpointFailures: d.CheckpointFailures, LastCheckpoint: d.LastCheckpoint,
 		StateBytes: d.StateBytes, Restarts: d.Restarts, RestoredFrom: d.RestoredFrom, ReportedAt: wire.At(o.UpdatedAt)}
-	h.fleet.mu.Lock()
-	v.Stale = !h.fleet.nodes[o.NodeID].observing()
-	h.fleet.mu.Unlock()
+	v.Stale = !h.fleet.Observing(o.NodeID)
 	return v
 }
 

@@ -117,20 +117,17 @@ func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
-	f := c.h.fleet
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	counts := map[string]float64{reconcile.StatusOnline: 0, reconcile.StatusUnavailable: 0}
-	for id, n := range f.nodes {
-		counts[n.status()]++
-		for k, v := range n.metrics {
-			ch <- prometheus.MustNewConstMetric(descReported, prometheus.GaugeValue, v, id, k)
+	for _, n := range c.h.fleet.Nodes() {
+		counts[n.Status]++
+		for k, v := range n.Metrics {
+			ch <- prometheus.MustNewConstMetric(descReported, prometheus.GaugeValue, v, n.NodeID, k)
 		}
 	}
 	for s, v := range counts {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, v, s)
 	}
-	ch <- prometheus.MustNewConstMetric(descInflight, prometheus.GaugeValue, float64(len(f.inflight)))
+	ch <- prometheus.MustNewConstMetric(descInflight, prometheus.GaugeValue, float64(c.h.fleet.InFlight()))
 }
 
 // NodeMetrics is one node's reported metrics in the JSON form of /metrics.
@@ -200,19 +197,17 @@ func (h *Hub) getMetrics(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Hub) metricsJSON(nodeID string) MetricsJSON {
 	out := MetricsJSON{Items: []NodeMetrics{}, Aggregate: map[string]float64{}}
-	h.fleet.mu.Lock()
-	for id, n := range h.fleet.nodes {
-		if nodeID != "" && id != nodeID {
+	for _, n := range h.fleet.Nodes() {
+		if nodeID != "" && n.NodeID != nodeID {
 			continue
 		}
-		m := make(map[string]float64, len(n.metrics))
-		for k, v := range n.metrics {
+		m := make(map[string]float64, len(n.Metrics))
+		for k, v := range n.Metrics {
 			m[k] = v
 			out.Aggregate[k] += v
 		}
-		out.Items = append(out.Items, NodeMetrics{NodeID: id, Metrics: m})
+		out.Items = append(out.Items, NodeMetrics{NodeID: n.NodeID, Metrics: m})
 	}
-	h.fleet.mu.Unlock()
 	sort.Slice(out.Items, func(i, j int) bool { return out.Items[i].NodeID < out.Items[j].NodeID })
 	return out
 }

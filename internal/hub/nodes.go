@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -39,16 +40,16 @@ type NodeView struct {
 	Metrics          map[string]float64 `json:"metrics,omitempty"`
 }
 
-// nodeViewLocked is the view of a registered node. h.fleet.mu is held.
-func nodeViewLocked(n *nodeState) NodeView {
-	v := NodeView{NodeID: n.node.NodeID, Status: n.status(), Mode: n.node.Mode, Version: n.node.Version,
-		ProtocolVersion: n.node.ProtocolVersion, BootID: n.node.BootID, Capabilities: slices.Clone(n.node.Capabilities),
-		DataAddress: n.node.DataAddress, ConfigVersion: n.cfgVersion, RegisteredAt: wire.At(n.node.RegisteredAt),
-		LeaseTTLMS: n.leaseTTL.Milliseconds(), SessionExpiresAt: wire.At(n.node.SessionExpiresAt),
-		LastReportAt: wire.At(n.reportedAt), ReportSeq: n.reportSeq, Restarts: n.node.Restarts, Streams: len(n.observed),
-		QueuedCommands: len(n.queue), InFlight: n.active, Metrics: n.metrics}
-	if n.online {
-		v.LeaseExpiresAt = wire.At(n.leaseUntil)
+// nodeView is the view of a registered node.
+func nodeView(n fleet.Node) NodeView {
+	v := NodeView{NodeID: n.NodeID, Status: n.Status, Mode: n.Mode, Version: n.Version,
+		ProtocolVersion: n.ProtocolVersion, BootID: n.BootID, Capabilities: n.Capabilities,
+		DataAddress: n.DataAddress, ConfigVersion: n.ConfigVersion, RegisteredAt: wire.At(n.RegisteredAt),
+		LeaseTTLMS: n.LeaseTTL.Milliseconds(), SessionExpiresAt: wire.At(n.SessionExpiresAt),
+		LastReportAt: wire.At(n.ReportedAt), ReportSeq: n.ReportSeq, Restarts: n.Restarts, Streams: len(n.Observed),
+		QueuedCommands: n.Queued, InFlight: n.Active, Metrics: n.Metrics}
+	if n.Online {
+		v.LeaseExpiresAt = wire.At(n.LeaseUntil)
 	}
 	if v.Capabilities == nil {
 		v.Capabilities = []string{}
@@ -63,15 +64,14 @@ func (h *Hub) nodeViews(ctx context.Context) ([]NodeView, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.fleet.mu.Lock()
-	out := make([]NodeView, 0, len(h.fleet.nodes))
-	for _, n := range h.fleet.nodes {
-		if n.node.RegisteredAt.IsZero() {
+	nodes := h.fleet.Nodes()
+	out := make([]NodeView, 0, len(nodes))
+	for _, n := range nodes {
+		if n.RegisteredAt.IsZero() {
 			continue
 		}
-		out = append(out, nodeViewLocked(n))
+		out = append(out, nodeView(n))
 	}
-	h.fleet.mu.Unlock()
 	known := map[string]bool{}
 	for _, v := range out {
 		known[v.NodeID] = true
@@ -135,14 +135,7 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 		if err != nil {
 			return h.storeFailedAbout(err, aNode)
 		}
-		h.fleet.mu.Lock()
-		n := h.fleet.nodeLocked(id)
-		n.node.Mode = mode
-		if mode == wire.NodeModeActive {
-			h.fleet.markLocked(id)
-		}
-		v := nodeViewLocked(n)
-		h.fleet.mu.Unlock()
+		v := nodeView(h.fleet.SetMode(id, mode))
 		h.converge(id)
 		h.nudge()
 		return httpapi.WriteJSON(w, http.StatusOK, v)

@@ -53,12 +53,8 @@ func (c *oneConnClient) try(req *http.Request) (resp, bool, error) {
 }
 
 func pollers(th *testHub, node string) int {
-	th.h.fleet.mu.Lock()
-	defer th.h.fleet.mu.Unlock()
-	if n := th.h.fleet.nodes[node]; n != nil {
-		return n.pollers
-	}
-	return 0
+	n, _ := th.h.fleet.Node(node)
+	return n.Pollers
 }
 
 // pollGoroutines counts the goroutines inside the long-poll handler.
@@ -224,9 +220,8 @@ func TestParkedPollOfGoneClient(t *testing.T) {
 
 	w := th.put(t, "n1", "s1", `{"state":"running"}`)
 	eventually(t, "the command dispatched", func() bool {
-		th.h.fleet.mu.Lock()
-		defer th.h.fleet.mu.Unlock()
-		return len(th.h.fleet.nodes["n1"].queue) == 1
+		n, _ := th.h.fleet.Node("n1")
+		return n.Queued == 1
 	})
 	next := newOneConnClient(t)
 	got := make(chan wire.Page[wire.Command], 1)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -65,20 +66,10 @@ func (h *Hub) pass(ctx context.Context, now time.Time) {
 
 // expireLeases marks nodes whose lease lapsed unavailable.
 func (h *Hub) expireLeases(ctx context.Context, now time.Time) {
-	var gone []string
-	h.fleet.mu.Lock()
-	for id, n := range h.fleet.nodes {
-		if n.online && !now.Before(n.leaseUntil) {
-			// What it reported before is stale until it reports again.
-			n.online, n.fresh = false, false
-			gone = append(gone, id)
-		}
-	}
-	h.fleet.mu.Unlock()
+	gone := h.fleet.ExpireLeases(now)
 	if len(gone) == 0 {
 		return
 	}
-	slices.Sort(gone)
 	evs := make([]wire.Event, len(gone))
 	for i, id := range gone {
 		evs[i] = wire.Event{Kind: wire.EventNodeUnavailable, OccurredAt: wire.At(now), NodeID: id, Message: "lease expired"}
@@ -97,9 +88,7 @@ func (h *Hub) nodeOnline(id string, now time.Time) {
 	if err := h.st.AppendEvents(context.Background(), []wire.Event{ev}); err != nil {
 		h.storeFailed(err)
 	}
-	h.fleet.mu.Lock()
-	h.fleet.markLocked(id)
-	h.fleet.mu.Unlock()
+	h.fleet.Mark(id)
 	h.converge(id)
 	h.nudge()
 }
@@ -107,13 +96,7 @@ func (h *Hub) nodeOnline(id string, now time.Time) {
 // expireAttempts turns attempts in flight past their expiry into timed_out;
 // the store puts their intents back in the outbox until the intents expire.
 func (h *Hub) expireAttempts(ctx context.Context, now time.Time) {
-	h.fleet.mu.Lock()
-	active := make([]reconcile.Attempt, 0, len(h.fleet.inflight))
-	for id, fl := range h.fleet.inflight {
-		active = append(active, reconcile.Attempt{AttemptID: id, IntentID: fl.cmd.CommandID, NodeID: fl.cmd.NodeID, State: fl.state, ExpiresAt: fl.expiresAt})
-	}
-	h.fleet.mu.Unlock()
-	for _, x := range reconcile.ExpireAttempts(active, now) {
+	for _, x := range reconcile.ExpireAttempts(h.fleet.Attempts(), now) {
 		err := h.st.FinishAttempt(ctx, store.AttemptFinish{AttemptID: x.AttemptID, State: wire.OpTimedOut,
 			Failure: &wire.Failure{Class: "timeout", Code: wire.OpTimedOut, Message: "no result before the attempt expired"}, Now: now})
 		if err != nil && !errors.Is(err, store.ErrAttemptFinished) && !errors.Is(err, store.ErrNotFound) {
@@ -121,9 +104,7 @@ func (h *Hub) expireAttempts(ctx context.Context, now time.Time) {
 			return
 		}
 		res := h.attemptMoved(x.AttemptID, wire.OpTimedOut, now)
-		h.fleet.mu.Lock()
-		h.fleet.markLocked(x.NodeID)
-		h.fleet.mu.Unlock()
+		h.fleet.Mark(x.NodeID)
 		h.converge(x.NodeID, res)
 	}
 }
@@ -133,36 +114,22 @@ func (h *Hub) expireAttempts(ctx context.Context, now time.Time) {
 func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 	// Only nodes that can take a command now are read; rows of the others
 	// wait in the outbox, and the expiry scan finds those that expire.
-	h.fleet.mu.Lock()
-	var nodes []string
-	marks := map[string]int64{}
-	for id, mark := range h.fleet.pending {
-		if n := h.fleet.nodes[id]; n != nil && n.online && n.node.Mode == wire.NodeModeActive {
-			nodes = append(nodes, id)
-			marks[id] = mark
-		}
-	}
-	h.fleet.mu.Unlock()
-	if len(nodes) == 0 && !h.expiryDue(now) {
+	marked := h.fleet.Pending()
+	if len(marked.Nodes) == 0 && !h.expiryDue(now) {
 		return
 	}
-	rows, err := h.st.OutboxFor(ctx, nodes, now, dispatchBatch)
+	rows, err := h.st.OutboxFor(ctx, marked.Nodes, now, dispatchBatch)
 	if err != nil {
 		h.storeFailed(err)
 		return
 	}
-	h.fleet.mu.Lock()
 	// Nodes with no row left need no look until something is written for them.
 	seen := map[string]bool{}
 	for _, e := range rows {
 		seen[e.NodeID] = true
 	}
 	if len(rows) < dispatchBatch {
-		for _, id := range nodes {
-			if !seen[id] && h.fleet.pending[id] == marks[id] {
-				delete(h.fleet.pending, id)
-			}
-		}
+		h.fleet.Settle(marked, seen)
 	}
 	in := reconcile.DispatchInput{Nodes: map[string]reconcile.Node{}, Limits: h.limits, Now: now}
 	for _, e := range rows {
@@ -170,10 +137,9 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 			ExpiresAt: e.ExpiresAt, Attempts: e.Attempts, LastFinishedAt: e.LastFinishedAt,
 			RequiredCapabilities: commandCapabilities(e.Kind)})
 		if _, ok := in.Nodes[e.NodeID]; !ok {
-			in.Nodes[e.NodeID] = h.fleet.reconcileNodeLocked(e.NodeID)
+			in.Nodes[e.NodeID] = h.fleet.ReconcileNode(e.NodeID)
 		}
 	}
-	h.fleet.mu.Unlock()
 	if len(rows) == 0 {
 		return
 	}
@@ -190,7 +156,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 		return
 	}
 	var starts []store.AttemptStart
-	var cmds []*flight
+	var cmds []fleet.Flight
 	for i, d := range plan.Decisions {
 		e := rows[i]
 		var cmd wire.Command
@@ -208,7 +174,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 		switch d.Action {
 		case reconcile.ActionDispatch:
 			starts = append(starts, store.AttemptStart{IntentID: e.IntentID, AttemptID: cmd.AttemptID, NodeID: e.NodeID, Now: now, ExpiresAt: d.AttemptExpiresAt})
-			cmds = append(cmds, &flight{cmd: cmd, state: wire.OpDispatched, dispatchedAt: now, expiresAt: d.AttemptExpiresAt})
+			cmds = append(cmds, fleet.Flight{Command: cmd, State: wire.OpDispatched, DispatchedAt: now, ExpiresAt: d.AttemptExpiresAt})
 		case reconcile.ActionFail:
 			if msg == "" {
 				msg = failMessage(d.Code)
@@ -237,18 +203,16 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 			h.storeFailed(err)
 			return
 		}
-		h.fleet.mu.Lock()
+		var started []fleet.Flight
 		for i, fl := range cmds {
 			if !slices.Contains(skipped, i) {
-				h.fleet.enqueueLocked(fl)
+				started = append(started, fl)
 			}
 		}
-		h.fleet.mu.Unlock()
-		for i, fl := range cmds {
-			if !slices.Contains(skipped, i) {
-				h.metrics.command(commandLabel(fl.cmd), outcomeEnqueued)
-				h.converge(fl.cmd.NodeID, fl.cmd.ResourceID)
-			}
+		h.fleet.Enqueue(started...)
+		for _, fl := range started {
+			h.metrics.command(commandLabel(fl.Command), outcomeEnqueued)
+			h.converge(fl.Command.NodeID, fl.Command.ResourceID)
 		}
 	}
 }
@@ -266,12 +230,7 @@ func (h *Hub) expiryDue(now time.Time) bool {
 
 // capacityWait counts an intent waiting for room in its node's queue, once.
 func (h *Hub) capacityWait(e store.OutboxEntry) {
-	h.fleet.mu.Lock()
-	n := h.fleet.nodeLocked(e.NodeID)
-	first := !n.capacityHit[e.IntentID]
-	n.capacityHit[e.IntentID] = true
-	h.fleet.mu.Unlock()
-	if first {
+	if h.fleet.WaitForCapacity(e.NodeID, e.IntentID) {
 		h.metrics.command(commandLabel(commandOf(e, nil, "", time.Time{})), outcomeCapacity)
 	}
 }
@@ -292,29 +251,20 @@ func failMessage(code string) string {
 // reached state (acknowledged, or an outcome). It returns the attempt's
 // stream, when the attempt was in flight.
 func (h *Hub) attemptMoved(attemptID, state string, now time.Time) string {
-	h.fleet.mu.Lock()
-	fl := h.fleet.inflight[attemptID]
-	var cmd wire.Command
-	var dispatched time.Time
-	if fl != nil {
-		cmd, dispatched = fl.cmd, fl.dispatchedAt
-		delete(h.fleet.nodeLocked(cmd.NodeID).capacityHit, cmd.CommandID)
-	}
+	move := h.fleet.Finish
 	if state == wire.OpAcknowledged {
-		h.fleet.acknowledgedLocked(attemptID)
-	} else {
-		h.fleet.finishedLocked(attemptID)
+		move = h.fleet.Acknowledge
 	}
-	h.fleet.mu.Unlock()
-	if fl == nil {
+	fl, ok := move(attemptID)
+	if !ok {
 		return ""
 	}
-	label := commandLabel(cmd)
+	label := commandLabel(fl.Command)
 	h.metrics.command(label, state)
 	if state == wire.OpAcknowledged {
-		h.metrics.duration.WithLabelValues(label).Observe(now.Sub(dispatched).Seconds())
+		h.metrics.duration.WithLabelValues(label).Observe(now.Sub(fl.DispatchedAt).Seconds())
 	}
-	return cmd.ResourceID
+	return fl.Command.ResourceID
 }
 
 // sweep applies the retention limits.
@@ -329,11 +279,5 @@ func (h *Hub) sweep(ctx context.Context, now time.Time) {
 			"events", n.Events, "audit", n.Audit, "idempotency", n.Idempotency)
 	}
 	// Sessions past their expiry leave the cache.
-	h.fleet.mu.Lock()
-	for k, s := range h.fleet.sessions {
-		if !now.Before(s.expiresAt) {
-			delete(h.fleet.sessions, k)
-		}
-	}
-	h.fleet.mu.Unlock()
+	h.fleet.ExpireSessions(now)
 }

@@ -127,11 +127,9 @@ func (h *Hub) rolloutSaved(res store.RolloutUpdateResult) {
 	if len(res.Intents) == 0 {
 		return
 	}
-	h.fleet.mu.Lock()
 	for _, in := range res.Intents {
-		h.fleet.markLocked(in.NodeID)
+		h.fleet.Mark(in.NodeID)
 	}
-	h.fleet.mu.Unlock()
 	for _, in := range res.Intents {
 		h.metrics.accepted.Inc()
 		h.converge(in.NodeID)

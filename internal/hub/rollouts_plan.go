@@ -101,20 +101,18 @@ func (h *Hub) checkRolloutNodes(ids []string) ([]string, []httpapi.FieldProblem)
 	}
 	var probs []httpapi.FieldProblem
 	seen := make(map[string]bool, len(ids))
-	h.fleet.mu.Lock()
 	for i, id := range ids {
 		path := "node_ids[" + strconv.Itoa(i) + "]"
-		switch n := h.fleet.nodes[id]; {
+		switch n, _ := h.fleet.Node(id); {
 		case !wire.ValidID(id):
 			probs = append(probs, httpapi.FieldProblem{Path: path, Message: idMessage})
 		case seen[id]:
 			probs = append(probs, httpapi.FieldProblem{Path: path, Message: "duplicate node id " + quote(id)})
-		case n == nil || n.node.RegisteredAt.IsZero():
+		case n.RegisteredAt.IsZero():
 			probs = append(probs, httpapi.FieldProblem{Path: path, Message: "no node " + quote(id) + " has registered with the Hub"})
 		}
 		seen[id] = true
 	}
-	h.fleet.mu.Unlock()
 	if len(probs) > 0 {
 		return nil, probs
 	}

@@ -54,24 +54,23 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 	for _, st := range all {
 		s.Streams.Convergence[st.Convergence]++
 	}
-	h.fleet.mu.Lock()
-	for _, n := range h.fleet.nodes {
-		if n.node.RegisteredAt.IsZero() {
+	for _, n := range h.fleet.Nodes() {
+		if n.RegisteredAt.IsZero() {
 			continue
 		}
 		s.Nodes.Total++
-		if n.online {
+		if n.Online {
 			s.Nodes.Online++
 		} else {
 			s.Nodes.Unavailable++
 		}
-		switch n.node.Mode {
+		switch n.Mode {
 		case wire.NodeModeDraining:
 			s.Nodes.Draining++
 		case wire.NodeModeMaintenance:
 			s.Nodes.Maintenance++
 		}
-		for _, o := range n.observed {
+		for _, o := range n.Observed {
 			s.Streams.Total++
 			switch o.State {
 			case "running":
@@ -81,7 +80,6 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	h.fleet.mu.Unlock()
 	return httpapi.WriteJSON(w, http.StatusOK, s)
 }
 
@@ -120,14 +118,11 @@ func (h *Hub) getOperationsStatus(w http.ResponseWriter, r *http.Request) error 
 	if last := h.lastPass.Load(); last > 0 {
 		out.ReconcilerLagMS = max(now.UnixMilli()-last, 0)
 	}
-	h.fleet.mu.Lock()
-	out.InFlight = len(h.fleet.inflight)
-	for id, n := range h.fleet.nodes {
-		if len(n.queue) > 0 || n.active > 0 {
-			out.Nodes = append(out.Nodes, NodeQueue{NodeID: id, Queued: len(n.queue), InFlight: n.active})
-		}
+	inFlight, queues := h.fleet.Queues()
+	out.InFlight = inFlight
+	for _, q := range queues {
+		out.Nodes = append(out.Nodes, NodeQueue{NodeID: q.NodeID, Queued: q.Queued, InFlight: q.InFlight})
 	}
-	h.fleet.mu.Unlock()
 	slices.SortFunc(out.Nodes, func(a, b NodeQueue) int {
 		if a.InFlight != b.InFlight {
 			return b.InFlight - a.InFlight

@@ -102,15 +102,13 @@ func (h *Hub) postLegacyAction(w http.ResponseWriter, r *http.Request) error {
 // for it, sorted.
 func (h *Hub) hostsOf(ctx context.Context, streamID string) ([]string, error) {
 	set := map[string]bool{}
-	h.fleet.mu.Lock()
-	for id, n := range h.fleet.nodes {
-		for _, o := range n.observed {
+	for _, n := range h.fleet.Nodes() {
+		for _, o := range n.Observed {
 			if o.StreamID == streamID {
-				set[id] = true
+				set[n.NodeID] = true
 			}
 		}
 	}
-	h.fleet.mu.Unlock()
 	states, err := h.st.ResourceStates(ctx, "")
 	if err != nil {
 		return nil, err
@@ -234,15 +232,10 @@ func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
 // observedOnly is the view of a stream a node reports but nobody desired:
 // its convergence is unknown.
 func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
-	h.fleet.mu.Lock()
-	defer h.fleet.mu.Unlock()
-	n := h.fleet.nodes[nodeID]
-	if n == nil {
-		return wire.Stream{}, false
-	}
-	for _, o := range n.observed {
+	n, _ := h.fleet.Node(nodeID)
+	for _, o := range n.Observed {
 		if o.StreamID == streamID {
-			return wire.Stream{ID: streamID, NodeID: nodeID, Observed: h.fleet.observedViewLocked(nodeID, o), Convergence: wire.ConvergenceUnknown}, true
+			return wire.Stream{ID: streamID, NodeID: nodeID, Observed: n.ObservedView(o), Convergence: wire.ConvergenceUnknown}, true
 		}
 	}
 	return wire.Stream{}, false
@@ -296,18 +289,16 @@ func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]wire.Stream, e
 		seen[[2]string{rs.NodeID, rs.ResourceID}] = true
 		out = append(out, h.streamView(rs, now))
 	}
-	h.fleet.mu.Lock()
-	for id, n := range h.fleet.nodes {
-		if nodeID != "" && id != nodeID {
+	for _, n := range h.fleet.Nodes() {
+		if nodeID != "" && n.NodeID != nodeID {
 			continue
 		}
-		for _, o := range n.observed {
-			if !seen[[2]string{id, o.StreamID}] {
-				out = append(out, wire.Stream{ID: o.StreamID, NodeID: id, Observed: h.fleet.observedViewLocked(id, o), Convergence: wire.ConvergenceUnknown})
+		for _, o := range n.Observed {
+			if !seen[[2]string{n.NodeID, o.StreamID}] {
+				out = append(out, wire.Stream{ID: o.StreamID, NodeID: n.NodeID, Observed: n.ObservedView(o), Convergence: wire.ConvergenceUnknown})
 			}
 		}
 	}
-	h.fleet.mu.Unlock()
 	slices.SortFunc(out, func(a, b wire.Stream) int {
 		if c := cmpString(a.NodeID, b.NodeID); c != 0 {
 			return c

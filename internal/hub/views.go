@@ -60,9 +60,7 @@ func (h *Hub) convergenceInput(rs store.ResourceState, now time.Time) reconcile.
 	if i := rs.Latest; i != nil {
 		in.Latest = latestAttempt(*i, now)
 	}
-	h.fleet.mu.Lock()
-	in.Node = h.fleet.reconcileNodeLocked(rs.NodeID)
-	h.fleet.mu.Unlock()
+	in.Node = h.fleet.ReconcileNode(rs.NodeID)
 	return in
 }
 
@@ -105,25 +103,7 @@ func (h *Hub) streamView(rs store.ResourceState, now time.Time) wire.Stream {
 // observedView is a stored observation with the counters of the node's
 // latest report (kept in memory only).
 func (h *Hub) observedView(nodeID string, o store.ObservedStream) wire.StreamObserved {
-	h.fleet.mu.Lock()
-	defer h.fleet.mu.Unlock()
-	return h.fleet.observedViewLocked(nodeID, o)
-}
-
-// observedViewLocked is observedView with h.fleet.mu held: the last
-// report of the stream, when it came, and whether it is stale.
-func (f *fleet) observedViewLocked(nodeID string, o store.ObservedStream) wire.StreamObserved {
-	v := wire.StreamObserved{State: o.State, Generation: o.Generation, ConfigVersion: o.ConfigVersion, ActionID: o.ActionID,
-		LastError: o.LastError, LastErrorAt: wire.At(o.LastErrorAt), ReportedAt: wire.At(o.UpdatedAt)}
-	n := f.nodes[nodeID]
-	if n != nil {
-		v.Counters = n.counters[o.StreamID]
-		if n.reportedAt.After(o.UpdatedAt) {
-			v.ReportedAt = wire.At(n.reportedAt) // a later report said the same
-		}
-	}
-	v.Stale = !n.observing()
-	return v
+	return h.fleet.ObservedView(nodeID, o)
 }
 
 // operationOf is the operation record of an intent with its derived fields:
