@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -137,8 +137,8 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 // artifacts lists the job's completed artifacts not sent yet, newest
 // maxObservedArtifacts, oldest first.
 func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []wire.JobArtifact {
-	var all []*state.Manifest
-	for _, kind := range []string{state.KindCheckpoint, state.KindSavepoint} {
+	var all []*engine.Manifest
+	for _, kind := range []string{engine.ArtifactCheckpoint, engine.ArtifactSavepoint} {
 		ms, err := r.x.jobs.eng.JobArtifacts(ctx, jobID, kind)
 		if err != nil {
 			r.x.log.Warn("job observation: list artifacts", "job_id", jobID, "kind", kind, "err", r.x.jobs.redact(err.Error()))
@@ -156,7 +156,7 @@ func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []w
 	if r.x.takingArtifact(jobID) {
 		return nil
 	}
-	slices.SortFunc(all, func(a, b *state.Manifest) int { return int(a.ID - b.ID) })
+	slices.SortFunc(all, func(a, b *engine.Manifest) int { return int(a.ID - b.ID) })
 	if len(all) > maxObservedArtifacts {
 		all = all[len(all)-maxObservedArtifacts:]
 	}
