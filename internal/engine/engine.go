@@ -63,8 +63,8 @@ type Engine struct {
 	jobOrder []string // configured job ids in configuration order
 	hubOrder []string // Hub job ids, sorted
 
-	changes    watchers // a stream started or ended
-	jobChanges watchers // a job changed state
+	changes    watchers // a stream or job started or ended; an operation changed what runs
+	jobChanges watchers // a job entered a state; a Hub job was started or removed
 }
 
 // instance is one configured stream and, while it runs, its runtime.
