@@ -17,7 +17,6 @@ import (
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
-	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -203,9 +202,13 @@ func New(o Options) (*Agent, error) {
 	}
 	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), a.x.configuration(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
 	a.x = &executor{
-		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{}, unposted: map[string]*heldDesire{},
+		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{},
 		post:   func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
-		nodeID: o.NodeID, jobTail: map[string]chan struct{}{}, unpostedJobs: map[string]*heldJobDesire{}, triggers: map[string]taken{}, taking: map[string]int{},
+		nodeID: o.NodeID, jobTail: map[string]chan struct{}{}, triggers: map[string]taken{}, taking: map[string]int{},
+		streamLedger: ledger[Desire]{table: st.streams, unposted: map[string]*held[Desire]{}, wake: a.rep.wakeNow,
+			unwritten: "agent state not written; a restart may report an older generation", idKey: "resource_id"},
+		jobLedger: ledger[JobDesire]{table: st.jobs, unposted: map[string]*held[JobDesire]{}, wakeAlways: true,
+			unwritten: "agent state not written; a restart may start an older job desire", what: "job ", idKey: "job_id"},
 	}
 	a.c.onRegister = a.rep.forceSend
 	if o.Engine != nil {
@@ -214,7 +217,7 @@ func New(o Options) (*Agent, error) {
 		}
 		a.x.jobs = &jobControl{eng: o.Engine, reg: o.Registry, resolver: o.Resolver, secrets: o.Secrets}
 		a.jrep = newJobReporter(a.x, o.BootID, a.sendJobObservations, o.ReportDebounce, o.ReportPeriod, a.b, o.Now)
-		a.x.jobWake = a.jrep.wakeNow
+		a.x.jobLedger.wake = a.jrep.wakeNow
 		a.c.onRegister = func() {
 			a.rep.forceSend()
 			a.jrep.forceSend()
@@ -251,7 +254,7 @@ func (a *Agent) registerBody() wire.RegisterRequest {
 // engine.ApplyStopped at start-up so that they never run.
 func (a *Agent) Stopped() []string {
 	var ids []string
-	for id, d := range a.st.allDesires() {
+	for id, d := range a.st.streams.all() {
 		if d.State == node.DesiredStopped {
 			ids = append(ids, id)
 		}
@@ -281,8 +284,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.reapply(ctx)
 	loops := []func(context.Context){a.heartbeats, a.rep.run, a.poll, a.watchEvents}
 	if a.jrep != nil {
+		changes, stop := a.o.Engine.JobChanges()
+		defer stop()
 		a.reapplyJobs(ctx)
-		loops = append(loops, func(ctx context.Context) { a.jrep.run(ctx, a.o.Engine.JobChanges()) })
+		loops = append(loops, func(ctx context.Context) { a.jrep.run(ctx, changes) })
 	}
 	var wg sync.WaitGroup
 	for _, loop := range loops {
@@ -307,7 +312,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // Hub wants it takes the Hub's desire as it is. Either way the node shows
 // the Hub's generation, under authority hub.
 func (a *Agent) reapply(ctx context.Context) {
-	desires := a.st.allDesires()
+	desires := a.st.streams.all()
 	for _, v := range a.o.Node.Streams() {
 		d, ok := desires[v.ID]
 		var action string
@@ -346,7 +351,7 @@ func (a *Agent) reapply(ctx context.Context) {
 // A split job starts its share again on its recorded placement. Jobs the
 // Hub wants stopped are not started.
 func (a *Agent) reapplyJobs(ctx context.Context) {
-	for id, d := range a.st.allJobs() {
+	for id, d := range a.st.jobs.all() {
 		if d.State != jobDesiredRunning {
 			continue
 		}
@@ -355,7 +360,7 @@ func (a *Agent) reapplyJobs(ctx context.Context) {
 			a.log.Error("could not re-apply the Hub's job: its spec no longer materializes", "job_id", id, "generation", d.Generation, "problems", problemsMessage(probs))
 			continue
 		}
-		h := engine.HubJob{Spec: cfg.Jobs[0], Path: specPath, Generation: d.Generation, Recovery: kernel.RecoverNewest}
+		h := engine.HubJob{Spec: cfg.Jobs[0], Path: specPath, Generation: d.Generation, Recovery: engine.RecoverNewest}
 		a.x.jobs.redactSecret(d.DataSecret)
 		err := d.applySplit(&h)
 		if err == nil {
@@ -365,7 +370,7 @@ func (a *Agent) reapplyJobs(ctx context.Context) {
 			a.log.Error("could not re-apply the Hub's job", "job_id", id, "generation", d.Generation, "err", a.x.jobs.redact(err.Error()))
 			continue
 		}
-		a.log.Info("re-applied the Hub's job", "job_id", id, "generation", d.Generation, "recovery", kernel.RecoverNewest, "split", len(h.TaskNodes) > 0)
+		a.log.Info("re-applied the Hub's job", "job_id", id, "generation", d.Generation, "recovery", engine.RecoverNewest, "split", len(h.TaskNodes) > 0)
 	}
 }
 

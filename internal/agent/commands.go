@@ -39,17 +39,18 @@ type executor struct {
 	wake  func() // a stream's desire changed: report
 	tasks sync.WaitGroup
 
-	mu       sync.Mutex          // guards inflight and unposted, and orders cache lookups against records
+	mu       sync.Mutex          // guards inflight and the ledgers' unposted, and orders cache lookups against records
 	inflight map[string][]string // command id -> attempt ids awaiting its outcome
+	// The Hub desires of streams and of Hub jobs.
+	streamLedger ledger[Desire]
+	jobLedger    ledger[JobDesire]
 	// Job control (jobs.go); jobs is nil without an engine. jobTail,
-	// unpostedJobs and triggers are guarded by mu.
-	jobs         *jobControl
-	nodeID       string
-	jobWake      func()                   // a job's desire changed: observe
-	jobTail      map[string]chan struct{} // job id -> closed when its last queued command ended
-	unpostedJobs map[string]*heldJobDesire
-	triggers     map[string]taken // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
-	taking       map[string]int   // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) under way
+	// triggers and taking are guarded by mu.
+	jobs     *jobControl
+	nodeID   string
+	jobTail  map[string]chan struct{} // job id -> closed when its last queued command ended
+	triggers map[string]taken         // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
+	taking   map[string]int           // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) under way
 
 	// Configuration commands (configuration.go), guarded by mu:
 	// configTail is closed when the last queued one ended; heldConfig,
@@ -57,31 +58,46 @@ type executor struct {
 	// configuration reports keep showing.
 	configTail chan struct{}
 	heldConfig *wire.ReportConfiguration
-
-	// unposted holds, by stream, the desire reports keep showing while a
-	// newer one is recorded but its command's outcome is still being
-	// posted: the Hub learns a command succeeded before a report shows
-	// it applied, so command_succeeded precedes the in_sync it causes.
-	unposted map[string]*heldDesire
 }
 
-// heldDesire is the desire a stream is reported with while n recorded
+// ledger is how the executor keeps one kind of Hub desire: a stream's
+// (Desire) or a Hub job's (JobDesire).
+type ledger[D any] struct {
+	table desireTable[D] // the recorded desires
+	// unposted holds, by resource id, the desire reports keep showing
+	// while a newer one is recorded but its command's outcome is still
+	// being posted: the Hub learns a command succeeded before a report
+	// shows it applied, so command_succeeded precedes the in_sync it
+	// causes. Guarded by the executor's mu.
+	unposted map[string]*held[D]
+	// wake, when set, asks for a report once an outcome was posted: every
+	// outcome with wakeAlways (a job's artifact command changes no desire
+	// but lets observations show its artifact), else only one that changed
+	// a desire.
+	wake       func()
+	wakeAlways bool
+	// unwritten is logged when a record could not be written; what and
+	// idKey name the command and its resource in answer's log.
+	unwritten, what, idKey string
+}
+
+// held is the desire a resource is reported with while n recorded
 // commands on it have outcomes not yet posted; had is false when the
-// stream had no desire before.
-type heldDesire struct {
-	prev Desire
+// resource had no desire before.
+type held[D any] struct {
+	prev D
 	had  bool
 	n    int
 }
 
-// desires returns every stream's desire as reports show it: the recorded
-// one, or for a stream whose command outcome is still being posted, the
-// one before it.
-func (x *executor) desires() map[string]Desire {
+// shown returns every desire as reports show it: the recorded one, or for
+// a resource whose command outcome is still being posted, the one before
+// it.
+func (l *ledger[D]) shown(x *executor) map[string]D {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ds := x.st.allDesires()
-	for id, h := range x.unposted {
+	ds := l.table.all()
+	for id, h := range l.unposted {
 		if h.had {
 			ds[id] = h.prev
 		} else {
@@ -90,6 +106,52 @@ func (x *executor) desires() map[string]Desire {
 	}
 	return ds
 }
+
+// finish records a command's outcome (and the resource's new desire, when
+// it changed), then, once the acknowledgement was answered (acked closed;
+// nil: none was sent), answers every delivery attempt waiting for it, and
+// only then lets reports show the new desire and wakes the reporter. The
+// record's fsync overlaps the acknowledgement's round trip.
+func (l *ledger[D]) finish(ctx context.Context, x *executor, cmd wire.Command, out Outcome, d *D, acked <-chan struct{}) {
+	id := cmd.ResourceID
+	x.mu.Lock()
+	if d != nil {
+		h := l.unposted[id]
+		if h == nil {
+			h = &held[D]{}
+			h.prev, h.had = l.table.get(id)
+			l.unposted[id] = h
+		}
+		h.n++
+	}
+	if err := l.table.record(out, id, d); err != nil {
+		x.log.Error(l.unwritten, "err", err)
+	}
+	atts := x.inflight[cmd.CommandID]
+	delete(x.inflight, cmd.CommandID)
+	x.mu.Unlock()
+	if acked != nil {
+		<-acked // the outcome follows the acknowledgement
+	}
+	defer func() {
+		if d != nil {
+			x.mu.Lock()
+			if h := l.unposted[id]; h != nil {
+				if h.n--; h.n <= 0 {
+					delete(l.unposted, id)
+				}
+			}
+			x.mu.Unlock()
+		}
+		if l.wake != nil && (d != nil || l.wakeAlways) {
+			l.wake()
+		}
+	}()
+	x.answer(ctx, cmd, out, atts, l.what, l.idKey)
+}
+
+// desires returns every stream's desire as reports show it.
+func (x *executor) desires() map[string]Desire { return x.streamLedger.shown(x) }
 
 // handle takes one delivered command. It is called in delivery order by
 // one goroutine: the node operation is queued before handle returns, so
@@ -114,7 +176,9 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 
 	if !cmd.ExpiresAt.IsZero() && !x.now().Before(cmd.ExpiresAt.Time) {
 		x.log.Warn("command expired before it was received; not run", "command_id", cmd.CommandID, "operation", cmd.Operation, "expires_at", cmd.ExpiresAt.Time)
-		x.background(func() { x.finish(ctx, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil, nil) })
+		x.background(func() {
+			x.streamLedger.finish(ctx, x, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil, nil)
+		})
 		return
 	}
 	acked := make(chan struct{})
@@ -149,7 +213,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 				desire = nil
 			}
 		}
-		x.finish(ctx, cmd, out, desire, acked)
+		x.streamLedger.finish(ctx, x, cmd, out, desire, acked)
 	})
 }
 
@@ -195,49 +259,6 @@ func (x *executor) submit(cmd wire.Command) (string, *Desire, *wire.Failure) {
 		return "", nil, &wire.Failure{Class: "internal", Code: "internal", Message: err.Error()}
 	}
 	return rec.OperationID, &d, nil
-}
-
-// finish records a command's outcome (and the stream's new desire), then,
-// once the acknowledgement was answered (acked closed; nil: none was
-// sent), answers every delivery attempt waiting for it, and only then lets
-// reports show the new desire (and asks for one at once). The record's
-// fsync overlaps the acknowledgement's round trip.
-func (x *executor) finish(ctx context.Context, cmd wire.Command, out Outcome, d *Desire, acked <-chan struct{}) {
-	x.mu.Lock()
-	if d != nil {
-		h := x.unposted[cmd.ResourceID]
-		if h == nil {
-			h = &heldDesire{}
-			h.prev, h.had = x.st.desire(cmd.ResourceID)
-			x.unposted[cmd.ResourceID] = h
-		}
-		h.n++
-	}
-	if err := x.st.record(out, cmd.ResourceID, d); err != nil {
-		x.log.Error("agent state not written; a restart may report an older generation", "err", err)
-	}
-	atts := x.inflight[cmd.CommandID]
-	delete(x.inflight, cmd.CommandID)
-	x.mu.Unlock()
-	if acked != nil {
-		<-acked // the outcome follows the acknowledgement
-	}
-	defer func() {
-		if d == nil {
-			return
-		}
-		x.mu.Lock()
-		if h := x.unposted[cmd.ResourceID]; h != nil {
-			if h.n--; h.n <= 0 {
-				delete(x.unposted, cmd.ResourceID)
-			}
-		}
-		x.mu.Unlock()
-		if x.wake != nil {
-			x.wake()
-		}
-	}()
-	x.answer(ctx, cmd, out, atts, "", "resource_id")
 }
 
 // answer logs a command's outcome ("command executed", or with what

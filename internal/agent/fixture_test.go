@@ -24,7 +24,6 @@ import (
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
-	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -67,7 +66,7 @@ type testNode struct {
 	eng    *engine.Engine
 	events *eventlog.Log
 	agent  *agent.Agent
-	dp     *dataplane.Server // nil without nodeOptions.dataPlane
+	dp     *engine.DataPlane // nil without nodeOptions.dataPlane
 	logs   *syncBuffer
 	stop   func() // stops the Agent, then the engine (idempotent)
 }
@@ -120,7 +119,7 @@ func startNode(t testing.TB, o nodeOptions) *testNode {
 		}
 		tn.dp = dp
 	}
-	eng := engine.New(engine.Options{Registry: reg, StateDir: o.stateDir, StopTimeout: 5 * time.Second, NodeID: testNodeID, DataPlane: tn.dp, OnState: func(id string, st stream.State) {
+	eng := engine.New(engine.Options{Registry: reg, StateDir: o.stateDir, StopTimeout: 5 * time.Second, NodeID: testNodeID, DataPlane: tn.dp, OnState: func(id string, st engine.StreamState) {
 		if n := nd.Load(); n != nil {
 			n.OnStreamState(id, st)
 		}

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"sync/atomic"
 	"time"
 
-	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -22,16 +21,11 @@ const maxObservedArtifacts = 16
 // its sequence and what it already sent, and sends only while the node
 // holds Hub jobs (and once more after the last one went).
 type jobReporter struct {
-	x        *executor
-	bootID   string
-	send     func(ctx context.Context, o wire.JobObservations) error
-	debounce time.Duration
-	period   time.Duration
-	backoff  backoff
-	now      func() time.Time
-
-	urgentc chan struct{} // buffered(1)
-	force   atomic.Bool
+	pacer
+	x      *executor
+	bootID string
+	send   func(ctx context.Context, o wire.JobObservations) error
+	now    func() time.Time
 
 	// Owned by run.
 	sentUpTo map[string]int64    // job id -> the highest artifact id sent
@@ -44,16 +38,8 @@ type errSince struct {
 }
 
 func newJobReporter(x *executor, bootID string, send func(context.Context, wire.JobObservations) error, debounce, period time.Duration, b backoff, now func() time.Time) *jobReporter {
-	return &jobReporter{x: x, bootID: bootID, send: send, debounce: debounce, period: period, backoff: b, now: now,
-		urgentc: make(chan struct{}, 1), sentUpTo: map[string]int64{}, errSeen: map[string]errSince{}}
-}
-
-// wakeNow asks for observations at once: a job command finished.
-func (r *jobReporter) wakeNow() {
-	select {
-	case r.urgentc <- struct{}{}:
-	default:
-	}
+	return &jobReporter{pacer: newPacer(debounce, period, b), x: x, bootID: bootID, send: send, now: now,
+		sentUpTo: map[string]int64{}, errSeen: map[string]errSince{}}
 }
 
 // forceSend asks for observations whether or not anything changed.
@@ -137,8 +123,8 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 // artifacts lists the job's completed artifacts not sent yet, newest
 // maxObservedArtifacts, oldest first.
 func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []wire.JobArtifact {
-	var all []*state.Manifest
-	for _, kind := range []string{state.KindCheckpoint, state.KindSavepoint} {
+	var all []*engine.Manifest
+	for _, kind := range []string{engine.ArtifactCheckpoint, engine.ArtifactSavepoint} {
 		ms, err := r.x.jobs.eng.JobArtifacts(ctx, jobID, kind)
 		if err != nil {
 			r.x.log.Warn("job observation: list artifacts", "job_id", jobID, "kind", kind, "err", r.x.jobs.redact(err.Error()))
@@ -156,7 +142,7 @@ func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []w
 	if r.x.takingArtifact(jobID) {
 		return nil
 	}
-	slices.SortFunc(all, func(a, b *state.Manifest) int { return int(a.ID - b.ID) })
+	slices.SortFunc(all, func(a, b *engine.Manifest) int { return int(a.ID - b.ID) })
 	if len(all) > maxObservedArtifacts {
 		all = all[len(all)-maxObservedArtifacts:]
 	}
@@ -186,55 +172,30 @@ func jobChangeKey(o wire.JobObservations) string {
 	return string(b)
 }
 
-// run sends observations until ctx ends. Sequence numbers start at 1 and
-// grow with every body sent.
+// run sends observations until ctx ends, soon after each signal on
+// changes. Sequence numbers start at 1 and grow with every body sent.
 func (r *jobReporter) run(ctx context.Context, changes <-chan struct{}) {
 	var seq int64
 	var lastKey string
-	lastSent := time.Time{}
 	hadJobs := false
-	failures := 0
-	periodic := time.NewTimer(0)
-	defer periodic.Stop()
-	for {
+	r.pacer.run(ctx, changes, func(ctx context.Context, due func(bool) bool) (bool, error) {
 		obs, sent := r.build(ctx)
 		key := jobChangeKey(obs)
-		due := r.force.Swap(false) || key != lastKey || time.Since(lastSent) >= r.period
-		if due && (len(obs.Jobs) > 0 || hadJobs) {
-			seq++
-			obs.ReportSeq = seq
-			if err := r.send(ctx, obs); err != nil {
-				if !retryAfter(ctx, &failures, &r.force, r.backoff) {
-					return
-				}
-				continue
-			}
-			failures = 0
-			for id, n := range sent {
-				r.sentUpTo[id] = max(r.sentUpTo[id], n)
-			}
-			hadJobs = len(obs.Jobs) > 0
-			lastKey, lastSent = key, time.Now()
-			periodic.Reset(r.period)
+		if !due(key != lastKey) || (len(obs.Jobs) == 0 && !hadJobs) {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-periodic.C:
-			periodic.Reset(r.period)
-		case <-r.urgentc:
-		case <-changes:
-			t := time.NewTimer(r.debounce)
-			select {
-			case <-t.C:
-			case <-r.urgentc:
-				t.Stop()
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
+		seq++
+		obs.ReportSeq = seq
+		if err := r.send(ctx, obs); err != nil {
+			return false, err
 		}
-	}
+		for id, n := range sent {
+			r.sentUpTo[id] = max(r.sentUpTo[id], n)
+		}
+		hadJobs = len(obs.Jobs) > 0
+		lastKey = key
+		return true, nil
+	})
 }
 
 func (a *Agent) sendJobObservations(ctx context.Context, o wire.JobObservations) error {

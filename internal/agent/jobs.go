@@ -12,8 +12,6 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
-	"github.com/flowplane/flowplane/internal/kernel"
-	"github.com/flowplane/flowplane/internal/state"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -149,7 +147,7 @@ func (x *executor) queueJob(ctx context.Context, cmd wire.Command, acked <-chan 
 			x.mu.Unlock()
 			return
 		}
-		x.finishJob(ctx, cmd, r.out, r.desire, acked)
+		x.jobLedger.finish(ctx, x, cmd, r.out, r.desire, acked)
 	})
 }
 
@@ -190,13 +188,13 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		}
 		h := engine.HubJob{Spec: spec, Path: specPath, Generation: cmd.Generation}
 		switch p.Recovery {
-		case "", kernel.RecoverLatestCheckpoint, kernel.RecoverLatestSavepoint, kernel.RecoverFail, kernel.RecoverNone, kernel.RecoverNewest:
+		case "", engine.RecoverLatestCheckpoint, engine.RecoverLatestSavepoint, engine.RecoverFail, engine.RecoverNone, engine.RecoverNewest:
 			h.Recovery = p.Recovery
 		case wire.RecoveryArtifact:
 			if p.Restore == nil || p.Restore.ID <= 0 || (p.Restore.Kind != wire.ArtifactCheckpoint && p.Restore.Kind != wire.ArtifactSavepoint) {
 				return fail(permanentFailure(codeInvalidPayload, "recovery artifact needs restore {kind: checkpoint or savepoint, id}"))
 			}
-			h.Recovery, h.Restore = kernel.RecoverArtifact, &kernel.ArtifactRef{Kind: p.Restore.Kind, ID: p.Restore.ID}
+			h.Recovery, h.Restore = engine.RecoverArtifact, &engine.ArtifactRef{Kind: p.Restore.Kind, ID: p.Restore.ID}
 		default:
 			return fail(permanentFailure(codeInvalidPayload, "recovery %q is not latest_checkpoint, latest_savepoint, fail, none or artifact", p.Recovery))
 		}
@@ -206,7 +204,7 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 			return fail(permanentFailure(codeInvalidPayload, "job %q: %v", id, err))
 		}
 		err := eng.StartHubJob(ctx, h)
-		var be *kernel.BuildError
+		var be *engine.BuildError
 		switch {
 		case ctx.Err() != nil:
 			return jobResult{}
@@ -223,11 +221,11 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		switch {
 		case !ok:
 			return jobResult{}
-		case st.State == kernel.Failed:
+		case st.State == engine.JobFailed:
 			// The job is on the node and reported failed; the Hub's desire
 			// was applied all the same.
 			code := codeJobFailed
-			if errors.Is(st.Err, state.ErrFenced) {
+			if errors.Is(st.Err, engine.ErrFenced) {
 				code = codeFenced
 			}
 			return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: permanentFailure(code, "%s", st.Error)}, desire: &d, done: true}
@@ -236,7 +234,7 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 
 	case wire.CommandJobStop:
 		d := &JobDesire{State: jobDesiredStopped, Generation: cmd.Generation, Version: cmd.Payload.JobVersion, ActionID: cmd.ActionID, CommandID: cmd.CommandID}
-		if old, ok := x.st.job(id); ok {
+		if old, ok := x.st.jobs.get(id); ok {
 			d.Spec = old.Spec
 			if d.Version == 0 {
 				d.Version = old.Version
@@ -273,7 +271,7 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 			return fail(permanentFailure(codeJobNotFound, "no Hub job %q on this node", id))
 		}
 		defer x.take(id)()
-		var m *state.Manifest
+		var m *engine.Manifest
 		if cmd.Operation == wire.CommandJobCheckpoint {
 			m, err = eng.CheckpointJob(ctx, id)
 		} else {
@@ -296,11 +294,11 @@ func (x *executor) artifactFailure(err error, id string) *wire.Failure {
 	switch {
 	case errors.Is(err, engine.ErrJobNotFound):
 		return permanentFailure(codeJobNotFound, "no Hub job %q on this node", id)
-	case errors.Is(err, engine.ErrJobNotRunning), errors.Is(err, kernel.ErrNotRunning):
+	case errors.Is(err, engine.ErrJobNotRunning), errors.Is(err, engine.ErrJobEnded):
 		return permanentFailure(codeJobNotRunning, "job %q is not running", id)
-	case errors.Is(err, kernel.ErrNoCheckpointing):
+	case errors.Is(err, engine.ErrNoCheckpointing):
 		return permanentFailure(codeNoCheckpointing, "job %q has no checkpoint configuration", id)
-	case errors.Is(err, state.ErrFenced):
+	case errors.Is(err, engine.ErrFenced):
 		return permanentFailure(codeFenced, "%s", err.Error())
 	}
 	return &wire.Failure{Class: "transient", Code: codeArtifactFailed, Message: x.jobs.redact(err.Error())}
@@ -309,16 +307,14 @@ func (x *executor) artifactFailure(err error, id string) *wire.Failure {
 // waitStarted waits until the job leaves starting (bounded by startWait);
 // ok is false when ctx ended.
 func (x *executor) waitStarted(ctx context.Context, id string) (engine.JobStatus, bool) {
+	// Watching before the first look: no change between them is missed.
+	changes, stop := x.jobs.eng.JobChanges()
+	defer stop()
 	t := time.NewTimer(startWait)
 	defer t.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
 	for {
 		st, err := x.jobs.eng.Job(id)
-		if err != nil {
-			return st, true
-		}
-		if st.State != kernel.Starting {
+		if err != nil || st.State != engine.JobStarting {
 			return st, true
 		}
 		select {
@@ -326,73 +322,13 @@ func (x *executor) waitStarted(ctx context.Context, id string) (engine.JobStatus
 			return st, false
 		case <-t.C:
 			return st, true
-		case <-tick.C:
+		case <-changes:
 		}
 	}
-}
-
-// finishJob records a job command's outcome (and the job's new desire),
-// then answers every delivery attempt waiting for it once the
-// acknowledgement was answered, and only then lets observations show the
-// new desire.
-func (x *executor) finishJob(ctx context.Context, cmd wire.Command, out Outcome, d *JobDesire, acked <-chan struct{}) {
-	x.mu.Lock()
-	if d != nil {
-		h := x.unpostedJobs[cmd.ResourceID]
-		if h == nil {
-			h = &heldJobDesire{}
-			h.prev, h.had = x.st.job(cmd.ResourceID)
-			x.unpostedJobs[cmd.ResourceID] = h
-		}
-		h.n++
-	}
-	if err := x.st.recordJob(out, cmd.ResourceID, d); err != nil {
-		x.log.Error("agent state not written; a restart may start an older job desire", "err", err)
-	}
-	atts := x.inflight[cmd.CommandID]
-	delete(x.inflight, cmd.CommandID)
-	x.mu.Unlock()
-	if acked != nil {
-		<-acked
-	}
-	defer func() {
-		if d != nil {
-			x.mu.Lock()
-			if h := x.unpostedJobs[cmd.ResourceID]; h != nil {
-				if h.n--; h.n <= 0 {
-					delete(x.unpostedJobs, cmd.ResourceID)
-				}
-			}
-			x.mu.Unlock()
-		}
-		if x.jobWake != nil {
-			x.jobWake()
-		}
-	}()
-	x.answer(ctx, cmd, out, atts, "job ", "job_id")
-}
-
-// heldJobDesire is heldDesire for a Hub job.
-type heldJobDesire struct {
-	prev JobDesire
-	had  bool
-	n    int
 }
 
 // jobDesires returns every Hub job's desire as observations show it.
-func (x *executor) jobDesires() map[string]JobDesire {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ds := x.st.allJobs()
-	for id, h := range x.unpostedJobs {
-		if h.had {
-			ds[id] = h.prev
-		} else {
-			delete(ds, id)
-		}
-	}
-	return ds
-}
+func (x *executor) jobDesires() map[string]JobDesire { return x.jobLedger.shown(x) }
 
 // taken is what took an artifact: its trigger and the command.
 type taken struct {
@@ -438,14 +374,14 @@ func (x *executor) takenBy(jobID string, id int64, kind string) taken {
 	if t, ok := x.triggers[jobID+"/"+fmt.Sprint(id)]; ok {
 		return t
 	}
-	if kind == state.KindCheckpoint {
+	if kind == engine.ArtifactCheckpoint {
 		return taken{trigger: wire.TriggerPeriodic}
 	}
 	return taken{trigger: wire.TriggerOperator}
 }
 
 // artifactOf is the Hub's record of a completed artifact.
-func (x *executor) artifactOf(storeURI string, m *state.Manifest, trigger string) wire.JobArtifact {
+func (x *executor) artifactOf(storeURI string, m *engine.Manifest, trigger string) wire.JobArtifact {
 	ops := []string{}
 	for _, t := range m.Tasks {
 		for _, op := range t.Operators {
@@ -458,7 +394,7 @@ func (x *executor) artifactOf(storeURI string, m *state.Manifest, trigger string
 	return wire.JobArtifact{
 		JobID: m.JobID, Kind: m.Kind, ID: m.ID, JobVersion: m.JobVersion, FormatVersion: m.FormatVersion,
 		MaxParallelism: m.MaxParallelism, StatefulOperators: ops,
-		Location: artifactLocation(storeURI, state.ManifestKey(m.JobID, m.Kind, m.ID)),
+		Location: artifactLocation(storeURI, engine.ManifestKey(m.JobID, m.Kind, m.ID)),
 		Bytes:    m.Bytes, State: wire.ArtifactCompleted, Trigger: trigger, NodeID: x.nodeID,
 		CreatedAt: wire.At(m.CreatedAt), CompletedAt: wire.At(m.CreatedAt),
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/flowplane/flowplane/internal/agent"
 	"github.com/flowplane/flowplane/internal/engine"
-	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -121,10 +120,10 @@ func TestJobCommands(t *testing.T) {
 	if !jsonEqual(got, want) {
 		t.Errorf("checkpoint result %+v, want %+v", got, want)
 	}
-	if cp.ID <= 0 || cp.Bytes <= 0 || cp.CreatedAt.IsZero() || cp.Location != "file://"+dir+"/artifacts/"+state.ManifestKey("counts", "checkpoint", cp.ID) {
+	if cp.ID <= 0 || cp.Bytes <= 0 || cp.CreatedAt.IsZero() || cp.Location != "file://"+dir+"/artifacts/"+engine.ManifestKey("counts", "checkpoint", cp.ID) {
 		t.Errorf("checkpoint result id %d, bytes %d, created %v, location %q", cp.ID, cp.Bytes, cp.CreatedAt, cp.Location)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "artifacts", state.ManifestKey("counts", "checkpoint", cp.ID))); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "artifacts", engine.ManifestKey("counts", "checkpoint", cp.ID))); err != nil {
 		t.Errorf("the location names no manifest: %v", err)
 	}
 	obs := hub.waitJobObs(t, "counts", "carrying the checkpoint", func(o wire.JobObservation) bool {
@@ -315,7 +314,7 @@ func TestJobBootReapply(t *testing.T) {
 	tn = startNode(t, opts)
 	eventually(t, "job run running again", func() bool {
 		st, err := tn.eng.Job("run")
-		return err == nil && st.State == kernel.Running
+		return err == nil && st.State == engine.JobRunning
 	})
 	st, _ := tn.eng.Job("run")
 	if !st.Hub || st.Generation != 3 || st.RestoredFrom != "checkpoint "+itoa(cp.ID) {
@@ -326,9 +325,9 @@ func TestJobBootReapply(t *testing.T) {
 	}
 	eventually(t, "the fenced job failing", func() bool {
 		st, err := tn.eng.Job("fenced")
-		return err == nil && st.State == kernel.Failed
+		return err == nil && st.State == engine.JobFailed
 	})
-	if st, _ := tn.eng.Job("fenced"); !errors.Is(st.Err, state.ErrFenced) {
+	if st, _ := tn.eng.Job("fenced"); !errors.Is(st.Err, engine.ErrFenced) {
 		t.Errorf("fenced job's error %v", st.Err)
 	}
 	hub.waitJobObs(t, "run", "running at generation 3 after the restart", func(o wire.JobObservation) bool {

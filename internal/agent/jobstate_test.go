@@ -23,8 +23,8 @@ func TestStoreMigratesVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := st.desire("a"); !ok || d.Generation != 4 || len(st.allJobs()) != 0 {
-		t.Errorf("desire %+v %v, jobs %v", d, ok, st.allJobs())
+	if d, ok := st.streams.get("a"); !ok || d.Generation != 4 || len(st.jobs.all()) != 0 {
+		t.Errorf("desire %+v %v, jobs %v", d, ok, st.jobs.all())
 	}
 	if _, ok := st.outcome("c1"); !ok {
 		t.Error("outcome c1 lost")
@@ -35,14 +35,14 @@ func TestStoreMigratesVersion1(t *testing.T) {
 		t.Fatalf("migrated file %s (%v)", b, err)
 	}
 	// A job desire survives a reopen.
-	if err := st.recordJob(Outcome{CommandID: "c2", State: "succeeded"}, "j", &JobDesire{State: "running", Generation: 2, Version: 3, Spec: json.RawMessage(`{"id":"j"}`)}); err != nil {
+	if err := st.jobs.record(Outcome{CommandID: "c2", State: "succeeded"}, "j", &JobDesire{State: "running", Generation: 2, Version: 3, Spec: json.RawMessage(`{"id":"j"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := openStore(dir, "n1", discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := again.job("j"); !ok || d.Generation != 2 || d.Version != 3 || string(d.Spec) != `{"id":"j"}` {
+	if d, ok := again.jobs.get("j"); !ok || d.Generation != 2 || d.Version != 3 || string(d.Spec) != `{"id":"j"}` {
 		t.Errorf("job desire after reopen %+v %v", d, ok)
 	}
 	// A newer version than this Agent knows is moved aside.
@@ -71,7 +71,7 @@ func TestStoreSplitDesire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := st.job("j"); !ok || d.Generation != 2 || d.TaskNodes != nil || d.DataSecret != "" {
+	if d, ok := st.jobs.get("j"); !ok || d.Generation != 2 || d.TaskNodes != nil || d.DataSecret != "" {
 		t.Errorf("version 2 job desire %+v %v", d, ok)
 	}
 	var f stateFile
@@ -82,14 +82,14 @@ func TestStoreSplitDesire(t *testing.T) {
 	want := JobDesire{State: "running", Generation: 3, Version: 1, Spec: json.RawMessage(`{"id":"s"}`),
 		TaskNodes: map[string]string{"src#0": "n1", "src#1": "n2"}, NodeDataPorts: map[string]string{"n1": "10.0.0.1:7000", "n2": "10.0.0.2:7000"},
 		DataSecret: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY"}
-	if err := st.recordJob(Outcome{CommandID: "c1", State: "succeeded"}, "s", &want); err != nil {
+	if err := st.jobs.record(Outcome{CommandID: "c1", State: "succeeded"}, "s", &want); err != nil {
 		t.Fatal(err)
 	}
 	again, err := openStore(dir, "n1", discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := again.job("s"); !jsonEq(d, want) {
+	if d, _ := again.jobs.get("s"); !jsonEq(d, want) {
 		t.Errorf("split desire after reopen %+v, want %+v", d, want)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
@@ -154,10 +154,10 @@ func TestStoreMigratesVersion3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := st.desire("a"); !ok || d.Generation != 7 {
+	if d, ok := st.streams.get("a"); !ok || d.Generation != 7 {
 		t.Errorf("stream desire %+v %v", d, ok)
 	}
-	if d, ok := st.job("j"); !ok || d.TaskNodes["src#0"] != "n1" {
+	if d, ok := st.jobs.get("j"); !ok || d.TaskNodes["src#0"] != "n1" {
 		t.Errorf("job desire %+v %v", d, ok)
 	}
 	if _, ok := st.outcome("c1"); !ok {

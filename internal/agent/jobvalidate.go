@@ -14,7 +14,6 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/secretref"
-	"github.com/flowplane/flowplane/internal/state"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -176,11 +175,5 @@ func reason(err error) error {
 func probeStore(ctx context.Context, jobID, uri string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	a, err := state.OpenArtifacts(ctx, uri)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	_, err = a.ReadFence(ctx, jobID)
-	return err
+	return engine.ProbeArtifacts(ctx, jobID, uri)
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/wire"
@@ -76,37 +75,24 @@ func changeKey(r wire.Report) string {
 }
 
 // reporter sends reports: soon after a change (wake, then debounce to let
-// a burst of changes settle; at once after a command), when forced (after each register), and every
-// period in any case. It owns the report sequence.
+// a burst of changes settle; at once after a command), when forced (after
+// each register), and every period in any case. It owns the report
+// sequence.
 type reporter struct {
-	build    func() wire.Report
-	send     func(ctx context.Context, r wire.Report) error
-	debounce time.Duration
-	period   time.Duration
-	backoff  backoff
-
-	wakec   chan struct{} // buffered(1)
-	urgentc chan struct{} // buffered(1)
-	force   atomic.Bool
+	pacer
+	build func() wire.Report
+	send  func(ctx context.Context, r wire.Report) error
+	wakec chan struct{} // buffered(1)
 }
 
 func newReporter(build func() wire.Report, send func(context.Context, wire.Report) error, debounce, period time.Duration, b backoff) *reporter {
-	return &reporter{build: build, send: send, debounce: debounce, period: period, backoff: b, wakec: make(chan struct{}, 1), urgentc: make(chan struct{}, 1)}
+	return &reporter{pacer: newPacer(debounce, period, b), build: build, send: send, wakec: make(chan struct{}, 1)}
 }
 
 // wake asks for a report if the observation changed.
 func (r *reporter) wake() {
 	select {
 	case r.wakec <- struct{}{}:
-	default:
-	}
-}
-
-// wakeNow asks for a report of a change without the debounce: a command
-// finished, and the Hub waits for its report to converge.
-func (r *reporter) wakeNow() {
-	select {
-	case r.urgentc <- struct{}{}:
 	default:
 	}
 }
@@ -122,42 +108,18 @@ func (r *reporter) forceSend() {
 func (r *reporter) run(ctx context.Context) {
 	var seq int64
 	var lastKey string
-	lastSent := time.Time{}
-	failures := 0
-	periodic := time.NewTimer(0)
-	defer periodic.Stop()
-	for {
+	r.pacer.run(ctx, r.wakec, func(ctx context.Context, due func(bool) bool) (bool, error) {
 		rep := r.build()
 		key := changeKey(rep)
-		if r.force.Swap(false) || key != lastKey || time.Since(lastSent) >= r.period {
-			seq++
-			rep.ReportSeq = seq
-			if err := r.send(ctx, rep); err != nil {
-				if !retryAfter(ctx, &failures, &r.force, r.backoff) {
-					return
-				}
-				continue
-			}
-			failures = 0
-			lastKey, lastSent = key, time.Now()
-			periodic.Reset(r.period)
+		if !due(key != lastKey) {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-periodic.C:
-			periodic.Reset(r.period)
-		case <-r.urgentc:
-		case <-r.wakec:
-			t := time.NewTimer(r.debounce)
-			select {
-			case <-t.C:
-			case <-r.urgentc:
-				t.Stop()
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
+		seq++
+		rep.ReportSeq = seq
+		if err := r.send(ctx, rep); err != nil {
+			return false, err
 		}
-	}
+		lastKey = key
+		return true, nil
+	})
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
-	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -59,7 +58,7 @@ func (j *jobControl) redactSecret(secret string) {
 // that does not fit: invalid_payload) or whose mesh the data plane did not
 // join (transient job_failed), or nil for another error.
 func (j *jobControl) splitFailure(err error, h engine.HubJob) *wire.Failure {
-	var be *kernel.BuildError
+	var be *engine.BuildError
 	var ce *config.Error
 	switch {
 	case err == nil || len(h.TaskNodes) == 0:

@@ -14,8 +14,8 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/dataplane"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/job"
-	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -92,7 +92,7 @@ func TestSplitJobWithoutDataPlane(t *testing.T) {
 		t.Errorf("split start without a data plane: %s %+v, want permanent incompatible_capability", r.State, r.Failure)
 	}
 	st, err := tn.eng.Job("split")
-	if err != nil || !maps.Equal(st.TaskNodes, tasks) || st.State != kernel.Failed {
+	if err != nil || !maps.Equal(st.TaskNodes, tasks) || st.State != engine.JobFailed {
 		t.Errorf("engine's job: %v, task nodes %v, state %s; want the command's task nodes, failed", err, st.TaskNodes, st.State)
 	}
 
@@ -131,7 +131,7 @@ func TestSplitJobStartPersists(t *testing.T) {
 	hub.enqueue(jobCmd("c-split", "a1", wire.CommandJobStart, "split", 1, wire.JobCommand{Spec: spec, JobVersion: 1,
 		TaskNodes: tasks, NodeDataPorts: ports, DataSecret: testDataSecret}))
 	succeeded(t, hub.waitFinal(t, "c-split", "a1"))
-	joined := func(dp *dataplane.Server) bool {
+	joined := func(dp *engine.DataPlane) bool {
 		return slices.ContainsFunc(dp.Status().Jobs, func(m dataplane.MeshStatus) bool { return m.Job == "split" })
 	}
 	if st, _ := tn.eng.Job("split"); !maps.Equal(st.TaskNodes, tasks) || !joined(tn.dp) {
@@ -167,7 +167,7 @@ func TestSplitJobStartPersists(t *testing.T) {
 	tn = startNode(t, opts)
 	eventually(t, "the split job running again", func() bool {
 		st, err := tn.eng.Job("split")
-		return err == nil && st.State == kernel.Running
+		return err == nil && st.State == engine.JobRunning
 	})
 	if st, _ := tn.eng.Job("split"); !maps.Equal(st.TaskNodes, tasks) || st.Generation != 1 || !joined(tn.dp) {
 		t.Errorf("re-applied job: task nodes %v, generation %d, data plane %+v", st.TaskNodes, st.Generation, tn.dp.Status())

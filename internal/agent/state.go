@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -109,12 +110,48 @@ type store struct {
 	path   string
 	nodeID string
 
-	mu       sync.Mutex // guards the fields below and the file
-	desires  map[string]Desire
-	jobs     map[string]JobDesire
+	mu       sync.Mutex // guards the fields below, the tables' maps and the file
+	streams  desireTable[Desire]
+	jobs     desireTable[JobDesire]
 	config   *ConfigRecord
 	outcomes []Outcome // oldest first, at most maxOutcomes
 	byID     map[string]int
+}
+
+// desireTable is one kind of Hub desire the store keeps, by resource id:
+// a stream's (Desire) or a Hub job's (JobDesire).
+type desireTable[D any] struct {
+	s *store
+	m map[string]D // guarded by s.mu
+}
+
+// all returns a copy of every desire.
+func (t desireTable[D]) all() map[string]D {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return maps.Clone(t.m)
+}
+
+// get returns one resource's desire, and whether it has one.
+func (t desireTable[D]) get(id string) (D, bool) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	d, ok := t.m[id]
+	return d, ok
+}
+
+// record keeps a command's outcome and, when the command changed the
+// resource's desire (it succeeded), the new desire; then writes the
+// state. The in-memory state changes even when the write fails
+// (returned).
+func (t desireTable[D]) record(o Outcome, id string, d *D) error {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	t.s.addLocked(o)
+	if d != nil {
+		t.m[id] = *d
+	}
+	return t.s.writeLocked()
 }
 
 // openStore reads the state kept in dir. A missing file is an empty state;
@@ -124,7 +161,9 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent state directory: %w", err)
 	}
-	s := &store{path: filepath.Join(dir, stateFileName), nodeID: nodeID, desires: map[string]Desire{}, jobs: map[string]JobDesire{}, byID: map[string]int{}}
+	s := &store{path: filepath.Join(dir, stateFileName), nodeID: nodeID, byID: map[string]int{}}
+	s.streams = desireTable[Desire]{s: s, m: map[string]Desire{}}
+	s.jobs = desireTable[JobDesire]{s: s, m: map[string]JobDesire{}}
 	b, err := os.ReadFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -141,12 +180,8 @@ func openStore(dir, nodeID string, log *slog.Logger) (*store, error) {
 		}
 		return s, nil
 	}
-	for id, d := range f.Streams {
-		s.desires[id] = d
-	}
-	for id, d := range f.Jobs {
-		s.jobs[id] = d
-	}
+	maps.Copy(s.streams.m, f.Streams)
+	maps.Copy(s.jobs.m, f.Jobs)
 	for _, o := range f.Outcomes {
 		s.addLocked(o)
 	}
@@ -187,56 +222,6 @@ func (s *store) recordConfig(o Outcome, rec *ConfigRecord) error {
 	return s.writeLocked()
 }
 
-// allJobs returns a copy of every Hub job's desire.
-func (s *store) allJobs() map[string]JobDesire {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := make(map[string]JobDesire, len(s.jobs))
-	for id, d := range s.jobs {
-		m[id] = d
-	}
-	return m
-}
-
-// job returns one Hub job's desire, and whether it has one.
-func (s *store) job(jobID string) (JobDesire, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.jobs[jobID]
-	return d, ok
-}
-
-// recordJob keeps a job command's outcome and, when it changed the job's
-// desire, the new desire; then writes the state.
-func (s *store) recordJob(o Outcome, jobID string, d *JobDesire) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.addLocked(o)
-	if d != nil {
-		s.jobs[jobID] = *d
-	}
-	return s.writeLocked()
-}
-
-// allDesires returns a copy of every stream's desire.
-func (s *store) allDesires() map[string]Desire {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := make(map[string]Desire, len(s.desires))
-	for id, d := range s.desires {
-		m[id] = d
-	}
-	return m
-}
-
-// desire returns one stream's desire, and whether it has one.
-func (s *store) desire(streamID string) (Desire, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.desires[streamID]
-	return d, ok
-}
-
 func (s *store) outcome(commandID string) (Outcome, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,19 +230,6 @@ func (s *store) outcome(commandID string) (Outcome, bool) {
 		return Outcome{}, false
 	}
 	return s.outcomes[i], true
-}
-
-// record keeps a command's outcome and, when the command changed a
-// stream's desire (it succeeded), the new desire; then writes the state.
-// The in-memory state changes even when the write fails (returned).
-func (s *store) record(o Outcome, streamID string, d *Desire) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.addLocked(o)
-	if d != nil {
-		s.desires[streamID] = *d
-	}
-	return s.writeLocked()
 }
 
 func (s *store) addLocked(o Outcome) {
@@ -278,7 +250,7 @@ func (s *store) addLocked(o Outcome) {
 }
 
 func (s *store) writeLocked() error {
-	b, err := json.Marshal(stateFile{Version: stateVersion, NodeID: s.nodeID, Streams: s.desires, Jobs: s.jobs, Configuration: s.config, Outcomes: s.outcomes})
+	b, err := json.Marshal(stateFile{Version: stateVersion, NodeID: s.nodeID, Streams: s.streams.m, Jobs: s.jobs.m, Configuration: s.config, Outcomes: s.outcomes})
 	if err != nil {
 		return err
 	}

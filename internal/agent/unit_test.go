@@ -114,17 +114,17 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	d := Desire{State: "stopped", Generation: 3, ConfigVersion: "v1", CommandID: "c0"}
 	fail := &wire.Failure{Class: "permanent", Code: "stream_not_found", Message: "no"}
-	if err := st.record(Outcome{CommandID: "c0", State: wire.ResultSucceeded}, "a", &d); err != nil {
+	if err := st.streams.record(Outcome{CommandID: "c0", State: wire.ResultSucceeded}, "a", &d); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.record(Outcome{CommandID: "c1", State: wire.ResultFailed, Failure: fail}, "b", nil); err != nil {
+	if err := st.streams.record(Outcome{CommandID: "c1", State: wire.ResultFailed, Failure: fail}, "b", nil); err != nil {
 		t.Fatal(err)
 	}
 	again, err := openStore(dir, "n1", discard())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]Desire{"a": d}, again.allDesires()); diff != "" {
+	if diff := cmp.Diff(map[string]Desire{"a": d}, again.streams.all()); diff != "" {
 		t.Errorf("desires (-want +got):\n%s", diff)
 	}
 	if o, ok := again.outcome("c1"); !ok || o.State != wire.ResultFailed || *o.Failure != *fail {
@@ -151,7 +151,7 @@ func TestStoreRoundTrip(t *testing.T) {
 			t.Errorf("%s not cached", id)
 		}
 	}
-	if err := again.record(Outcome{CommandID: "last"}, "", nil); err != nil {
+	if err := again.streams.record(Outcome{CommandID: "last"}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
@@ -176,8 +176,8 @@ func TestStoreDiscards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(st.allDesires()) != 0 {
-				t.Errorf("desires %v", st.allDesires())
+			if len(st.streams.all()) != 0 {
+				t.Errorf("desires %v", st.streams.all())
 			}
 			if _, err := os.Stat(filepath.Join(dir, stateFileName+".discarded")); err != nil {
 				t.Errorf("not moved aside: %v", err)

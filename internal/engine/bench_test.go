@@ -30,13 +30,15 @@ func BenchmarkPipeline(b *testing.B) {
 `, b.N, bs, threads)
 				cfg := materialize(&testing.T{}, doc)
 				e := engine.New(engine.Options{StateDir: b.TempDir()})
+				changes, stop := e.Changes()
+				defer stop()
 				b.ResetTimer()
 				start := time.Now()
 				if err := e.Apply(context.Background(), cfg); err != nil {
 					b.Fatal(err)
 				}
 				for !e.Finished() {
-					<-e.Changes()
+					<-changes
 				}
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 				if st := e.Streams()[0]; st.Errors != 0 || st.Sent != uint64(b.N/2) {

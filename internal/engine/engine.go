@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
-	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/stream"
 )
@@ -21,22 +20,23 @@ import (
 type Options struct {
 	Registry *component.Registry
 	Logger   *slog.Logger
-	Metrics  *stream.Metrics // optional
+	// Metrics, when set, receives the svc_stream_* and svc_job_* metrics
+	// of every stream and job.
+	Metrics prometheus.Registerer
 	// StateDir holds the node's durable state (WALs under wal/<stream id>).
 	StateDir string
 	// StopTimeout bounds a graceful stream stop; 0 means the runtime default.
 	StopTimeout time.Duration
 	// OnState, when set, is called with every state a stream's runtime
 	// enters, in order per stream; it must not block.
-	OnState func(streamID string, state stream.State)
-	// JobMetrics, when set, receives the svc_job_* metrics of every job.
-	JobMetrics *kernel.Metrics
+	OnState func(streamID string, state StreamState)
 	// OnJobState, when set, is called with every state a job enters, in
 	// order per job; it must not block.
-	OnJobState func(jobID string, state kernel.State)
-	// DataPlane is the node's data plane (health_check.data_port); nil
-	// without one, and then a Hub job with TaskNodes fails to start.
-	DataPlane *dataplane.Server
+	OnJobState func(jobID string, state JobState)
+	// DataPlane is the node's data plane (health_check.data_port,
+	// ListenDataPlane); nil without one, and then a Hub job with TaskNodes
+	// fails to start.
+	DataPlane *DataPlane
 	// NodeID is this node's id: which tasks of a split job run here.
 	NodeID string
 }
@@ -48,6 +48,9 @@ var ErrStreamNotFound = errors.New("stream not found")
 type Engine struct {
 	opts Options
 	log  *slog.Logger
+	// Built from Options.Metrics; nil without it.
+	streamMetrics *stream.Metrics
+	jobMetrics    *kernel.Metrics
 
 	// opMu serializes the operations that change which streams run (Apply,
 	// Start, Stop, Shutdown); they may wait for streams to stop while
@@ -60,22 +63,20 @@ type Engine struct {
 	jobOrder []string // configured job ids in configuration order
 	hubOrder []string // Hub job ids, sorted
 
-	changes    chan struct{} // buffered(1): a stream changed state
-	jobChanges chan struct{} // buffered(1): a job changed state
+	changes    watchers // a stream or job started or ended; an operation changed what runs
+	jobChanges watchers // a job entered a state; a Hub job was started or removed
 }
 
 // instance is one configured stream and, while it runs, its runtime.
 type instance struct {
+	member
 	conf config.Stream
-	path string // configuration path, e.g. streams[2]
 
-	rt      *stream.Stream
-	wal     stoppableWAL
-	stopped bool // stopped on request (not ended by itself)
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when Run returned
-	err     error         // Run's result, valid after done
+	rt  *stream.Stream
+	wal stoppableWAL
 }
+
+func (in *instance) config() config.Stream { return in.conf }
 
 // New returns an engine with no streams.
 func New(opts Options) *Engine {
@@ -85,19 +86,20 @@ func New(opts Options) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, jobs: map[string]*jobInstance{},
-		changes: make(chan struct{}, 1), jobChanges: make(chan struct{}, 1)}
-}
-
-// Changes is signalled (coalesced) whenever a stream starts or ends.
-func (e *Engine) Changes() <-chan struct{} { return e.changes }
-
-func (e *Engine) notify() {
-	select {
-	case e.changes <- struct{}{}:
-	default:
+	e := &Engine{opts: opts, log: opts.Logger, streams: map[string]*instance{}, jobs: map[string]*jobInstance{}}
+	if opts.Metrics != nil {
+		e.streamMetrics, e.jobMetrics = stream.NewMetrics(opts.Metrics), kernel.NewMetrics(opts.Metrics)
 	}
+	return e
 }
+
+// Changes returns a channel signalled (coalesced) whenever a stream
+// starts or ends, a job ends, or an operation changed which streams and
+// jobs run; and the function that stops the signals. Each caller has its
+// own channel: a change made before the call is not signalled.
+func (e *Engine) Changes() (<-chan struct{}, func()) { return e.changes.watch() }
+
+func (e *Engine) notify() { e.changes.notify() }
 
 // Apply makes the running streams match cfg: streams whose configuration is
 // unchanged keep running, changed ones restart, removed ones stop and new
@@ -115,59 +117,28 @@ func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
 func (e *Engine) ApplyStopped(ctx context.Context, cfg *config.Config, stopped []string) error {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
-	want := map[string]int{}
-	for i, s := range cfg.Streams {
-		want[s.ID] = i
-	}
-	var errs []error
-	e.mu.Lock()
-	old := slices.Clone(e.order)
-	e.mu.Unlock()
-	for _, id := range old {
-		in := e.get(id)
-		if i, keep := want[id]; keep && reflect.DeepEqual(in.conf, cfg.Streams[i]) {
-			continue
-		}
-		e.stop(ctx, in)
-		// The map and the order change together: readers (Streams) walk
-		// the order and must find every id in the map.
-		e.mu.Lock()
-		delete(e.streams, id)
-		e.order = slices.DeleteFunc(e.order, func(x string) bool { return x == id })
-		e.mu.Unlock()
-		if _, kept := want[id]; !kept && e.opts.Metrics != nil {
-			e.opts.Metrics.Forget(id)
-		}
-	}
-	var fresh []*instance
-	e.mu.Lock()
-	e.order = e.order[:0]
-	for i, s := range cfg.Streams {
-		e.order = append(e.order, s.ID)
-		path := fmt.Sprintf("streams[%d]", i)
-		if in, kept := e.streams[s.ID]; kept {
-			in.path = path
-			continue
-		}
-		in := &instance{conf: s, path: path}
-		e.streams[s.ID] = in
-		fresh = append(fresh, in)
-	}
-	e.mu.Unlock()
-	for _, in := range fresh {
-		if slices.Contains(stopped, in.conf.ID) {
-			e.mu.Lock()
-			in.stopped, in.done = true, closedChan()
-			e.mu.Unlock()
-			continue
-		}
-		if err := e.start(in); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, e.applyJobs(ctx, cfg, stopped)...)
+	errs := e.streamKind().apply(ctx, e, cfg.Streams, stopped)
+	errs = append(errs, e.jobKind().apply(ctx, e, cfg.Jobs, stopped)...)
 	e.notify()
 	return errors.Join(errs...)
+}
+
+// streamKind is how Apply handles streams.
+func (e *Engine) streamKind() kind[config.Stream, *instance] {
+	return kind[config.Stream, *instance]{
+		name: "streams", byID: e.streams, order: &e.order,
+		id: func(s config.Stream) string { return s.ID },
+		create: func(s config.Stream, path string) *instance {
+			return &instance{conf: s, member: member{path: path}}
+		},
+		stop:  e.stop,
+		start: e.start,
+		forget: func(id string) {
+			if e.streamMetrics != nil {
+				e.streamMetrics.Forget(id)
+			}
+		},
+	}
 }
 
 func (e *Engine) get(id string) *instance {
@@ -209,7 +180,7 @@ func (e *Engine) start(in *instance) error {
 		Temporaries: b.temporaries,
 		StopTimeout: e.opts.StopTimeout,
 		Logger:      log,
-		Metrics:     e.opts.Metrics,
+		Metrics:     e.streamMetrics,
 	}
 	if w != nil {
 		sc.WAL = w
@@ -278,12 +249,6 @@ func (e *Engine) stop(ctx context.Context, in *instance) {
 	}
 }
 
-func closedChan() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
-
 // Stop stops one stream; it stays configured and can be started again.
 func (e *Engine) Stop(ctx context.Context, id string) error {
 	e.opMu.Lock()
@@ -305,12 +270,7 @@ func (e *Engine) Start(ctx context.Context, id string) error {
 	if in == nil {
 		return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
 	}
-	e.mu.Lock()
-	done := in.done
-	e.mu.Unlock()
-	select {
-	case <-done:
-	default:
+	if !e.ended(&in.member) {
 		return nil // running
 	}
 	return e.start(in)
@@ -405,13 +365,7 @@ func (e *Engine) Finished() bool {
 		return false
 	}
 	for _, id := range e.order {
-		in := e.streams[id]
-		select {
-		case <-in.done:
-			if in.stopped {
-				return false
-			}
-		default:
+		if !e.streams[id].endedByItself() {
 			return false
 		}
 	}

@@ -440,3 +440,31 @@ func TestDurableStreamRestartsAndSharedWALFails(t *testing.T) {
 	}
 	waitFor(t, "only c not ready", func() bool { got := e.NotReady(); return len(got) == 1 && got[0] == "c" })
 }
+
+// TestChangesEachWatcher: every watcher of Changes is signalled, so the
+// node's run loop and another reader never take each other's signal; a
+// watcher that stopped is not.
+func TestChangesEachWatcher(t *testing.T) {
+	e := newEngine(t)
+	first, stopFirst := e.Changes()
+	defer stopFirst()
+	second, stopSecond := e.Changes()
+	gone, stopGone := e.Changes()
+	stopGone()
+	if err := e.Apply(context.Background(), materialize(t, "streams:"+streamDoc("s", "5ms"))); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]<-chan struct{}{"first": first, "second": second} {
+		select {
+		case <-c:
+		case <-time.After(5 * time.Second):
+			t.Errorf("the %s watcher was not signalled", name)
+		}
+	}
+	stopSecond()
+	select {
+	case <-gone:
+		t.Error("a watcher that stopped was signalled")
+	default:
+	}
+}

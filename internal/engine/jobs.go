@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"reflect"
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/config"
@@ -29,8 +28,8 @@ var ErrJobNotRunning = errors.New("the job is not running")
 // jobInstance is one job, configured or placed by the Hub, and, while it
 // runs, its runtime.
 type jobInstance struct {
+	member
 	conf config.Job
-	path string // configuration path, e.g. jobs[0]
 
 	// A Hub job is placed by the Hub (StartHubJob), not configured: applies
 	// leave it alone. Its generation fences its artifact store; recovery
@@ -43,13 +42,11 @@ type jobInstance struct {
 	// nil when the whole job runs here. Each start joins its mesh anew.
 	split *split
 
-	plan    *job.Plan
-	rt      *kernel.Job
-	stopped bool // stopped on request (not ended by itself)
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when Run returned
-	err     error         // the build error, or Run's result once done
+	plan *job.Plan
+	rt   *kernel.Job
 }
+
+func (ji *jobInstance) config() config.Job { return ji.conf }
 
 // JobStateRoot is where job state lives when a job's state.root is empty
 // (empty without a state directory).
@@ -63,66 +60,34 @@ func (e *Engine) stateRoot() string {
 	return filepath.Join(e.opts.StateDir, "jobs")
 }
 
-// applyJobs makes the running jobs match cfg as ApplyStopped does for
-// streams: unchanged jobs keep running, changed ones stop and start again
-// (restoring from their recovery mode), removed ones stop. The caller holds
-// e.opMu.
-func (e *Engine) applyJobs(ctx context.Context, cfg *config.Config, held []string) []error {
-	want := map[string]int{}
-	for i, j := range cfg.Jobs {
-		want[j.ID] = i
+// jobKind is how Apply handles configured jobs, as it does streams:
+// unchanged jobs keep running, changed ones stop and start again
+// (restoring from their recovery mode), removed ones stop. A Hub job is
+// not configured: applies leave it alone, and a configured job of its id
+// is refused.
+func (e *Engine) jobKind() kind[config.Job, *jobInstance] {
+	return kind[config.Job, *jobInstance]{
+		name: "jobs", byID: e.jobs, order: &e.jobOrder,
+		id: func(j config.Job) string { return j.ID },
+		create: func(j config.Job, path string) *jobInstance {
+			return &jobInstance{conf: j, member: member{path: path}}
+		},
+		stop:  func(ctx context.Context, ji *jobInstance) { _, _ = e.stopJob(ctx, ji, false) },
+		start: func(ji *jobInstance) error { return e.startJob(ji, "") },
+		forget: func(id string) {
+			if e.jobMetrics != nil {
+				e.jobMetrics.Forget(id)
+			}
+		},
+		refuse: func(id, path string) error {
+			if ji, kept := e.jobs[id]; kept && ji.hub {
+				// The Hub placed a job of that id first: it keeps running,
+				// and the configured one does not.
+				return fmt.Errorf("%s: job %q is not started: the Hub runs a job of that id on this node", path, id)
+			}
+			return nil
+		},
 	}
-	e.mu.Lock()
-	old := slices.Clone(e.jobOrder)
-	e.mu.Unlock()
-	for _, id := range old {
-		ji := e.job(id)
-		if i, keep := want[id]; keep && reflect.DeepEqual(ji.conf, cfg.Jobs[i]) {
-			continue
-		}
-		_, _ = e.stopJob(ctx, ji, false)
-		if _, kept := want[id]; !kept && e.opts.JobMetrics != nil {
-			e.opts.JobMetrics.Forget(id)
-		}
-		e.mu.Lock()
-		delete(e.jobs, id)
-		e.jobOrder = slices.DeleteFunc(e.jobOrder, func(x string) bool { return x == id })
-		e.mu.Unlock()
-	}
-	var fresh []*jobInstance
-	var errs []error
-	e.mu.Lock()
-	e.jobOrder = e.jobOrder[:0]
-	for i, j := range cfg.Jobs {
-		path := fmt.Sprintf("jobs[%d]", i)
-		if ji, kept := e.jobs[j.ID]; kept && ji.hub {
-			// The Hub placed a job of that id first: it keeps running, and
-			// the configured one does not.
-			errs = append(errs, fmt.Errorf("%s: job %q is not started: the Hub runs a job of that id on this node", path, j.ID))
-			continue
-		}
-		e.jobOrder = append(e.jobOrder, j.ID)
-		if ji, kept := e.jobs[j.ID]; kept {
-			ji.path = path
-			continue
-		}
-		ji := &jobInstance{conf: j, path: path}
-		e.jobs[j.ID] = ji
-		fresh = append(fresh, ji)
-	}
-	e.mu.Unlock()
-	for _, ji := range fresh {
-		if slices.Contains(held, ji.conf.ID) {
-			e.mu.Lock()
-			ji.stopped, ji.done = true, closedChan()
-			e.mu.Unlock()
-			continue
-		}
-		if err := e.startJob(ji, ""); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
 }
 
 func (e *Engine) job(id string) *jobInstance {
@@ -151,7 +116,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		Spec:      &spec,
 		Registry:  e.opts.Registry,
 		Logger:    log,
-		Metrics:   e.opts.JobMetrics,
+		Metrics:   e.jobMetrics,
 		StateRoot: e.stateRoot(),
 		Recovery:  recovery,
 	}
@@ -244,12 +209,7 @@ func (e *Engine) StartJob(ctx context.Context, id, recovery string) error {
 	if ji == nil {
 		return fmt.Errorf("%w: %q", ErrJobNotFound, id)
 	}
-	e.mu.Lock()
-	done := ji.done
-	e.mu.Unlock()
-	select {
-	case <-done:
-	default:
+	if !e.ended(&ji.member) {
 		return nil // running
 	}
 	err := e.startJob(ji, recovery)
@@ -316,7 +276,7 @@ func (e *Engine) StartHubJob(ctx context.Context, h HubJob) error {
 	if path == "" {
 		path = "spec"
 	}
-	ji := &jobInstance{conf: h.Spec, path: path, hub: true, generation: h.Generation, recovery: h.Recovery, restore: h.Restore, split: splitOf(h)}
+	ji := &jobInstance{conf: h.Spec, member: member{path: path}, hub: true, generation: h.Generation, recovery: h.Recovery, restore: h.Restore, split: splitOf(h)}
 	e.mu.Lock()
 	e.jobs[id] = ji
 	if old == nil {
@@ -349,24 +309,21 @@ func (e *Engine) RemoveHubJob(ctx context.Context, id string) error {
 	delete(e.jobs, id)
 	e.hubOrder = slices.DeleteFunc(e.hubOrder, func(x string) bool { return x == id })
 	e.mu.Unlock()
-	if e.opts.JobMetrics != nil {
-		e.opts.JobMetrics.Forget(id)
+	if e.jobMetrics != nil {
+		e.jobMetrics.Forget(id)
 	}
 	e.notify()
 	e.notifyJobs()
 	return nil
 }
 
-// JobChanges is signalled (coalesced) whenever a job enters a state, ends,
-// or a Hub job is started or removed. It has one reader: the Agent.
-func (e *Engine) JobChanges() <-chan struct{} { return e.jobChanges }
+// JobChanges returns a channel signalled (coalesced) whenever a job enters
+// a state, ends, or a Hub job is started or removed; and the function that
+// stops the signals. Each caller has its own channel: a change made before
+// the call is not signalled.
+func (e *Engine) JobChanges() (<-chan struct{}, func()) { return e.jobChanges.watch() }
 
-func (e *Engine) notifyJobs() {
-	select {
-	case e.jobChanges <- struct{}{}:
-	default:
-	}
-}
+func (e *Engine) notifyJobs() { e.jobChanges.notify() }
 
 // StopJob stops one job, optionally with a final savepoint whose manifest
 // it returns; the job stays configured and can be started again.
@@ -569,13 +526,7 @@ func (e *Engine) jobsFailedLocked() []string {
 // jobsFinishedLocked reports whether every job ended by itself.
 func (e *Engine) jobsFinishedLocked() bool {
 	for _, id := range e.allJobsLocked() {
-		ji := e.jobs[id]
-		select {
-		case <-ji.done:
-			if ji.stopped {
-				return false
-			}
-		default:
+		if !e.jobs[id].endedByItself() {
 			return false
 		}
 	}

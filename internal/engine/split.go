@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/kernel"
 )
@@ -55,7 +54,7 @@ func splitOf(h HubJob) *split {
 const maxNamed = 5
 
 // check refuses a placement that does not fit plan on node self.
-func (s *split) check(jobID string, plan *job.Plan, dp *dataplane.Server, self string) error {
+func (s *split) check(jobID string, plan *job.Plan, dp *DataPlane, self string) error {
 	fail := func(kind error, format string, args ...any) error {
 		return &splitError{msg: fmt.Sprintf("job %q ", jobID) + fmt.Sprintf(format, args...), kind: kind}
 	}
@@ -128,7 +127,3 @@ func (e *Engine) joinSplit(jobID string, plan *job.Plan, s *split) (*kernel.Spli
 	}
 	return &kernel.Split{Self: e.opts.NodeID, TaskNodes: maps.Clone(s.taskNodes), Mesh: mesh}, nil
 }
-
-// DataPlane is the node's data plane (Options.DataPlane): nil without one.
-// A node advertises network_shuffle only when it has one.
-func (e *Engine) DataPlane() *dataplane.Server { return e.opts.DataPlane }

@@ -1,7 +1,7 @@
 package node
 
 import (
-	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -46,13 +46,13 @@ type applied struct {
 // or the runtime is between states; degraded when the stream failed;
 // in_sync when the observed state, generation, configuration version and
 // (for a restart) action id all match.
-func convergence(d *desired, observed stream.State, a applied, pending bool) string {
+func convergence(d *desired, observed engine.StreamState, a applied, pending bool) string {
 	switch {
 	case d == nil:
 		return wire.ConvergenceUnknown
 	case pending:
 		return wire.ConvergenceApplying
-	case observed == stream.StateFailed:
+	case observed == engine.StreamFailed:
 		return wire.ConvergenceDegraded
 	}
 	if a.Generation != d.Target || a.ConfigVersion != d.ConfigVersion || d.ActionID != "" && a.ActionID != d.ActionID {
@@ -60,11 +60,11 @@ func convergence(d *desired, observed stream.State, a applied, pending bool) str
 	}
 	switch d.State {
 	case DesiredRunning:
-		if observed == stream.StateRunning || observed == stream.StateCompleted {
+		if observed == engine.StreamRunning || observed == engine.StreamCompleted {
 			return wire.ConvergenceInSync
 		}
 	case DesiredStopped:
-		if observed == stream.StateStopped {
+		if observed == engine.StreamStopped {
 			return wire.ConvergenceInSync
 		}
 	}

@@ -3,7 +3,7 @@ package node
 import (
 	"testing"
 
-	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -19,24 +19,24 @@ func TestConvergence(t *testing.T) {
 	tests := []struct {
 		name    string
 		d       *desired
-		obs     stream.State
+		obs     engine.StreamState
 		a       applied
 		pending bool
 		want    string
 	}{
-		{"no desire", nil, stream.StateRunning, applied{}, false, wire.ConvergenceUnknown},
-		{"queued operation", run, stream.StateRunning, match(run), true, wire.ConvergenceApplying},
-		{"running as desired", run, stream.StateRunning, match(run), false, wire.ConvergenceInSync},
-		{"finite stream completed", run, stream.StateCompleted, match(run), false, wire.ConvergenceInSync},
-		{"still starting", run, stream.StateStarting, match(run), false, wire.ConvergenceApplying},
-		{"failed", run, stream.StateFailed, match(run), false, wire.ConvergenceDegraded},
-		{"old generation", run, stream.StateRunning, applied{Generation: 2, ConfigVersion: "v2"}, false, wire.ConvergenceApplying},
-		{"old configuration", run, stream.StateRunning, applied{Generation: 3, ConfigVersion: "v1"}, false, wire.ConvergenceApplying},
-		{"stopped as desired", stop, stream.StateStopped, match(stop), false, wire.ConvergenceInSync},
-		{"stop not yet done", stop, stream.StateStopping, match(stop), false, wire.ConvergenceApplying},
-		{"restart reported", restart, stream.StateRunning, match(restart), false, wire.ConvergenceInSync},
-		{"cancelled write: target reached", cancelled, stream.StateRunning, applied{Generation: 5, ConfigVersion: "v2"}, false, wire.ConvergenceInSync},
-		{"restart without its action id", restart, stream.StateRunning, applied{Generation: 5, ConfigVersion: "v2", ActionID: "act-0"}, false, wire.ConvergenceApplying},
+		{"no desire", nil, engine.StreamRunning, applied{}, false, wire.ConvergenceUnknown},
+		{"queued operation", run, engine.StreamRunning, match(run), true, wire.ConvergenceApplying},
+		{"running as desired", run, engine.StreamRunning, match(run), false, wire.ConvergenceInSync},
+		{"finite stream completed", run, engine.StreamCompleted, match(run), false, wire.ConvergenceInSync},
+		{"still starting", run, engine.StreamStarting, match(run), false, wire.ConvergenceApplying},
+		{"failed", run, engine.StreamFailed, match(run), false, wire.ConvergenceDegraded},
+		{"old generation", run, engine.StreamRunning, applied{Generation: 2, ConfigVersion: "v2"}, false, wire.ConvergenceApplying},
+		{"old configuration", run, engine.StreamRunning, applied{Generation: 3, ConfigVersion: "v1"}, false, wire.ConvergenceApplying},
+		{"stopped as desired", stop, engine.StreamStopped, match(stop), false, wire.ConvergenceInSync},
+		{"stop not yet done", stop, engine.StreamStopping, match(stop), false, wire.ConvergenceApplying},
+		{"restart reported", restart, engine.StreamRunning, match(restart), false, wire.ConvergenceInSync},
+		{"cancelled write: target reached", cancelled, engine.StreamRunning, applied{Generation: 5, ConfigVersion: "v2"}, false, wire.ConvergenceInSync},
+		{"restart without its action id", restart, engine.StreamRunning, applied{Generation: 5, ConfigVersion: "v2", ActionID: "act-0"}, false, wire.ConvergenceApplying},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

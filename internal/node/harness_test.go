@@ -29,7 +29,6 @@ import (
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/secretref"
-	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -192,8 +191,8 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 		}
 	}
 	eng := engine.New(engine.Options{
-		Registry: reg, Logger: log, StateDir: dir, Metrics: stream.NewMetrics(metrics), NodeID: testNodeID, DataPlane: dp,
-		OnState: func(id string, st stream.State) {
+		Registry: reg, Logger: log, StateDir: dir, Metrics: metrics, NodeID: testNodeID, DataPlane: dp,
+		OnState: func(id string, st engine.StreamState) {
 			if n := nd.Load(); n != nil {
 				n.OnStreamState(id, st)
 			}
@@ -250,7 +249,7 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	if !o.noWait {
 		eventually(t, "every stream running", func() (bool, string) {
 			for _, s := range n.Streams() {
-				if s.Observed.State != string(stream.StateRunning) {
+				if s.Observed.State != string(engine.StreamRunning) {
 					return false, s.ID + " is " + s.Observed.State
 				}
 			}

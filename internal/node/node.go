@@ -13,7 +13,6 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
-	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -148,7 +147,7 @@ func (n *Node) event(ev wire.Event) {
 
 // OnStreamState is the engine's state hook: it records a
 // stream_state_changed event.
-func (n *Node) OnStreamState(id string, st stream.State) {
+func (n *Node) OnStreamState(id string, st engine.StreamState) {
 	n.event(wire.Event{Kind: wire.EventStreamStateChanged, ResourceID: id, Message: "stream " + string(st), Data: map[string]any{"state": string(st)}})
 }
 

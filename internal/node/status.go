@@ -4,9 +4,7 @@ import (
 	"slices"
 
 	"github.com/flowplane/flowplane/internal/component"
-	"github.com/flowplane/flowplane/internal/dataplane"
-	"github.com/flowplane/flowplane/internal/kernel"
-	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -25,15 +23,15 @@ func (n *Node) totals() StreamTotals {
 	for _, s := range n.opts.Engine.Streams() {
 		t.Total++
 		switch s.State {
-		case stream.StateRunning:
+		case engine.StreamRunning:
 			t.Running++
-		case stream.StateFailed:
+		case engine.StreamFailed:
 			t.Failed++
-		case stream.StateStopped, stream.StateStopping:
+		case engine.StreamStopped, engine.StreamStopping:
 			t.Stopped++
-		case stream.StateCompleted:
+		case engine.StreamCompleted:
 			t.Completed++
-		case stream.StateStarting:
+		case engine.StreamStarting:
 			t.Starting++
 		}
 	}
@@ -56,17 +54,17 @@ func (n *Node) jobTotals() JobTotals {
 	for _, j := range n.opts.Engine.Jobs() {
 		t.Total++
 		switch j.State {
-		case kernel.Running:
+		case engine.JobRunning:
 			t.Running++
-		case kernel.Failed:
+		case engine.JobFailed:
 			t.Failed++
-		case kernel.Stopped, kernel.Stopping:
+		case engine.JobStopped, engine.JobStopping:
 			t.Stopped++
-		case kernel.Completed:
+		case engine.JobCompleted:
 			t.Completed++
-		case kernel.Starting:
+		case engine.JobStarting:
 			t.Starting++
-		case kernel.Recovering:
+		case engine.JobRecovering:
 			t.Recovering++
 		}
 	}
@@ -123,7 +121,7 @@ type Status struct {
 	// DataPlane is the state of the engine's data plane: its address, the
 	// meshes of the split jobs joined and their links; absent on a node
 	// without one (no health_check.data_port).
-	DataPlane *dataplane.Status `json:"data_plane,omitempty"`
+	DataPlane *engine.DataPlaneStatus `json:"data_plane,omitempty"`
 }
 
 // Status reports the node's runtime status.
@@ -131,14 +129,7 @@ func (n *Node) Status() Status {
 	st := Status{
 		NodeID: n.opts.NodeID, Ready: n.opts.Engine.Ready(), Version: n.opts.Version,
 		ConfigVersion: n.ConfigVersion(), UptimeMs: n.opts.Now().Sub(n.started).Milliseconds(), Streams: n.totals(),
-		Jobs: n.jobTotals(),
-	}
-	if dp := n.opts.Engine.DataPlane(); dp != nil {
-		ds := dp.Status()
-		if ds.Jobs == nil {
-			ds.Jobs = []dataplane.MeshStatus{}
-		}
-		st.DataPlane = &ds
+		Jobs: n.jobTotals(), DataPlane: n.opts.Engine.DataPlaneStatus(),
 	}
 	return st
 }
@@ -194,7 +185,7 @@ func (n *Node) Health() (Probe, bool) {
 	p, ready := n.Readiness()
 	p.Failed = n.opts.Engine.Failed()
 	for _, s := range n.opts.Engine.Streams() {
-		if s.State == stream.StateFailed && !slices.Contains(p.Failed, s.ID) {
+		if s.State == engine.StreamFailed && !slices.Contains(p.Failed, s.ID) {
 			p.Failed = append(p.Failed, s.ID)
 		}
 	}

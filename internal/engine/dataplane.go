@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"errors"
@@ -14,14 +14,23 @@ import (
 	"github.com/flowplane/flowplane/internal/dataplane"
 )
 
-// startDataPlane starts the node's data plane when health_check.data_port
+// DataPlane is a node's data plane: the cross-node transport of the split
+// jobs' partitioned edges.
+type DataPlane = dataplane.Server
+
+// DataPlaneStatus is the state of a node's data plane: its address, the
+// meshes of the split jobs joined and their links.
+type DataPlaneStatus = dataplane.Status
+
+// ListenDataPlane starts the node's data plane when health_check.data_port
 // is set (nil, nil without it: no data plane, and network_shuffle is never
 // advertised). It binds data_host:data_port, the address peers dial. When
 // data_host is not an address of this host (EADDRNOTAVAIL: a NAT, load
 // balancer or relay address that forwards to it) it binds every interface
 // on data_port instead, with a warning: the data plane still refuses any
-// connection that does not prove the job's secret.
-func startDataPlane(hc config.HealthCheck, nodeID string, log *slog.Logger, reg prometheus.Registerer) (*dataplane.Server, error) {
+// connection that does not prove the job's secret. The caller closes it,
+// after the engine that uses it stopped.
+func ListenDataPlane(hc config.HealthCheck, nodeID string, log *slog.Logger, reg prometheus.Registerer) (*DataPlane, error) {
 	if hc.DataPort == 0 {
 		return nil, nil
 	}
@@ -55,4 +64,23 @@ func notLocal(host string, err error) bool {
 		return false
 	}
 	return errors.Is(perr, syscall.EADDRNOTAVAIL)
+}
+
+// DataPlane is the node's data plane (Options.DataPlane): nil without one.
+// A node advertises network_shuffle only when it has one.
+func (e *Engine) DataPlane() *DataPlane { return e.opts.DataPlane }
+
+// DataPlaneStatus is the state of the node's data plane, with an empty
+// (not nil) list of meshes when no split job joined one; nil without a
+// data plane.
+func (e *Engine) DataPlaneStatus() *DataPlaneStatus {
+	dp := e.opts.DataPlane
+	if dp == nil {
+		return nil
+	}
+	st := dp.Status()
+	if st.Jobs == nil {
+		st.Jobs = []dataplane.MeshStatus{}
+	}
+	return &st
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/config"
+	_ "github.com/flowplane/flowplane/internal/connect/all"
 	"github.com/flowplane/flowplane/internal/node/history"
 )
 
