@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,6 +61,8 @@ func TestEveryPackageHasDocComment(t *testing.T) {
 			t.Errorf("package %s (%s) has no package comment", name, dir)
 		case len(with) > 1:
 			t.Errorf("package %s (%s) has package comments in %v; keep one, in doc.go", name, dir, with)
+		case name != "main" && with[0] != "doc.go":
+			t.Errorf("package %s (%s) has its package comment in %s; move it to doc.go", name, dir, with[0])
 		}
 	}
 }
@@ -112,6 +115,65 @@ func TestDocsReferOnlyToRepositoryFiles(t *testing.T) {
 			if !inRepo(page, target) {
 				t.Errorf("%s refers to %s, which is not a file of this repository", page, target)
 			}
+		}
+	}
+}
+
+// TestImportRules keeps the import directions of docs/architecture.md: the
+// engine is the node's one door, the Hub knows nodes only by the wire, and
+// the Hub's store knows no HTTP.
+func TestImportRules(t *testing.T) {
+	const mod = "github.com/flowplane/flowplane/"
+	runtime := []string{"internal/kernel", "internal/state", "internal/stream", "internal/wal", "internal/dataplane"}
+	rules := []struct {
+		dir       string
+		recursive bool
+		forbidden []string
+		why       string
+	}{
+		{"internal/agent", false, runtime, "the Agent reaches the runtime through internal/engine"},
+		{"internal/node", false, runtime, "the Node API reaches the runtime through internal/engine"},
+		{"internal/daemon", false, runtime, "node boot reaches the runtime through internal/engine"},
+		{"cmd/flowplane", false, runtime, "the command reaches the runtime through internal/engine"},
+		{"internal/hub", true, append([]string{"internal/engine", "internal/node", "internal/agent"}, runtime...), "the Hub knows nodes only by the wire"},
+	}
+	for _, rule := range rules {
+		err := filepath.WalkDir(rule.dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != rule.dir && (!rule.recursive || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				for _, bad := range rule.forbidden {
+					if p == mod+bad || strings.HasPrefix(p, mod+bad+"/") {
+						t.Errorf("%s imports %s: %s", path, p, rule.why)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	out, err := exec.Command("go", "list", "-deps", "./internal/hub/store").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./internal/hub/store: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "net/http" || dep == mod+"internal/httpapi" {
+			t.Errorf("internal/hub/store depends on %s: the store knows no HTTP", dep)
 		}
 	}
 }
