@@ -11,8 +11,9 @@ test:
 quickstart:
 	$(GO) run ./cmd/flowplane --config examples/quickstart.yaml
 
+# -buildvcs=auto: flowplane version names the commit when built from a checkout.
 build:
-	$(GO) build -o bin/flowplane ./cmd/flowplane
+	$(GO) build -buildvcs=auto -o bin/flowplane ./cmd/flowplane
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
@@ -55,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return printSchema(stdout, stderr)
 		case "version":
-			fmt.Fprintf(stdout, "flowplane %s\n", buildVersion())
+			fmt.Fprintln(stdout, versionLine())
 			return exitVersion
 		case "hub":
 			return runHub(ctx, args[1:], stdout, stderr)
@@ -72,15 +73,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, usage)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "flowplane: %v\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "flowplane: %s\n\n%s", usageError(fs, err), usage)
 		return exitUsage
 	}
 	if *showVersion {
-		fmt.Fprintf(stdout, "flowplane %s\n", buildVersion())
+		fmt.Fprintln(stdout, versionLine())
 		return exitVersion
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowplane: unexpected argument %q\n\n%s", fs.Arg(0), usage)
+		fmt.Fprintf(stderr, "flowplane: %s\n\n%s", unexpectedArgument(fs.Arg(0)), usage)
 		return exitUsage
 	}
 	if *configPath == "" {
@@ -113,11 +114,47 @@ func printSchema(stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// versionLine is what `flowplane version` prints: the version, then the
+// commit and its time when the binary was built from a git checkout (go
+// build stamps them in the build info; go run and go test do not).
+func versionLine() string {
+	line := "flowplane " + buildVersion()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return line
+	}
+	line += " commit " + rev
+	if modified == "true" {
+		line += " (modified)"
+	}
+	if at != "" {
+		line += " committed " + at
+	}
+	return line + " " + bi.GoVersion
+}
+
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	// A module version from a release tag; not the pseudo-version go build
+	// derives from a commit (v0.0.0-<time>-<commit>), which versionLine
+	// shows as the commit instead.
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" && !strings.HasPrefix(bi.Main.Version, "v0.0.0-") {
 		return bi.Main.Version
 	}
 	return "0.6.0-dev"

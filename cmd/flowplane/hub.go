@@ -27,11 +27,11 @@ func runHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, hubUsage())
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "flowplane hub: %v\n", err)
+		fmt.Fprintf(stderr, "flowplane hub: %s\n\n%s", usageError(fs, err), hubUsage())
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "flowplane hub: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "flowplane hub: unexpected argument %q\n\n%s", fs.Arg(0), hubUsage())
 		return exitUsage
 	}
 	settings, warnings, err := hub.SettingsFromEnv(os.LookupEnv, *address, *storage)
