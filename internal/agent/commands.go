@@ -45,12 +45,13 @@ type executor struct {
 	streamLedger ledger[Desire]
 	jobLedger    ledger[JobDesire]
 	// Job control (jobs.go); jobs is nil without an engine. jobTail,
-	// triggers and taking are guarded by mu.
+	// triggers, taking and takes are guarded by mu.
 	jobs     *jobControl
 	nodeID   string
 	jobTail  map[string]chan struct{} // job id -> closed when its last queued command ended
 	triggers map[string]taken         // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
-	taking   map[string]int           // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) under way
+	taking   map[string]int           // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) until their outcome is posted
+	takes    uint64                   // artifact commands ever started: a report that listed artifacts learns whether one started meanwhile
 
 	// Configuration commands (configuration.go), guarded by mu:
 	// configTail is closed when the last queued one ended; heldConfig,
@@ -96,6 +97,10 @@ type held[D any] struct {
 func (l *ledger[D]) shown(x *executor) map[string]D {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return l.shownLocked()
+}
+
+func (l *ledger[D]) shownLocked() map[string]D {
 	ds := l.table.all()
 	for id, h := range l.unposted {
 		if h.had {
@@ -111,8 +116,11 @@ func (l *ledger[D]) shown(x *executor) map[string]D {
 // it changed), then, once the acknowledgement was answered (acked closed;
 // nil: none was sent), answers every delivery attempt waiting for it, and
 // only then lets reports show the new desire and wakes the reporter. The
-// record's fsync overlaps the acknowledgement's round trip.
-func (l *ledger[D]) finish(ctx context.Context, x *executor, cmd wire.Command, out Outcome, d *D, acked <-chan struct{}) {
+// record's fsync overlaps the acknowledgement's round trip. release, when
+// not nil, is called under mu as the new desire is shown: what it lets
+// reports show (a job command's artifact) appears in the same report as
+// the desire, never in one still at the desire before.
+func (l *ledger[D]) finish(ctx context.Context, x *executor, cmd wire.Command, out Outcome, d *D, acked <-chan struct{}, release func()) {
 	id := cmd.ResourceID
 	x.mu.Lock()
 	if d != nil {
@@ -134,12 +142,15 @@ func (l *ledger[D]) finish(ctx context.Context, x *executor, cmd wire.Command, o
 		<-acked // the outcome follows the acknowledgement
 	}
 	defer func() {
-		if d != nil {
+		if d != nil || release != nil {
 			x.mu.Lock()
-			if h := l.unposted[id]; h != nil {
+			if h := l.unposted[id]; d != nil && h != nil {
 				if h.n--; h.n <= 0 {
 					delete(l.unposted, id)
 				}
+			}
+			if release != nil {
+				release()
 			}
 			x.mu.Unlock()
 		}
@@ -177,7 +188,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 	if !cmd.ExpiresAt.IsZero() && !x.now().Before(cmd.ExpiresAt.Time) {
 		x.log.Warn("command expired before it was received; not run", "command_id", cmd.CommandID, "operation", cmd.Operation, "expires_at", cmd.ExpiresAt.Time)
 		x.background(func() {
-			x.streamLedger.finish(ctx, x, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil, nil)
+			x.streamLedger.finish(ctx, x, cmd, Outcome{CommandID: cmd.CommandID, State: wire.ResultTimedOut}, nil, nil, nil)
 		})
 		return
 	}
@@ -213,7 +224,7 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 				desire = nil
 			}
 		}
-		x.streamLedger.finish(ctx, x, cmd, out, desire, acked)
+		x.streamLedger.finish(ctx, x, cmd, out, desire, acked, nil)
 	})
 }
 

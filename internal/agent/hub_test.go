@@ -38,8 +38,9 @@ type testHub struct {
 	jobObs       []wire.JobObservations
 	results      []result
 	queue        []wire.Command
-	unavailable  bool          // answer 503 to everything
-	resultDelay  time.Duration // final results are answered this late
+	unavailable  bool                                           // answer 503 to everything
+	resultDelay  time.Duration                                  // final results are answered this late
+	holdResult   func(commandID string, res wire.CommandResult) // when set, called before a result is recorded and answered
 	seq          int
 	answered401s int
 }
@@ -225,10 +226,13 @@ func (h *testHub) result(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
-	delay := h.resultDelay
+	delay, hold := h.resultDelay, h.holdResult
 	h.mu.Unlock()
 	if res.State != wire.ResultAcknowledged && delay > 0 {
 		time.Sleep(delay)
+	}
+	if hold != nil {
+		hold(r.PathValue("id"), res)
 	}
 	h.update(func() { h.results = append(h.results, result{CommandID: r.PathValue("id"), CommandResult: res}) })
 	w.WriteHeader(http.StatusNoContent)

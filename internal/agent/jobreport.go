@@ -52,7 +52,8 @@ func (r *jobReporter) forceSend() {
 // sent is the highest artifact id each observation carries.
 func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[string]int64) {
 	eng := r.x.jobs.eng
-	desires := r.x.jobDesires()
+	view := r.x.jobsShown()
+	desires := view.desires
 	sts := eng.HubJobs()
 	obs := wire.JobObservations{BootID: r.bootID, Jobs: make([]wire.JobObservation, 0, len(sts))}
 	sent := map[string]int64{}
@@ -81,9 +82,10 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 			delete(r.errSeen, st.JobID)
 		}
 		// While a command takes an artifact, the job's new ones wait: the
-		// command's own is observed after the command, with its id.
-		if st.LastCheckpoint > r.sentUpTo[st.JobID] && !r.x.takingArtifact(st.JobID) {
-			o.Artifacts = r.artifacts(ctx, st.JobID, st.ObjectStoreURI)
+		// command's own is observed after its outcome, with its id and the
+		// desire it recorded.
+		if st.LastCheckpoint > r.sentUpTo[st.JobID] && !view.taking[st.JobID] {
+			o.Artifacts = r.artifacts(ctx, st.JobID, st.ObjectStoreURI, view)
 			for _, a := range o.Artifacts {
 				sent[st.JobID] = max(sent[st.JobID], a.ID)
 			}
@@ -121,8 +123,9 @@ func (r *jobReporter) build(ctx context.Context) (wire.JobObservations, map[stri
 }
 
 // artifacts lists the job's completed artifacts not sent yet, newest
-// maxObservedArtifacts, oldest first.
-func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []wire.JobArtifact {
+// maxObservedArtifacts, oldest first, or none when an artifact command
+// started since view was read.
+func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string, view jobView) []wire.JobArtifact {
 	var all []*engine.Manifest
 	for _, kind := range []string{engine.ArtifactCheckpoint, engine.ArtifactSavepoint} {
 		ms, err := r.x.jobs.eng.JobArtifacts(ctx, jobID, kind)
@@ -136,10 +139,11 @@ func (r *jobReporter) artifacts(ctx context.Context, jobID, storeURI string) []w
 			}
 		}
 	}
-	// A command that started taking an artifact while the list was read
-	// may have written it already: the next observation, after the
-	// command, sends it with the command's id.
-	if r.x.takingArtifact(jobID) {
+	// A command that started after view was read may have written its
+	// artifact already, and even finished: the observation after its
+	// outcome sends it, with the command's id and at the desire it
+	// recorded, which view may predate.
+	if r.x.tookSince(view) {
 		return nil
 	}
 	slices.SortFunc(all, func(a, b *engine.Manifest) int { return int(a.ID - b.ID) })

@@ -140,15 +140,34 @@ func (x *executor) queueJob(ctx context.Context, cmd wire.Command, acked <-chan 
 				return
 			}
 		}
+		var release func()
+		if takesArtifact(cmd) {
+			release = x.take(id)
+		}
 		r := x.execJob(ctx, cmd)
 		if !r.done {
 			x.mu.Lock()
 			delete(x.inflight, cmd.CommandID)
+			if release != nil {
+				release()
+			}
 			x.mu.Unlock()
 			return
 		}
-		x.jobLedger.finish(ctx, x, cmd, r.out, r.desire, acked)
+		x.jobLedger.finish(ctx, x, cmd, r.out, r.desire, acked, release)
 	})
+}
+
+// takesArtifact reports whether a job command may take an artifact: a
+// checkpoint, a savepoint, or a stop with a savepoint.
+func takesArtifact(cmd wire.Command) bool {
+	switch cmd.Operation {
+	case wire.CommandJobCheckpoint, wire.CommandJobSavepoint:
+		return true
+	case wire.CommandJobStop:
+		return cmd.Payload.Savepoint
+	}
+	return false
 }
 
 // execJob carries out one job command.
@@ -247,9 +266,6 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 			// desire is recorded so that a restart starts nothing.
 			return succeed(nil, d)
 		}
-		if cmd.Payload.Savepoint {
-			defer x.take(id)()
-		}
 		m, err := eng.StopJob(ctx, id, cmd.Payload.Savepoint)
 		switch {
 		case ctx.Err() != nil:
@@ -270,7 +286,6 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		if err != nil || !st.Hub {
 			return fail(permanentFailure(codeJobNotFound, "no Hub job %q on this node", id))
 		}
-		defer x.take(id)()
 		var m *engine.Manifest
 		if cmd.Operation == wire.CommandJobCheckpoint {
 			m, err = eng.CheckpointJob(ctx, id)
@@ -327,36 +342,55 @@ func (x *executor) waitStarted(ctx context.Context, id string) (engine.JobStatus
 	}
 }
 
-// jobDesires returns every Hub job's desire as observations show it.
-func (x *executor) jobDesires() map[string]JobDesire { return x.jobLedger.shown(x) }
+// jobView is what job observations are built from, read at one instant:
+// a command's new desire and the artifact it took become visible together.
+type jobView struct {
+	desires map[string]JobDesire // every Hub job's desire as observations show it
+	taking  map[string]bool      // jobs whose new artifacts wait for a command's outcome
+	takes   uint64               // the executor's takes then
+}
+
+// jobsShown returns the jobView of now.
+func (x *executor) jobsShown() jobView {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	v := jobView{desires: x.jobLedger.shownLocked(), taking: make(map[string]bool, len(x.taking)), takes: x.takes}
+	for id := range x.taking {
+		v.taking[id] = true
+	}
+	return v
+}
+
+// tookSince reports whether an artifact command started after the view
+// was read: artifacts listed meanwhile may hold its artifact, which waits
+// for its outcome.
+func (x *executor) tookSince(v jobView) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.takes != v.takes
+}
 
 // taken is what took an artifact: its trigger and the command.
 type taken struct {
 	trigger, commandID string
 }
 
-// take counts an artifact command under way on a job until the returned
-// function is called: observations hold back the job's new artifacts
-// meanwhile, so that the one the command takes is observed with its
-// command (after noteTrigger), never first as a periodic one.
-func (x *executor) take(jobID string) (done func()) {
+// take counts an artifact command on a job until release is called, with
+// mu held, as its outcome becomes visible: observations hold back the
+// job's new artifacts meanwhile, so that the one the command takes is
+// observed with its command id and in the same observation as the desire
+// the command recorded (a stop's new generation), never first as a
+// periodic one or at the generation before.
+func (x *executor) take(jobID string) (release func()) {
 	x.mu.Lock()
 	x.taking[jobID]++
+	x.takes++
 	x.mu.Unlock()
 	return func() {
-		x.mu.Lock()
 		if x.taking[jobID]--; x.taking[jobID] <= 0 {
 			delete(x.taking, jobID)
 		}
-		x.mu.Unlock()
 	}
-}
-
-// takingArtifact reports whether an artifact command runs on the job.
-func (x *executor) takingArtifact(jobID string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.taking[jobID] > 0
 }
 
 // noteTrigger remembers what took an artifact, for its observation.

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/agent"
 	"github.com/flowplane/flowplane/internal/engine"
@@ -183,6 +185,73 @@ func TestJobCommands(t *testing.T) {
 		if r.State != wire.ResultFailed || r.Failure == nil || r.Failure.Class != "permanent" || r.Failure.Code != code {
 			t.Errorf("%s: %s %+v, want permanent %s", id, r.State, r.Failure, code)
 		}
+	}
+}
+
+// TestJobStopSavepointObservedWithOutcome: the savepoint a stop takes is
+// observed only once the stop's outcome was posted, in the observation
+// that shows the stop's generation, never earlier at the generation
+// before. The Hub holds the stop's result while periodic observations
+// keep coming; each one built then must hold the savepoint back.
+func TestJobStopSavepointObservedWithOutcome(t *testing.T) {
+	hub := newTestHub(t, testNodeToken)
+	dir := t.TempDir()
+	startNode(t, nodeOptions{stateDir: t.TempDir(), hubURLs: []string{hub.URL + "/api/v1"}, jobs: true,
+		tune: func(o *agent.Options) { o.ReportPeriod = 20 * time.Millisecond }})
+	hub.enqueue(jobCmd("c-start", "a1", wire.CommandJobStart, "counts", 1, wire.JobCommand{Spec: hubJobSpec(t, "counts", dir, nil), JobVersion: 1}))
+	succeeded(t, hub.waitFinal(t, "c-start", "a1"))
+	hub.waitJobObs(t, "counts", "running at generation 1", func(o wire.JobObservation) bool {
+		return o.State == wire.JobRunning && o.Generation == 1
+	})
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unhold := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unhold) // a failed test must not leave the Hub's handler waiting
+	hub.update(func() {
+		hub.holdResult = func(id string, res wire.CommandResult) {
+			if id == "c-stop" && res.State != wire.ResultAcknowledged {
+				close(held)
+				<-release
+			}
+		}
+	})
+	hub.enqueue(jobCmd("c-stop", "a1", wire.CommandJobStop, "counts", 2, wire.JobCommand{Savepoint: true}))
+	select {
+	case <-held:
+	case <-time.After(waitFor):
+		t.Fatal("timed out waiting for the stop's result")
+	}
+	// The second body that arrives from now on was built after the stop's
+	// command ended and before its outcome was posted.
+	hub.mu.Lock()
+	n := len(hub.jobObs)
+	hub.mu.Unlock()
+	hub.waitFor(t, "two job observations while the stop's result is held", func() bool { return len(hub.jobObs) >= n+2 })
+	savepointAt := func() []int64 {
+		hub.mu.Lock()
+		defer hub.mu.Unlock()
+		var gens []int64
+		for _, body := range hub.jobObs {
+			for _, o := range body.Jobs {
+				if o.ID == "counts" && slices.ContainsFunc(o.Artifacts, func(a wire.JobArtifact) bool { return a.Kind == wire.ArtifactSavepoint }) {
+					gens = append(gens, o.Generation)
+				}
+			}
+		}
+		return gens
+	}
+	if gens := savepointAt(); len(gens) > 0 {
+		t.Errorf("the savepoint was observed at generations %v before the stop's outcome was posted", gens)
+	}
+	unhold()
+
+	sp := artifactResult(t, hub.waitFinal(t, "c-stop", "a1"))
+	hub.waitJobObs(t, "counts", "stopped at generation 2 with the savepoint", func(o wire.JobObservation) bool {
+		return o.State == wire.JobStopped && o.Generation == 2 && slices.ContainsFunc(o.Artifacts, func(a wire.JobArtifact) bool { return a.ID == sp.ID })
+	})
+	if gens := savepointAt(); !slices.Equal(gens, []int64{2}) {
+		t.Errorf("the savepoint was observed at generations %v, want once at 2", gens)
 	}
 }
 
