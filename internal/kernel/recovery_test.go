@@ -229,7 +229,9 @@ func TestAbandonedCheckpoint(t *testing.T) {
 		return &slowSnapshot{}
 	}
 	opts := testOptions(ops)
-	opts.ckptTimeout = 200 * time.Millisecond
+	// Long enough for checkpoint 2 to complete on a loaded machine (the
+	// timeout bounds it too); checkpoint 1 waits it out.
+	opts.ckptTimeout = 2 * time.Second
 	j, hooks, wait := pausedCountJob(t, c, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
