@@ -17,6 +17,6 @@
 // The fleet must not import the hub package, serve routes, touch the store
 // or decide what to dispatch: the decisions are the pure functions of
 // internal/hub/reconcile, fed with what the fleet reports (ReconcileNode,
-// Attempts). It does take over the connections of long-polls (Park),
+// Attempts). It does take over the connections of long-polls (Poll, ParkOn),
 // because a parked poll is fleet state.
 package fleet
