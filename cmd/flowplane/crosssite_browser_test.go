@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -63,7 +61,7 @@ func TestCrossSiteBrowser(t *testing.T) {
 	hubStream := func(id string) string { return hubURL + "/api/v1/nodes/n1/streams/" + id }
 
 	for _, id := range []string{"s1", "s2", "s3"} {
-		waitFor(t, "stream "+id+" running", func() bool {
+		waitUntil(t, "stream "+id+" running", func() bool {
 			var s wire.Stream
 			return getJSONStatusOK(node+"/streams/"+id, &s) && s.Observed.State == "running"
 		})
@@ -93,7 +91,7 @@ func TestCrossSiteBrowser(t *testing.T) {
 		t.Fatalf("fetch POST from the allowed origin to the Hub: %s, want 202", got)
 	}
 
-	waitFor(t, "s3 stopped by the allowed origin", func() bool {
+	waitUntil(t, "s3 stopped by the allowed origin", func() bool {
 		var s wire.Stream
 		return getJSONStatusOK(node+"/streams/s3", &s) && s.Observed.State == "stopped"
 	})
@@ -155,33 +153,13 @@ func attackPage(form, fetch string) string {
 // "localhost", a site other than the 127.0.0.1 of the APIs.
 func listenPages(t *testing.T, h http.Handler) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener = l
-	srv.Start()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return fmt.Sprintf("http://localhost:%d", l.Addr().(*net.TCPAddr).Port)
+	return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 }
 
 // getJSONStatusOK reports whether GET url answered 200 and decoded into v.
 func getJSONStatusOK(url string, v any) bool {
 	st, err := getJSONStatus(url, v)
 	return err == nil && st == http.StatusOK
-}
-
-// waitFor polls cond every 50 ms for up to 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
