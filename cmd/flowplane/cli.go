@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/ctl"
 	"github.com/flowplane/flowplane/internal/daemon"
 )
 
@@ -29,6 +31,7 @@ Usage:
   flowplane --config <file> --validate             check a configuration as start-up does, then exit
   flowplane hub [--address host:port] [--storage file.db]
                                                    run the Hub (settings and tokens from SVC_*: flowplane hub --help)
+  flowplane ctl <command>                          operate the fleet through the Hub (flowplane ctl --help)
   flowplane schema                                 print the configuration's JSON Schema
   flowplane version                                print the version (also --version)
   flowplane --help                                 this help
@@ -60,6 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitVersion
 		case "hub":
 			return runHub(ctx, args[1:], stdout, stderr)
+		case "ctl", "__complete", "__completeNoDesc":
+			// The shell completion scripts call the program by its own
+			// name: "flowplane __complete ctl ...".
+			return ctl.Main(ctx, args, ctl.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
 		}
 	}
 	fs := flag.NewFlagSet("flowplane", flag.ContinueOnError)
