@@ -124,11 +124,11 @@ func splitStream(s string) (node, stream string, err error) {
 }
 
 type nodeDescription struct {
-	Node          json.RawMessage          `json:"node"`
-	Streams       []wire.Stream            `json:"streams"`
-	Jobs          []wire.Job               `json:"jobs"`
+	Node          json.RawMessage         `json:"node"`
+	Streams       []wire.Stream           `json:"streams"`
+	Jobs          []wire.Job              `json:"jobs"`
 	Configuration *wire.NodeConfiguration `json:"configuration,omitempty"`
-	Events        []wire.Event             `json:"recent_events"`
+	Events        []wire.Event            `json:"recent_events"`
 }
 
 func describeNode(ctx context.Context, c *Client, id string) (any, func(io.Writer) error, error) {
@@ -205,7 +205,7 @@ func configurationText(w io.Writer, nc *wire.NodeConfiguration, now time.Time) e
 	k.row("Generation:", dg, rg)
 	k.row("Node version:", "", rn)
 	k.row("Reported:", "", rat)
-	k.row("Convergence:", joinNonEmpty(nc.Convergence, nc.ConvergenceReason))
+	k.row("Convergence:", withReason(nc.Convergence, nc.ConvergenceReason))
 	k.row("Operation:", nc.OperationID)
 	return k.flush()
 }
@@ -298,8 +298,8 @@ func describeJob(ctx context.Context, c *Client, id string) (any, func(io.Writer
 		if len(j.Placement.Nodes) > 0 {
 			place += " on " + strings.Join(j.Placement.Nodes, ", ")
 		}
-		k.row("Placement:", joinNonEmpty(place, j.Placement.Strategy))
-		k.row("Convergence:", joinNonEmpty(j.Convergence, j.ConvergenceReason))
+		k.row("Placement:", withReason(place, j.Placement.Strategy))
+		k.row("Convergence:", withReason(j.Convergence, j.ConvergenceReason))
 		k.row("", "DESIRED", "OBSERVED")
 		k.row("State:", j.Desired.State, j.Observed.State)
 		k.row("Generation:", itoa(j.Desired.Generation), itoa(j.Observed.Generation))
@@ -426,3 +426,11 @@ func ago(s string) string {
 }
 
 func ms(n int64) string { return (time.Duration(n) * time.Millisecond).String() }
+
+// withReason is "value (reason)", or value alone.
+func withReason(value, reason string) string {
+	if reason == "" {
+		return value
+	}
+	return value + " (" + reason + ")"
+}

@@ -52,8 +52,8 @@ type filter struct {
 // collection is one resource kind of get.
 type collection struct {
 	name, short string
-	aliases           []string
-	filters           []filter
+	aliases     []string
+	filters     []filter
 	// fetch lists the items (decoded into their type) and renders them.
 	show func(ctx context.Context, c *Client, q url.Values, limit int, out string, a *app) error
 }
@@ -62,25 +62,25 @@ func (a *app) collections() []collection {
 	return []collection{
 		{name: "nodes", short: "registered nodes: status, mode, streams", aliases: []string{"node", "no"},
 			filters: []filter{{"status", "status", "online, unavailable or unknown"}, {"mode", "mode", "active, draining or maintenance"}},
-			show: showList("/nodes", nodesTable)},
+			show:    showList("/nodes", nodesTable)},
 		{name: "streams", short: "every desired and reported stream: desired, observed, convergence", aliases: []string{"stream", "st"},
 			filters: []filter{{"node", "node_id", "node id"}, {"convergence", "convergence", "in_sync, pending, applying, degraded, blocked, unknown"}, {"state", "state", "observed state (none: not reported)"}},
-			show: showList("/streams", streamsTable)},
+			show:    showList("/streams", streamsTable)},
 		{name: "jobs", short: "jobs: placement, desired, observed, convergence", aliases: []string{"job"},
 			filters: []filter{{"node", "node_id", "node id"}, {"convergence", "convergence", "convergence"}, {"desired-state", "desired_state", "running or stopped"}},
-			show: showList("/jobs", jobsTable)},
+			show:    showList("/jobs", jobsTable)},
 		{name: "operations", short: "operations (intents), newest first", aliases: []string{"operation", "op", "ops"},
 			filters: []filter{{"node", "node_id", "node id"}, {"resource", "resource_id", "stream, job or configuration id"}, {"operation", "operation", "operation type"}, {"state", "state", "pending, dispatched, succeeded, failed, ..."}, {"correlation-id", "correlation_id", "correlation id"}},
-			show: showList("/operations", operationsTable)},
+			show:    showList("/operations", operationsTable)},
 		{name: "rollouts", short: "configuration rollouts", aliases: []string{"rollout", "ro"},
 			filters: []filter{{"state", "state", "pending, running, paused, succeeded, failed, cancelled, rolled_back"}},
-			show: showList("/rollouts", rolloutsTable)},
+			show:    showList("/rollouts", rolloutsTable)},
 		{name: "events", short: "the fleet's event log, newest first (live: flowplane ctl events --follow)", aliases: []string{"event", "ev"},
 			filters: eventFilters,
 			show:    showList("/events", eventsTable)},
 		{name: "audit", short: "the audit log, newest first",
 			filters: []filter{{"resource", "resource_id", "resource id"}, {"node", "node_id", "node id"}, {"actor", "actor", "actor"}, {"action", "action", "action"}, {"outcome", "outcome", "accepted or rejected"}},
-			show: showList("/audit", auditTable)},
+			show:    showList("/audit", auditTable)},
 	}
 }
 

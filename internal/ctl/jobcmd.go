@@ -55,10 +55,11 @@ func specID(spec json.RawMessage) string {
 
 // jobFlags are the flags the job verbs share.
 type jobFlags struct {
-	file, placement, state, mode, node, recovery string
-	nodes                                        []string
-	savepoint, strict                            bool
-	savepointID, version                         int64
+	file, placement, mode, node, recovery string
+	createState, afterState               string
+	nodes                                 []string
+	savepoint, strict                     bool
+	savepointID, version                  int64
 }
 
 func (a *app) jobCommand() *cobra.Command {
@@ -102,14 +103,14 @@ func (a *app) jobCommand() *cobra.Command {
 		Args: exactArgs(0, "no arguments (the spec is -f)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
-				return a.jobCreate(ctx, c, f, f.state)
+				return a.jobCreate(ctx, c, f, f.createState)
 			})
 		},
 	}
 	fileFlag(create)
 	nodesFlag(create, "candidate nodes (default: the Hub places it on the least-loaded)")
 	create.Flags().StringVar(&f.placement, "placement", "", "colocated or split")
-	create.Flags().StringVar(&f.state, "state", wire.JobStopped, "desired state: stopped or running")
+	create.Flags().StringVar(&f.createState, "state", wire.JobStopped, "desired state: stopped or running")
 
 	run := &cobra.Command{
 		Use: "run JOB | run -f SPEC", Short: "Run a job: create it running, or set an existing one's desired state to running",
@@ -177,7 +178,7 @@ func (a *app) jobCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := wire.JobUpgradeRequest{Spec: spec, Mode: f.mode, Strict: f.strict, DesiredState: f.state}
+			req := wire.JobUpgradeRequest{Spec: spec, Mode: f.mode, Strict: f.strict, DesiredState: f.afterState}
 			if f.savepointID > 0 {
 				req.Savepoint = &f.savepointID
 			}
@@ -190,7 +191,7 @@ func (a *app) jobCommand() *cobra.Command {
 	upgrade.Flags().StringVar(&f.mode, "mode", wire.UpgradeSavepoint, "stateless, savepoint or last_state")
 	upgrade.Flags().BoolVar(&f.strict, "strict", false, "refuse a state format the new version cannot read")
 	upgrade.Flags().Int64Var(&f.savepointID, "savepoint-id", 0, "restore this savepoint (default: the newest)")
-	upgrade.Flags().StringVar(&f.state, "state", "", "desired state after the upgrade: stopped or running")
+	upgrade.Flags().StringVar(&f.afterState, "state", "", "desired state after the upgrade: stopped or running")
 
 	rollback := &cobra.Command{
 		Use: "rollback JOB [UPGRADE_ID]", Short: "Roll a job back from an upgrade (default: its newest)", Args: rangeArgs(1, 2, "a job id and optionally an upgrade id"),
@@ -211,14 +212,14 @@ func (a *app) jobCommand() *cobra.Command {
 					uid = ups[i].UpgradeID
 				}
 				var body any
-				if f.state != "" {
-					body = map[string]string{"desired_state": f.state}
+				if f.afterState != "" {
+					body = map[string]string{"desired_state": f.afterState}
 				}
 				return a.jobWrite(ctx, c, "/jobs/"+pathEsc(args[0])+"/upgrades/"+pathEsc(uid)+"/rollback", body, "rollback")
 			})
 		},
 	}
-	rollback.Flags().StringVar(&f.state, "state", "", "desired state after the rollback: stopped or running")
+	rollback.Flags().StringVar(&f.afterState, "state", "", "desired state after the rollback: stopped or running")
 
 	move := &cobra.Command{
 		Use: "move JOB [--node NODE | --nodes A,B]", Short: "Move a job to another node (a split job: to other nodes), from its newest checkpoint", Args: exactArgs(1, "a job id"),
@@ -287,7 +288,11 @@ func (a *app) jobCreate(ctx context.Context, c *Client, f jobFlags, state string
 
 // jobDesired sets a job's desired state.
 func (a *app) jobDesired(ctx context.Context, c *Client, id string, req wire.JobDesiredRequest) (written, error) {
-	return a.jobWriteMethod(ctx, c, http.MethodPut, "/jobs/"+pathEsc(id)+"/desired-state", req, req.State)
+	what := "run"
+	if req.State == wire.JobStopped {
+		what = "stop"
+	}
+	return a.jobWriteMethod(ctx, c, http.MethodPut, "/jobs/"+pathEsc(id)+"/desired-state", req, what)
 }
 
 func (a *app) jobWrite(ctx context.Context, c *Client, path string, body any, what string) (written, error) {

@@ -235,4 +235,3 @@ func joinNonEmpty(parts ...string) string {
 	}
 	return strings.Join(out, ": ")
 }
-
