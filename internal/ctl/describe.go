@@ -166,7 +166,7 @@ func describeNode(ctx context.Context, c *Client, id string) (any, func(io.Write
 		k.row("Restarts:", fmt.Sprint(n.Restarts))
 		k.row("Commands:", fmt.Sprintf("%d queued, %d in flight", n.QueuedCommands, n.InFlight))
 		k.row("Data address:", n.DataAddress)
-		k.row("Capabilities:", strings.Join(n.Capabilities, ", "))
+		k.row("Capabilities:", capabilities(n.Capabilities))
 		if err := k.flush(); err != nil {
 			return err
 		}
@@ -433,4 +433,23 @@ func withReason(value, reason string) string {
 		return value
 	}
 	return value + " (" + reason + ")"
+}
+
+// capabilities lists a node's control capabilities and counts its
+// components (kind:name), which are many and shown by -o yaml.
+func capabilities(all []string) string {
+	var named []string
+	components := 0
+	for _, c := range all {
+		if strings.Contains(c, ":") {
+			components++
+			continue
+		}
+		named = append(named, c)
+	}
+	s := strings.Join(named, ", ")
+	if components > 0 {
+		s += fmt.Sprintf(" (and %d components)", components)
+	}
+	return strings.TrimPrefix(s, " ")
 }
