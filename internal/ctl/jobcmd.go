@@ -315,7 +315,7 @@ func (a *app) jobWriteMethod(ctx context.Context, c *Client, method, path string
 	return written{target: t, out: func() error {
 		fmt.Fprintf(a.env.Stdout, "%s: %s accepted (operation %s, generation %d, desired %s on %s)\n", resp.JobID, what, resp.OperationID, resp.Generation, resp.DesiredState, orDash(resp.NodeID))
 		for _, w := range resp.Warnings {
-			fmt.Fprintf(a.env.Stderr, "warning: %s\n", w.Message)
+			fmt.Fprintf(a.env.Stderr, "warning: %s: %s\n", resp.JobID, w.Message)
 		}
 		return nil
 	}}, nil

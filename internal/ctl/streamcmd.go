@@ -66,7 +66,7 @@ func streamAction(ctx context.Context, a *app, c *Client, node, id, action, vers
 	return written{target: t, out: func() error {
 		fmt.Fprintf(a.env.Stdout, "%s/%s: %s accepted (operation %s, generation %d, desired %s)\n", resp.NodeID, resp.StreamID, action, resp.OperationID, resp.Generation, resp.DesiredState)
 		for _, w := range resp.Warnings {
-			fmt.Fprintf(a.env.Stderr, "warning: %s\n", w.Message)
+			fmt.Fprintf(a.env.Stderr, "warning: %s/%s: %s\n", resp.NodeID, resp.StreamID, w.Message)
 		}
 		return nil
 	}}, nil
