@@ -136,6 +136,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/daemon", false, runtime, "node boot reaches the runtime through internal/engine"},
 		{"cmd/flowplane", false, runtime, "the command reaches the runtime through internal/engine"},
 		{"internal/hub", true, append([]string{"internal/engine", "internal/node", "internal/agent"}, runtime...), "the Hub knows nodes only by the wire"},
+		{"internal/ctl", true, append([]string{"internal/hub", "internal/engine", "internal/node", "internal/agent", "internal/daemon"}, runtime...), "the client knows the Hub only by HTTP and the wire"},
 	}
 	for _, rule := range rules {
 		err := filepath.WalkDir(rule.dir, func(path string, d fs.DirEntry, err error) error {
