@@ -112,8 +112,20 @@ func (a *app) follow(ctx context.Context, c *Client, sub *eventStream, t Target)
 	}
 	if err != nil {
 		if context.Cause(ctx) == errTimedOut {
+			// One last look, past the deadline, so the message says where
+			// it stands now.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if v, err := observe(lctx, c, t); err == nil {
+				o = v
+				p.note(t.state(o))
+			}
+			cancel()
 			fmt.Fprintln(a.env.Stderr, line())
-			return &exitError{code: ExitTimedOut, err: fmt.Errorf("%s: not done after %s (last: %s)", t.label(), a.timeout, orDash(t.state(o)))}
+			last := orDash(t.state(o))
+			if o.Reason != "" && last == o.Convergence {
+				last = withReason(last, o.Reason)
+			}
+			return &exitError{code: ExitTimedOut, err: fmt.Errorf("%s: not done after %s (last: %s)", t.label(), a.timeout, joinNonEmpty(last, o.Failure))}
 		}
 		return err
 	}
