@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/ctl"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/httpapi/tlstest"
 	"github.com/flowplane/flowplane/internal/hub"
@@ -111,6 +115,24 @@ streams:
 		return code == http.StatusOK && json.Unmarshal(b, &v) == nil &&
 			v.Convergence == wire.ConvergenceInSync && v.Observed.State == "stopped" && v.Observed.Generation == w.Generation
 	})
+
+	// flowplane ctl verifies the Hub against the context's CA file, and
+	// refuses it without.
+	ctlEnv := map[string]string{"XDG_CONFIG_HOME": filepath.Join(dir, "config"), "OP_TOKEN": opToken}
+	ctlRun := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := ctl.Main(context.Background(), append([]string{"ctl"}, args...), ctl.Env{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return ctlEnv[k] }})
+		return code, out.String()
+	}
+	if code, out := ctlRun("login", "--hub", hubURL, "--name", "tls", "--token-env", "OP_TOKEN"); code != 1 || !strings.Contains(out, "certificate") {
+		t.Errorf("ctl login without the CA: exit %d: %s", code, out)
+	}
+	if code, out := ctlRun("login", "--hub", hubURL, "--name", "tls", "--token-env", "OP_TOKEN", "--ca-file", ca.File); code != 0 {
+		t.Fatalf("ctl login with the CA: exit %d: %s", code, out)
+	}
+	if code, out := ctlRun("get", "streams"); code != 0 || !regexp.MustCompile(`(?m)^tls-node\s+s\s+stopped\s+stopped\s+in_sync`).MatchString(out) {
+		t.Errorf("ctl get streams over HTTPS: exit %d:\n%s", code, out)
+	}
 
 	// The Node API answers over HTTPS with the node's certificate.
 	code, b, serial := get("https://"+nodeAddr+"/streams/s", "")
