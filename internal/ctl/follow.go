@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/flowplane/flowplane/internal/wire"
@@ -74,6 +76,13 @@ func (a *app) follow(ctx context.Context, c *Client, sub *eventStream, t Target)
 	line := func() string {
 		return fmt.Sprintf("%s: %s (%.1fs)", t.label(), p.String(), time.Since(start).Seconds())
 	}
+	live := isTerminal(a.env.Stderr)
+	// show rewrites the progress line in place on a terminal.
+	show := func() {
+		if live {
+			fmt.Fprintf(a.env.Stderr, "\r%s\x1b[K", line())
+		}
+	}
 	check := func() (Verdict, string, error) {
 		v, err := observe(ctx, c, t)
 		if err != nil {
@@ -93,11 +102,15 @@ func (a *app) follow(ctx context.Context, c *Client, sub *eventStream, t Target)
 			if !o.Apply(t, ev) {
 				continue
 			}
-			if ev.Kind == kindResync {
+			if ev.Kind == kindResync || t.Kind == waitRollout {
+				// A rollout's view has its waves and each node's phase.
 				verdict, why, err = check()
+				show()
 				continue
 			}
-			p.note(t.state(o))
+			if p.note(t.state(o)) {
+				show()
+			}
 			verdict, why = Decide(t, o)
 			if verdict == Succeeded && t.Kind != waitRollout {
 				// Confirm with the view: an event may trail or lead it.
@@ -106,6 +119,7 @@ func (a *app) follow(ctx context.Context, c *Client, sub *eventStream, t Target)
 		case err = <-sub.errc:
 		case <-tick.C:
 			verdict, why, err = check()
+			show()
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
@@ -120,7 +134,7 @@ func (a *app) follow(ctx context.Context, c *Client, sub *eventStream, t Target)
 				p.note(t.state(o))
 			}
 			cancel()
-			fmt.Fprintln(a.env.Stderr, line())
+			fmt.Fprintf(a.env.Stderr, "%s%s\n", clearLine(live), line())
 			last := orDash(t.state(o))
 			if o.Reason != "" && last == o.Convergence {
 				last = withReason(last, o.Reason)
@@ -129,7 +143,7 @@ func (a *app) follow(ctx context.Context, c *Client, sub *eventStream, t Target)
 		}
 		return err
 	}
-	fmt.Fprintln(a.env.Stderr, line())
+	fmt.Fprintf(a.env.Stderr, "%s%s\n", clearLine(live), line())
 	if verdict == Failed {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("%s failed: %s", t.label(), why)}
 	}
@@ -192,6 +206,9 @@ func observe(ctx context.Context, c *Client, t Target) (Observation, error) {
 			return o, err
 		}
 		o.Rollout = r.State
+		if r.CurrentWave > 0 {
+			o.Wave = fmt.Sprintf("%d/%d", r.CurrentWave, len(r.Waves))
+		}
 		if r.Failure != nil {
 			o.Failure = joinNonEmpty(r.Failure.Code, r.Failure.Message)
 		}
@@ -202,4 +219,22 @@ func observe(ctx context.Context, c *Client, t Target) (Observation, error) {
 		}
 	}
 	return o, nil
+}
+
+// isTerminal says whether w is a terminal, where progress is shown live.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// clearLine returns to the start of a live progress line and clears it.
+func clearLine(live bool) string {
+	if live {
+		return "\r\x1b[K"
+	}
+	return ""
 }

@@ -53,6 +53,7 @@ type Observation struct {
 	OpState     string // the write's operation
 	Failure     string // why the operation, resource or rollout failed
 	Rollout     string // a rollout's state
+	Wave        string // a running rollout's wave ("1/2"), from its view
 }
 
 // Verdict is where a wait stands.
@@ -147,8 +148,11 @@ func (o *Observation) Apply(t Target, ev wire.Event) bool {
 		o.OpState = wire.OpCancelled
 		return true
 	case wire.EventRolloutChanged:
-		if t.Kind != waitRollout || ev.ResourceID != t.ResourceID || ev.Data["node_id"] != nil {
+		if t.Kind != waitRollout || ev.ResourceID != t.ResourceID {
 			return false
+		}
+		if ev.Data["node_id"] != nil {
+			return true // a node's phase: the rollout's own state is elsewhere
 		}
 		if s := str(ev.Data["state"]); s != "" {
 			o.Rollout = s
@@ -197,6 +201,9 @@ func (p *progress) String() string { return strings.Join(p.states, " → ") }
 func (t Target) state(o Observation) string {
 	switch t.Kind {
 	case waitRollout:
+		if o.Rollout == wire.RolloutRunning && o.Wave != "" {
+			return o.Rollout + " wave " + o.Wave
+		}
 		return o.Rollout
 	case waitOperation:
 		return o.OpState
