@@ -1,15 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/flowplane/flowplane/internal/ctl"
 )
 
 // Tokens of the Hubs the ctl scripts start.
@@ -138,6 +145,44 @@ func cmdEnvsubst(ts *testscript.TestScript, neg bool, args []string) {
 		})
 		if err := os.WriteFile(ts.MkAbs(f), []byte(out), 0o600); err != nil {
 			ts.Fatalf("envsubst %s: %v", f, err)
+		}
+	}
+}
+
+// TestCtlFollowsPages lists a collection longer than the Hub's largest
+// page (100) from a real Hub: every page, or --limit items.
+func TestCtlFollowsPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Hub")
+	}
+	h := startHub(t, filepath.Join(t.TempDir(), "hub.db"))
+	env := map[string]string{"FLOWPLANE_HUB": h.base, "FLOWPLANE_TOKEN": hubOperatorToken, "XDG_CONFIG_HOME": t.TempDir()}
+	ctlRun := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := ctl.Main(context.Background(), append([]string{"ctl"}, args...), ctl.Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }})
+		if code != 0 {
+			t.Fatalf("ctl %v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	// Writes for a node that never registered: accepted, and they wait.
+	const n = 130
+	for i := range n {
+		ctlRun("stream", "stop", fmt.Sprintf("ghost/s%03d", i))
+	}
+	lines := strings.Split(strings.TrimSpace(ctlRun("get", "operations")), "\n")
+	if len(lines) != n+1 {
+		t.Fatalf("get operations: %d lines, want a header and %d rows", len(lines), n)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal([]byte(ctlRun("get", "streams", "--node", "ghost", "-o", "json")), &items); err != nil || len(items) != n {
+		t.Fatalf("get streams -o json: %d items, %v; want %d", len(items), err, n)
+	}
+	for _, limit := range []int{1, 30, 100, 101} {
+		lines := strings.Split(strings.TrimSpace(ctlRun("get", "operations", "--limit", fmt.Sprint(limit))), "\n")
+		if len(lines) != limit+1 {
+			t.Errorf("--limit %d: %d rows", limit, len(lines)-1)
 		}
 	}
 }
