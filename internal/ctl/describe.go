@@ -114,6 +114,16 @@ func events(ctx context.Context, c *Client, q url.Values) ([]wire.Event, error) 
 	return listAll[wire.Event](ctx, c, "/events", q, recentEvents)
 }
 
+// viewWithEvents reads the view at path and the newest events matching q.
+func viewWithEvents[T any](ctx context.Context, c *Client, path string, q url.Values) (T, []wire.Event, error) {
+	var v T
+	if err := c.get(ctx, path, nil, &v); err != nil {
+		return v, nil, err
+	}
+	evs, err := events(ctx, c, q)
+	return v, evs, err
+}
+
 // splitStream parses NODE/STREAM.
 func splitStream(s string) (node, stream string, err error) {
 	node, stream, ok := strings.Cut(s, "/")
@@ -221,10 +231,7 @@ func describeStream(ctx context.Context, c *Client, arg string) (any, func(io.Wr
 		return nil, nil, err
 	}
 	var d streamDescription
-	if err := c.get(ctx, "/nodes/"+pathEsc(node)+"/streams/"+pathEsc(id), nil, &d.Stream); err != nil {
-		return nil, nil, err
-	}
-	if d.Events, err = events(ctx, c, url.Values{"node_id": {node}, "resource_id": {id}}); err != nil {
+	if d.Stream, d.Events, err = viewWithEvents[wire.Stream](ctx, c, "/nodes/"+pathEsc(node)+"/streams/"+pathEsc(id), url.Values{"node_id": {node}, "resource_id": {id}}); err != nil {
 		return nil, nil, err
 	}
 	text := func(w io.Writer) error {
@@ -281,11 +288,8 @@ type jobDescription struct {
 
 func describeJob(ctx context.Context, c *Client, id string) (any, func(io.Writer) error, error) {
 	var d jobDescription
-	if err := c.get(ctx, "/jobs/"+pathEsc(id)+"/detail", nil, &d.Job); err != nil {
-		return nil, nil, err
-	}
 	var err error
-	if d.Events, err = events(ctx, c, url.Values{"resource_id": {id}}); err != nil {
+	if d.Job, d.Events, err = viewWithEvents[wire.JobDetail](ctx, c, "/jobs/"+pathEsc(id)+"/detail", url.Values{"resource_id": {id}}); err != nil {
 		return nil, nil, err
 	}
 	text := func(w io.Writer) error {
@@ -338,11 +342,8 @@ type operationDescription struct {
 
 func describeOperation(ctx context.Context, c *Client, id string) (any, func(io.Writer) error, error) {
 	var d operationDescription
-	if err := c.get(ctx, "/operations/"+pathEsc(id), nil, &d.Operation); err != nil {
-		return nil, nil, err
-	}
 	var err error
-	if d.Events, err = events(ctx, c, url.Values{"operation_id": {id}}); err != nil {
+	if d.Operation, d.Events, err = viewWithEvents[wire.Operation](ctx, c, "/operations/"+pathEsc(id), url.Values{"operation_id": {id}}); err != nil {
 		return nil, nil, err
 	}
 	text := func(w io.Writer) error {
@@ -383,11 +384,8 @@ type rolloutDescription struct {
 
 func describeRollout(ctx context.Context, c *Client, id string) (any, func(io.Writer) error, error) {
 	var d rolloutDescription
-	if err := c.get(ctx, "/rollouts/"+pathEsc(id), nil, &d.Rollout); err != nil {
-		return nil, nil, err
-	}
 	var err error
-	if d.Events, err = events(ctx, c, url.Values{"resource_id": {id}}); err != nil {
+	if d.Rollout, d.Events, err = viewWithEvents[wire.Rollout](ctx, c, "/rollouts/"+pathEsc(id), url.Values{"resource_id": {id}}); err != nil {
 		return nil, nil, err
 	}
 	text := func(w io.Writer) error {

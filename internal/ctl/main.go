@@ -166,7 +166,18 @@ func groupRun(cmd *cobra.Command, args []string) error {
 		}
 		cmd.SetOut(cmd.ErrOrStderr())
 		_ = cmd.Help()
-		return usagef("%s: name a command", cmd.CommandPath())
+		return usagef("missing command: %s <command>", cmd.CommandPath())
+	}
+	if args[0] == "help" {
+		target := cmd
+		if len(args) > 1 {
+			if sub, rest, err := cmd.Find(args[1:]); err == nil && len(rest) == 0 {
+				target = sub
+			} else {
+				return usagef("help: no command %q in %q", strings.Join(args[1:], " "), cmd.CommandPath())
+			}
+		}
+		return target.Help()
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 	if cmd.SuggestionsMinimumDistance <= 0 {

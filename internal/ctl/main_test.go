@@ -31,7 +31,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"get", "streams", "--nod", "a"}, "did you mean --node?"},
 		{[]string{"describ", "node", "a"}, `unknown command "describ" for "flowplane ctl"; did you mean "describe"?`},
 		{[]string{"rollout", "creat"}, `did you mean "create"?`},
-		{[]string{"get"}, "flowplane ctl get: name a command"},
+		{[]string{"get"}, "missing command: flowplane ctl get <command>"},
+		{[]string{"help", "gett"}, `help: no command "gett"`},
 		{[]string{"stream", "stop"}, "takes NODE/STREAM"},
 		{[]string{"describe", "stream", "orders"}, `"orders": want NODE/STREAM`},
 		{[]string{"get", "nodes"}, "no Hub: run flowplane ctl login --hub URL, or set FLOWPLANE_HUB"},
@@ -84,6 +85,12 @@ func TestHelpListsEveryCommandWithExamples(t *testing.T) {
 	code, out, _ := run(t, nil, "--help")
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
+	}
+	if code, help, _ := run(t, nil, "help"); code != ExitOK || help != out {
+		t.Fatalf("ctl help: exit %d, not the output of ctl --help:\n%s", code, help)
+	}
+	if code, help, _ := run(t, nil, "help", "rollout", "create"); code != ExitOK || !strings.Contains(help, "--batch-size") {
+		t.Fatalf("ctl help rollout create: exit %d:\n%s", code, help)
 	}
 	for _, want := range []string{"login", "context", "get", "describe", "stream", "node", "job", "config", "rollout", "events", "completion", "Examples:", "--wait"} {
 		if !strings.Contains(out, want) {
