@@ -45,7 +45,7 @@ func (a *app) write(ctx context.Context, w func(context.Context, *Client) (writt
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, errTimedOut)
 	defer cancel()
-	sub, err := c.subscribe(ctx, nil)
+	sub, err := c.subscribe(ctx, nil, live)
 	if err != nil {
 		return a.timedOut(ctx, err)
 	}

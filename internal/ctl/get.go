@@ -85,7 +85,7 @@ func (a *app) collections() []collection {
 }
 
 // eventFilters are the event log's filters (get events, events).
-var eventFilters = []filter{{"kind", "kind", "event kinds, comma-separated"}, {"node", "node_id", "node id"}, {"resource", "resource_id", "resource id"}, {"operation", "operation_id", "operation id"}, {"correlation-id", "correlation_id", "correlation id"}}
+var eventFilters = []filter{{"kind", "kind", "event kinds, comma-separated"}, {"node", "node_id", "node id"}, {"resource", "resource_id", "resource id"}, {"operation", "operation_id", "operation id"}, {"correlation-id", "correlation_id", "correlation id"}, {"since-id", "since_id", "only events after this id (with --follow: replayed first, then live)"}}
 
 // showList lists path with every page and renders the items with tab, or
 // as JSON/YAML.

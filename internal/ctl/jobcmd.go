@@ -397,7 +397,7 @@ func (a *app) waitOperation(ctx context.Context, c *Client, id string) (wire.Ope
 	var op wire.Operation
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, errTimedOut)
 	defer cancel()
-	sub, err := c.subscribe(ctx, url.Values{"operation_id": {id}})
+	sub, err := c.subscribe(ctx, url.Values{"operation_id": {id}}, live)
 	if err != nil {
 		return op, a.timedOut(ctx, err)
 	}

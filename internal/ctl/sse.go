@@ -31,13 +31,17 @@ type eventStream struct {
 	cancel context.CancelFunc
 }
 
-// subscribe opens the live event stream with the filters in q and returns
-// once the Hub has subscribed it (its first block arrived): an event of a
-// write sent afterwards is on it.
-func (c *Client) subscribe(ctx context.Context, q url.Values) (*eventStream, error) {
+// live is the start of a subscription that carries only new events.
+const live = -1
+
+// subscribe opens the live event stream with the filters in q, after the
+// event id from (live: only new events), and returns once the Hub has
+// subscribed it (its first block arrived): an event of a write sent
+// afterwards is on it.
+func (c *Client) subscribe(ctx context.Context, q url.Values, from int64) (*eventStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &eventStream{events: make(chan wire.Event, 64), errc: make(chan error, 1), cancel: cancel}
-	body, err := c.openStream(ctx, q, 0)
+	body, err := c.openStream(ctx, q, from)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -45,7 +49,7 @@ func (c *Client) subscribe(ctx context.Context, q url.Values) (*eventStream, err
 	br := bufio.NewReader(body)
 	// The Hub subscribes before it sends its first block ("retry:").
 	ready := make(chan error, 1)
-	go s.run(ctx, c, q, body, br, ready)
+	go s.run(ctx, c, q, from, body, br, ready)
 	select {
 	case err := <-ready:
 		if err != nil {
@@ -89,7 +93,7 @@ func (c *Client) sendStream(ctx context.Context, req request, lastID int64) (*ht
 		hr.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	hr.Header.Set("Accept", "text/event-stream")
-	if lastID > 0 {
+	if lastID >= 0 {
 		hr.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 	}
 	resp, err := c.stream.Do(hr)
@@ -104,8 +108,7 @@ func (c *Client) sendStream(ctx context.Context, req request, lastID int64) (*ht
 
 // run reads the stream, reopening it after the last event seen when the
 // connection drops (at most reconnects times in a row).
-func (s *eventStream) run(ctx context.Context, c *Client, q url.Values, body io.ReadCloser, br *bufio.Reader, ready chan<- error) {
-	var lastID int64
+func (s *eventStream) run(ctx context.Context, c *Client, q url.Values, lastID int64, body io.ReadCloser, br *bufio.Reader, ready chan<- error) {
 	first := true
 	failures := 0
 	for {
