@@ -13,6 +13,7 @@ import (
 
 func (a *app) eventsCommand() *cobra.Command {
 	var follow bool
+	var followFor time.Duration // not a.timeout: its default differs
 	vals := make([]string, len(eventFilters))
 	e := &cobra.Command{
 		Use:   "events",
@@ -45,9 +46,9 @@ lost: re-read what you derived from them.`,
 				return showList("/events", eventsTable)(cmd.Context(), c, q, a.limit, a.output, a)
 			}
 			ctx := cmd.Context()
-			if a.timeout > 0 {
+			if followFor > 0 {
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeoutCause(ctx, a.timeout, errTimedOut)
+				ctx, cancel = context.WithTimeoutCause(ctx, followFor, errTimedOut)
 				defer cancel()
 			}
 			// A stream's start is the Last-Event-ID, which replays even
@@ -92,7 +93,7 @@ lost: re-read what you derived from them.`,
 					return err
 				case <-ctx.Done():
 					if context.Cause(ctx) == errTimedOut {
-						return &exitError{code: ExitTimedOut, err: fmt.Errorf("events: %d events in %s", seen, a.timeout)}
+						return &exitError{code: ExitTimedOut, err: fmt.Errorf("events: %d events in %s", seen, followFor)}
 					}
 					return nil
 				}
@@ -104,7 +105,7 @@ lost: re-read what you derived from them.`,
 	}
 	e.Flags().BoolVarP(&follow, "follow", "f", false, "stream new events live")
 	e.Flags().IntVar(&a.limit, "limit", 0, "at most this many events (0: every page; with --follow: until interrupted)")
-	e.Flags().DurationVar(&a.timeout, "timeout", 0, "with --follow: stop after this long (exit 3 when --limit events did not come); 0: until interrupted")
+	e.Flags().DurationVar(&followFor, "timeout", 0, "with --follow: stop after this long (exit 3 when --limit events did not come); 0: until interrupted")
 	_ = e.RegisterFlagCompletionFunc("node", a.completeNodes)
 	a.addOutput(e, "wide, json or yaml")
 	return e

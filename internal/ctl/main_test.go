@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // run runs Main with an environment of its own.
@@ -123,4 +125,27 @@ func TestContextCommandsNeverShowAToken(t *testing.T) {
 	if code, _, errs := run(t, env, "context", "use", "ghost"); code != ExitFailed || !strings.Contains(errs, `no such context "ghost"`) {
 		t.Fatalf("use ghost: exit %d: %s", code, errs)
 	}
+}
+
+// TestFlagDefaultsAgree guards the flags that share one variable across
+// commands: each definition sets the variable to its default, so they
+// must all have the same one.
+func TestFlagDefaultsAgree(t *testing.T) {
+	a := &app{env: Env{Getenv: func(string) string { return "" }}}
+	root := a.rootCommand()
+	if a.timeout != defaultTimeout || a.wait || a.output != "" || a.limit != 0 {
+		t.Fatalf("after building the commands: timeout %s, wait %t, output %q, limit %d", a.timeout, a.wait, a.output, a.limit)
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup("wait") != nil {
+			if f := c.Flags().Lookup("timeout"); f == nil || f.DefValue != defaultTimeout.String() {
+				t.Errorf("%s: --wait without a --timeout defaulting to %s", c.CommandPath(), defaultTimeout)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
