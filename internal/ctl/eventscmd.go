@@ -60,7 +60,7 @@ lost: re-read what you derived from them.`,
 				}
 				q.Del("since_id")
 			}
-			sub, err := c.subscribe(ctx, q, from)
+			sub, err := c.subscribeRetrying(ctx, q, from, true)
 			if err != nil {
 				return err
 			}

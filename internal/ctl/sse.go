@@ -39,9 +39,27 @@ const live = -1
 // subscribed it (its first block arrived): an event of a write sent
 // afterwards is on it.
 func (c *Client) subscribe(ctx context.Context, q url.Values, from int64) (*eventStream, error) {
+	return c.subscribeRetrying(ctx, q, from, false)
+}
+
+// subscribeRetrying is subscribe that, with retry, also waits for a Hub
+// that cannot be reached yet, as it would for one that went away (a
+// follower started while the Hub restarts).
+func (c *Client) subscribeRetrying(ctx context.Context, q url.Values, from int64, retry bool) (*eventStream, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &eventStream{events: make(chan wire.Event, 64), errc: make(chan error, 1), cancel: cancel}
 	body, err := c.openStream(ctx, q, from)
+	var ce *ConnError
+	for attempt := 1; retry && errors.As(err, &ce) && attempt <= reconnects; attempt++ {
+		select {
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		body, err = c.openStream(ctx, q, from)
+	}
 	if err != nil {
 		cancel()
 		return nil, err
