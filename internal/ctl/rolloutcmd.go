@@ -75,25 +75,9 @@ func (a *app) rolloutCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.wait = true
 			return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
-				id := ""
-				if len(args) == 1 {
-					id = args[0]
-				} else {
-					all, err := listAll[wire.Rollout](ctx, c, "/rollouts", nil, 0)
-					if err != nil {
-						return written{}, err
-					}
-					var active []wire.Rollout
-					for _, ro := range all {
-						if !slices.Contains(rolloutTerminal, ro.State) {
-							active = append(active, ro)
-						}
-					}
-					if len(active) == 0 {
-						return written{}, fmt.Errorf("no rollout is active (flowplane ctl get rollouts lists them all)")
-					}
-					newest := slices.MaxFunc(active, func(x, y wire.Rollout) int { return x.CreatedAt.Compare(y.CreatedAt.Time) })
-					id = newest.RolloutID
+				id, err := rolloutID(ctx, c, args, true)
+				if err != nil {
+					return written{}, err
 				}
 				fmt.Fprintf(a.env.Stderr, "watching rollout %s\n", id)
 				return written{target: Target{Kind: waitRollout, ResourceID: id, Success: wire.RolloutSucceeded}}, nil
@@ -103,13 +87,23 @@ func (a *app) rolloutCommand() *cobra.Command {
 	watch.Flags().DurationVar(&a.timeout, "timeout", defaultTimeout, "how long to watch")
 
 	action := func(name, success string) *cobra.Command {
+		// Without an id: the newest active rollout; a rollback also
+		// undoes one that ended.
+		which := "the newest active one"
+		if name == wire.RolloutActionRollback {
+			which = "the newest one"
+		}
 		return a.addWait(&cobra.Command{
-			Use: name + " ID", Short: strings.ToUpper(name[:1]) + name[1:] + " a rollout", Args: exactArgs(1, "a rollout id"),
+			Use: name + " [ID]", Short: strings.ToUpper(name[:1]) + name[1:] + " a rollout (default: " + which + ")", Args: rangeArgs(0, 1, "a rollout id or nothing"),
 			ValidArgsFunction: a.completeRollouts,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
+					id, err := rolloutID(ctx, c, args, name != wire.RolloutActionRollback)
+					if err != nil {
+						return written{}, err
+					}
 					var ro wire.Rollout
-					if _, err := c.postJSON(ctx, http.MethodPost, "/rollouts/"+pathEsc(args[0])+"/actions", wire.RolloutActionRequest{Action: name}, &ro); err != nil {
+					if _, err := c.postJSON(ctx, http.MethodPost, "/rollouts/"+pathEsc(id)+"/actions", wire.RolloutActionRequest{Action: name}, &ro); err != nil {
 						return written{}, err
 					}
 					return written{target: Target{Kind: waitRollout, ResourceID: ro.RolloutID, Success: success}, out: func() error {
@@ -126,4 +120,29 @@ func (a *app) rolloutCommand() *cobra.Command {
 		action(wire.RolloutActionCancel, wire.RolloutCancelled),
 		action(wire.RolloutActionRollback, wire.RolloutRolledBack))
 	return r
+}
+
+// rolloutID is the rollout args name, else the newest one (of those still
+// active, with active).
+func rolloutID(ctx context.Context, c *Client, args []string, active bool) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	all, err := listAll[wire.Rollout](ctx, c, "/rollouts", nil, 0)
+	if err != nil {
+		return "", err
+	}
+	var cands []wire.Rollout
+	for _, ro := range all {
+		if !active || !slices.Contains(rolloutTerminal, ro.State) {
+			cands = append(cands, ro)
+		}
+	}
+	if len(cands) == 0 {
+		if active {
+			return "", fmt.Errorf("no rollout is active (flowplane ctl get rollouts lists them all)")
+		}
+		return "", fmt.Errorf("there is no rollout")
+	}
+	return slices.MaxFunc(cands, func(x, y wire.Rollout) int { return x.CreatedAt.Compare(y.CreatedAt.Time) }).RolloutID, nil
 }
