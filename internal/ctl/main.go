@@ -116,9 +116,10 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `flowplane ctl is the operator's client of the Hub: contexts, tables, views
 side by side, writes that can --wait for convergence, and shell completion.
 
-The Hub and the token come from --hub/--context, else FLOWPLANE_HUB and
-FLOWPLANE_TOKEN, else the current context of
-$XDG_CONFIG_HOME/flowplane/config.yaml (flowplane ctl login writes it).
+The Hub comes from --hub, else FLOWPLANE_HUB, else the context (--context,
+else the current one of $XDG_CONFIG_HOME/flowplane/config.yaml, which
+flowplane ctl login writes); the token from FLOWPLANE_TOKEN, else the
+context's token source. A token is never printed.
 
 Exit status: 0 done (converged), 1 failed, 2 usage error, 3 --wait timed out.`,
 		Example: `  flowplane ctl login --hub http://127.0.0.1:8090 --token-env SVC_OPERATOR_TOKEN
