@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/flowplane/flowplane/internal/secretref"
 )
 
 // Redacted replaces a secret value wherever a message, an error or a log
@@ -45,7 +47,10 @@ const maxFragments = 1 << 20
 // embedded in a longer string ("mkdir /data/<secret>: ...") is scrubbed
 // too, and so is every line of a multi-line value and every run of text
 // made of pieces of at least MinFragmentLen bytes of a value's forms (a
-// prefix, a middle part), however the message cut the value.
+// prefix, a middle part), however the message cut the value, except where
+// a piece overlaps a reference named in the text ("${secret:DB}", see
+// secretref.Spans): a secret holding "secret" must not make a message
+// about ${secret:X} unreadable.
 //
 // A Redactor is the second line of defence: an error at a configuration
 // path that held a reference is rewritten by its path first (see
@@ -175,6 +180,14 @@ func (r *Redactor) String(s string) string {
 	return st.rep.Replace(st.fragments(s))
 }
 
+// referenceSpans are the references named in s (secretref.Spans).
+func referenceSpans(s string) [][2]int {
+	if !strings.Contains(s, "${") {
+		return nil
+	}
+	return secretref.Spans(s)
+}
+
 // fragments replaces every maximal run of s covered by pieces of secret
 // forms, widened to whole UTF-8 sequences, by [Redacted].
 func (st *scrubber) fragments(s string) string {
@@ -182,8 +195,9 @@ func (st *scrubber) fragments(s string) string {
 		return s
 	}
 	var b strings.Builder
-	last := 0            // s[:last] is handled
-	start, end := -1, -1 // the run being grown
+	last := 0                 // s[:last] is handled
+	start, end := -1, -1      // the run being grown
+	refs := referenceSpans(s) // left whole: they name a reference, hold no value
 	flush := func() {
 		for start > last && !utf8.RuneStart(s[start]) {
 			start--
@@ -199,6 +213,12 @@ func (st *scrubber) fragments(s string) string {
 	for i := 0; i+MinFragmentLen <= len(s); i++ {
 		if _, ok := st.grams[s[i:i+MinFragmentLen]]; !ok {
 			continue
+		}
+		for len(refs) > 0 && refs[0][1] <= i {
+			refs = refs[1:]
+		}
+		if len(refs) > 0 && refs[0][0] < i+MinFragmentLen {
+			continue // the piece overlaps a reference
 		}
 		if start >= 0 && i <= end {
 			end = i + MinFragmentLen

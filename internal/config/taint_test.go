@@ -180,3 +180,20 @@ func TestTaintedBuildProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestRedactorLeavesReferences: a piece of a secret that is also part of
+// a reference named in a message ("secret" of a value holding it) does not
+// make the reference unreadable; the same piece elsewhere is scrubbed.
+func TestRedactorLeavesReferences(t *testing.T) {
+	red := config.NewRedactor("node-local-secret-7c4e")
+	for in, want := range map[string]string{
+		"p: ${secret:NEITHER}: not set":        "p: ${secret:NEITHER}: not set",
+		"${file:/run/secrets/x} and $${env:A}": "${file:/run/secrets/x} and $${env:A}",
+		"value node-local- here":               "value [redacted] here",
+		"${env:bad name} secret-7c":            "${env:bad name} [redacted]",
+	} {
+		if got := red.String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -385,3 +385,41 @@ func readBounded(path string) ([]byte, error) {
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 }
+
+// Spans returns the byte ranges [start, end) of the references in s,
+// escaped or not ("${env:TOKEN}", "$${secret:DB}"), for a redactor to
+// leave them whole: a message naming a reference holds no value. Only
+// well-formed references count (an env or secret name, a file path
+// without spaces), so that a stray "${env:" cannot shelter the text after
+// it.
+func Spans(s string) [][2]int {
+	var out [][2]int
+	for from := 0; ; {
+		j := strings.Index(s[from:], "${")
+		if j < 0 {
+			return out
+		}
+		j += from
+		scheme, body, end, ok := parseRef(s, j)
+		if !ok || !plainBody(scheme, body) {
+			from = j + 2
+			continue
+		}
+		out = append(out, [2]int{j, end})
+		from = end
+	}
+}
+
+// plainBody reports whether a reference's body is a name (env, secret;
+// with a default of plain text) or a path (file) that cannot hide other
+// text.
+func plainBody(scheme, body string) bool {
+	if len(body) > 4096 || strings.ContainsAny(body, " \t\r\n\"'`") {
+		return false
+	}
+	if scheme == "file" {
+		return body != ""
+	}
+	name, _, _ := strings.Cut(body, ":-")
+	return name != "" && validName(name)
+}
