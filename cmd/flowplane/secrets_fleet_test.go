@@ -73,7 +73,7 @@ func TestSecretFragmentsNotInHubValidateResult(t *testing.T) {
 		doc  string
 		want map[string]string // path -> reference named
 	}{
-		{stream(", batch_size: \""+fileRef+"\""), map[string]string{"streams[0].input.batch_size": fileRef}},
+		{stream(", batch_size: \"" + fileRef + "\""), map[string]string{"streams[0].input.batch_size": fileRef}},
 		{stream("", "{type: filter, condition: 'this.x > "+fileRef+"'}",
 			"{type: mapping, expression: 'this.x + "+envRef+"'}",
 			"{type: mapping, expression: 'this.y + "+secretRef+"'}"),
