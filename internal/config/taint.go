@@ -76,9 +76,16 @@ func (t *Taint) locate(p Problem) (path, detail string, ok bool) {
 	return best, detail, best != ""
 }
 
-// taintedMessage is the message of a problem about a string holding refs.
+// quotedValue is a value quoted whole by a message and redacted whole:
+// nothing of it is left, and the rest of the message may be fixed text.
+var quotedValue = strings.NewReplacer(`"`+Redacted+`"`, "the value", `'`+Redacted+`'`, "the value")
+
+// taintedMessage is the message of a problem about a string holding refs:
+// the detail is kept only when it is fixed text once a value it quoted
+// whole (and that was redacted whole) is called "the value".
 func taintedMessage(refs []string, detail string) string {
 	msg := "value of " + strings.Join(refs, ", ") + " is not valid"
+	detail = quotedValue.Replace(detail)
 	if detail != "" && !strings.ContainsAny(detail, "\"'`|\n\r\\") && !strings.Contains(detail, Redacted) {
 		return msg + ": " + detail
 	}
