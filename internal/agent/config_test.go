@@ -258,7 +258,7 @@ func TestConfigCommands(t *testing.T) {
 		t.Errorf("diff: %+v %s", r, r.Result)
 	}
 	r = hub.waitFinal(t, "apply-bad", "apply-bad-1")
-	if f := r.Failure; r.State != wire.ResultFailed || f == nil || f.Class != "permanent" || f.Code != "validation_failed" || !strings.HasPrefix(f.Message, "configuration has ") || !strings.HasSuffix(f.Message, " problems") {
+	if f := r.Failure; r.State != wire.ResultFailed || f == nil || f.Class != "permanent" || f.Code != "validation_failed" || !strings.HasPrefix(f.Message, "configuration has ") || !strings.Contains(f.Message, " problems; the first: ") {
 		t.Errorf("apply-bad: %+v", r)
 	}
 	if rep := decodeResult[node.Report](t, r); rep.Valid || len(rep.Errors) < 2 {

@@ -85,7 +85,12 @@ func credentials(tree any) []credential {
 func credentialValues(tree any) []string {
 	var out []string
 	for _, c := range credentials(tree) {
-		out = append(out, c.value)
+		// A reference still in a resolved tree failed to resolve; its
+		// problem names it, and pieces of its text must not be scrubbed
+		// from that problem. The configuration is refused anyway.
+		if !secretref.Contains(c.value) {
+			out = append(out, c.value)
+		}
 	}
 	return out
 }

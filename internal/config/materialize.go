@@ -84,12 +84,18 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 		return nil, &Error{Problems: []Problem{{Message: err.Error()}}}
 	}
 	tree, problems := limitTree(arkflowNulls(tree))
-	resolved, values, err := res.ResolveValues(tree)
+	resolved, resolution, err := res.ResolveTainted(tree)
+	// Problems about references are written by secretref: they name the
+	// path and the reference, never a value, and taint must not rewrite
+	// them (a string may hold a reference that resolved and one that did
+	// not).
+	var refProblems []Problem
 	if err != nil {
-		problems = append(problems, secretProblems(err)...)
+		refProblems = secretProblems(err)
 	}
-	red := NewRedactor(values...)
+	red := NewRedactor(resolution.Values...)
 	red.Add(credentialValues(resolved)...)
+	taint := newTaint(resolution.Tainted)
 	v, err := validator(reg)
 	if err != nil {
 		return nil, err
@@ -101,27 +107,37 @@ func Materialize(data []byte, f Format, reg *component.Registry, res secretref.R
 	cfg, err := decode(withDefaults(resolved))
 	if err != nil {
 		// Only reachable with schema problems, which say more.
-		if len(problems) == 0 {
+		if len(problems)+len(refProblems) == 0 {
 			problems = append(problems, Problem{Message: err.Error()})
 		}
+		problems = append(refProblems, taint.Problems(red.Problems(problems))...)
 		SortProblems(problems)
-		return nil, &Error{Problems: CapProblems(red.Problems(dedupe(problems)))}
+		return nil, &Error{Problems: CapProblems(dedupe(problems))}
 	}
 	cfg.redactor = red
+	cfg.taint = taint
 	cfg.Canonicalize()
 	problems = append(problems, cfg.Validate(reg)...)
+	problems = append(refProblems, taint.Problems(red.Problems(problems))...)
 	if len(problems) > 0 {
 		SortProblems(problems)
-		return cfg, &Error{Problems: CapProblems(red.Problems(dedupe(problems)))}
+		return cfg, &Error{Problems: CapProblems(dedupe(problems))}
 	}
 	return cfg, nil
 }
 
-// Redact removes from the messages of ps every secret value of the
-// configuration: what its secret references resolved to and its literal
-// credentials. Callers reporting problems found later (the deep build)
-// pass them through it.
-func (c *Config) Redact(ps []Problem) []Problem { return c.Redactor().Problems(ps) }
+// Redact removes from ps every secret value of the configuration: a
+// problem about a string holding a reference's value names the path and
+// the reference instead (see [Taint]), and every message loses what its
+// secret references resolved to and its literal credentials, and pieces
+// of them (see [Redactor]). Callers reporting problems found later (the
+// deep build) pass them through it.
+func (c *Config) Redact(ps []Problem) []Problem {
+	if c == nil {
+		return ps
+	}
+	return c.taint.Problems(c.Redactor().Problems(ps))
+}
 
 // Redactor returns the redactor of the configuration's secret values (nil
 // for a configuration not made by Materialize, which redacts nothing).

@@ -15,6 +15,7 @@ type Config struct {
 	HealthCheck HealthCheck `json:"health_check" doc:"Health-check and control-plane server."`
 
 	redactor *Redactor // secret values: resolved references and literal credentials
+	taint    *Taint    // strings holding resolved values
 }
 
 // Logging configures the process logger.

@@ -120,7 +120,23 @@ func ServerTLS(certFile, keyFile string, log *slog.Logger) (*tls.Config, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: CipherSuites(), GetCertificate: r.GetCertificate}, nil
+}
+
+// CipherSuites are the TLS 1.2 suites flowplane speaks, as a server and as
+// a client: Mozilla's "intermediate" profile, ECDHE key exchange with
+// AES-GCM or ChaCha20-Poly1305 only (Go has no DHE). Go's defaults also
+// accept CBC suites, which the profile excludes. TLS 1.3 suites are all
+// AEAD and not configurable.
+func CipherSuites() []uint16 {
+	return []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	}
 }
 
 // Serve serves srv on ln, over TLS when srv.TLSConfig is set (HTTP/2 is
@@ -147,5 +163,5 @@ func ClientTLS(caFile string) (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(b) {
 		return nil, fmt.Errorf("tls ca file %s: no PEM certificate in it", caFile)
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: CipherSuites(), RootCAs: pool}, nil
 }

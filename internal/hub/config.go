@@ -28,7 +28,8 @@ import (
 const (
 	CodeConfigVersionNotFound = "configuration_version_not_found"
 	// CodeSecretUnresolved fails a configuration intent, before dispatch,
-	// when the Hub has no SVC_SECRET_<NAME> for a ${secret:NAME} of it.
+	// when a ${secret:} reference of it cannot resolve anywhere (an empty
+	// or invalid name). One the Hub does not hold is the node's to resolve.
 	CodeSecretUnresolved = "secret_unresolved"
 )
 
@@ -365,7 +366,10 @@ func configKind(kind string) bool {
 // dispatch: the text of the Hub version an apply names, and the values of
 // the ${secret:} references of the text to validate or apply, from the
 // Hub's SVC_SECRET_<NAME>. These values live only in the command sent to
-// the node. A failure (a reference the Hub cannot resolve, a version gone)
+// the node. A reference the Hub does not hold is left for the node to
+// resolve from its own SVC_SECRET_<NAME> (spec secrets rule 6): the node
+// validates and applies it, or fails naming its path and reference. A
+// failure (a reference that cannot resolve anywhere, a version gone)
 // fails the intent before anything is dispatched.
 func (h *Hub) configCommand(ctx context.Context, cmd *wire.Command) *wire.Failure {
 	p := &cmd.Payload.ConfigCommand
@@ -381,7 +385,7 @@ func (h *Hub) configCommand(ctx context.Context, cmd *wire.Command) *wire.Failur
 	}
 	secrets, err := h.hubSecrets(p.Format, p.Content)
 	if err != nil {
-		return &wire.Failure{Class: "permanent", Code: CodeSecretUnresolved, Message: "the Hub cannot resolve a secret reference: " + err.Error()}
+		return &wire.Failure{Class: "permanent", Code: CodeSecretUnresolved, Message: "a secret reference cannot be resolved: " + err.Error()}
 	}
 	if len(secrets) > 0 {
 		p.Secrets = secrets
@@ -390,8 +394,10 @@ func (h *Hub) configCommand(ctx context.Context, cmd *wire.Command) *wire.Failur
 }
 
 // hubSecrets pre-resolves the ${secret:NAME} references of a configuration
-// text from the Hub's SVC_SECRET_<NAME> variables. The error names the
-// path and reference of each one it cannot resolve, never a value.
+// text from the Hub's SVC_SECRET_<NAME> variables; those it does not hold
+// are the node's (see configCommand). The error names the path and
+// reference of each one that cannot resolve anywhere (a malformed
+// reference, a text that does not parse), never a value.
 func (h *Hub) hubSecrets(format, content string) (map[string]string, error) {
 	f, err := config.ParseFormat(format)
 	if err != nil {
@@ -405,7 +411,11 @@ func (h *Hub) hubSecrets(format, content string) (map[string]string, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	return secretref.Resolver{LookupEnv: lookup}.Secrets(tree)
+	secrets, _, err := secretref.Resolver{LookupEnv: lookup}.SecretsDeferring(tree)
+	if err != nil {
+		return nil, err
+	}
+	return secrets, nil
 }
 
 // configObservations is what the rollout state machine sees of nodes now:

@@ -230,15 +230,32 @@ func TestConfigurationRoutes(t *testing.T) {
 		}
 	})
 
-	t.Run("a secret the Hub cannot resolve fails the intent before dispatch", func(t *testing.T) {
-		r := th.do(t, "POST", p+"/apply", configBody(strings.Replace(goodConfig, "${secret:DB}", "${secret:MISSING}", 1)))
+	t.Run("a secret the Hub does not hold is left for the node", func(t *testing.T) {
+		// Spec secrets rule 6: node-local secrets resolve on the node.
+		doc := strings.Replace(goodConfig, "'{\"pw\"", "'{\"local\": \"${secret:NODE_LOCAL}\", \"pw\"", 1)
+		r := th.do(t, "POST", p+"/validate", configBody(doc))
+		if r.status != http.StatusAccepted {
+			t.Fatalf("validate: %d %s", r.status, r.body)
+		}
+		cmds := a.commands(t, 5*time.Second)
+		if len(cmds) != 1 || cmds[0].Payload.Content != doc || cmds[0].Payload.Secrets["DB"] != configSecret || len(cmds[0].Payload.Secrets) != 1 {
+			t.Fatalf("commands %+v", cmds)
+		}
+		res := wire.CommandResult{AttemptID: cmds[0].AttemptID, State: wire.ResultSucceeded, Result: json.RawMessage(`{"valid":true,"errors":[]}`)}
+		if r := a.call(t, "POST", "/commands/"+cmds[0].CommandID+"/result", res, a.session); r.status != http.StatusNoContent {
+			t.Fatalf("result: %d %s", r.status, r.body)
+		}
+	})
+
+	t.Run("a secret reference that cannot resolve anywhere fails the intent before dispatch", func(t *testing.T) {
+		r := th.do(t, "POST", p+"/apply", configBody(strings.Replace(goodConfig, "${secret:DB}", "${secret:BAD-NAME}", 1)))
 		if r.status != http.StatusAccepted {
 			t.Fatalf("apply: %d %s", r.status, r.body)
 		}
 		op := decode[wire.Operation](t, r)
 		eventually(t, "the intent failed", func() bool { return th.operation(t, op.OperationID).State == wire.OpFailed })
 		got := th.operation(t, op.OperationID)
-		if got.Failure == nil || got.Failure.Code != CodeSecretUnresolved || !strings.Contains(got.Failure.Message, "${secret:MISSING}") {
+		if got.Failure == nil || got.Failure.Code != CodeSecretUnresolved || !strings.Contains(got.Failure.Message, "${secret:BAD-NAME}") {
 			t.Fatalf("failure %+v", got.Failure)
 		}
 		if cmds := a.commands(t, 300*time.Millisecond); len(cmds) != 0 {

@@ -27,13 +27,23 @@ type materialized struct {
 	secrets  []string
 }
 
+// standIns are the values the Hub puts in place of the references of a
+// spec, one set at a time, to check and plan it: the values are the
+// node's, and a reference may stand for a number in an expression ("this.n
+// * ${env:F}"), a duration, a field name or text. The spec is accepted
+// with the first stand-in under which it is valid; the node checks the
+// real values (job_validate, job_start).
+var standIns = []string{"placeholder", "1", "1s"}
+
 // materializeJob checks a submitted spec exactly as a node's configuration
 // loader does (value tree, limits, schema, defaults, semantic rules, then
 // the plan), with the Hub's registry. Secret references are the node's to
-// resolve: the Hub reads each as a placeholder, lists it, and leaves the
-// checks of the values they stand for to the node (problems at a path
-// holding a reference are dropped). Problems come back with paths under
-// "spec".
+// resolve: the Hub reads each as a stand-in value (see [standIns]), lists
+// it, and leaves the checks of the values they stand for to the node. A
+// problem at a path holding a reference is the Hub's to report only when
+// no stand-in makes the spec valid: the node would reject the spec too,
+// unless the value is of a kind no stand-in imitates, and the 422 says so.
+// Problems come back with paths under "spec".
 func (h *Hub) materializeJob(spec json.RawMessage) (*materialized, []httpapi.FieldProblem) {
 	if len(spec) == 0 || string(spec) == "null" {
 		return nil, []httpapi.FieldProblem{{Path: specPath, Message: "is required: the job specification"}}
@@ -45,51 +55,130 @@ func (h *Hub) materializeJob(spec json.RawMessage) (*materialized, []httpapi.Fie
 	if _, ok := tree.(map[string]any); !ok {
 		return nil, []httpapi.FieldProblem{{Path: specPath, Message: "must be a JSON object"}}
 	}
-	refPaths := referencePaths(tree, "jobs[0]")
-	var secrets []string
-	res := secretref.Resolver{
-		LookupEnv: func(name string) (string, bool) {
-			secrets = append(secrets, "env:"+name)
-			return "placeholder", true
-		},
-		ReadFile: func(path string) ([]byte, error) {
-			secrets = append(secrets, "file:"+path)
-			return []byte("placeholder"), nil
-		},
-	}
 	doc, err := json.Marshal(map[string]any{"streams": []any{}, "jobs": []any{tree}})
 	if err != nil {
 		return nil, []httpapi.FieldProblem{{Path: specPath, Message: err.Error()}}
 	}
+	refPaths := referencePaths(tree, "jobs[0]")
+	var first []config.Problem // at reference paths, with the first stand-in
+	for _, standIn := range standIns {
+		m, probs, atRefs := h.materializeWith(doc, refPaths, standIn)
+		switch {
+		case m != nil:
+			return m, nil
+		case len(probs) > 0:
+			return nil, specProblems(probs)
+		case first == nil:
+			first = atRefs
+		}
+		if len(refPaths) == 0 {
+			break
+		}
+	}
+	for i, p := range first {
+		first[i].Message = "holds a reference, and is not valid whatever the Hub puts in its place (" +
+			strings.Join(standIns, ", ") + "; the node resolves it): " + p.Message
+	}
+	return nil, specProblems(first)
+}
+
+// materializeWith is one check of a spec, its references read as
+// standIn. It returns the spec, or the problems found at paths holding no
+// reference (the spec is invalid whatever the references hold), or else
+// those at paths holding one.
+func (h *Hub) materializeWith(doc []byte, refPaths []string, standIn string) (*materialized, []config.Problem, []config.Problem) {
+	var secrets []string
+	res := secretref.Resolver{
+		LookupEnv: func(name string) (string, bool) {
+			secrets = append(secrets, "env:"+name)
+			return standIn, true
+		},
+		ReadFile: func(path string) ([]byte, error) {
+			secrets = append(secrets, "file:"+path)
+			return []byte(standIn), nil
+		},
+	}
 	cfg, err := config.Materialize(doc, config.JSON, h.opts.Registry, res)
-	var probs []config.Problem
-	if err != nil {
-		probs = config.Problems(err)
-	}
-	probs = slices.DeleteFunc(probs, func(p config.Problem) bool { return underAny(p.Path, refPaths) })
-	if len(probs) == 0 && (cfg == nil || len(cfg.Jobs) != 1) {
-		probs = append(probs, config.Problem{Message: "the specification does not describe one job"})
-	}
-	m := &materialized{}
-	if len(probs) == 0 {
-		m.job = cfg.Jobs[0]
-		plan, ps := job.Build("jobs[0]", m.job)
-		probs = append(probs, slices.DeleteFunc(ps, func(p config.Problem) bool { return underAny(p.Path, refPaths) })...)
-		if len(probs) == 0 {
-			m.plan = plan
-			m.explain, err = json.Marshal(plan.Explain())
-			if err != nil {
-				probs = append(probs, config.Problem{Message: err.Error()})
+	var probs, atRefs []config.Problem
+	split := func(ps []config.Problem) {
+		for _, p := range ps {
+			if underAny(p.Path, refPaths) {
+				atRefs = append(atRefs, p)
+			} else {
+				probs = append(probs, p)
 			}
 		}
 	}
-	if len(probs) > 0 {
-		return nil, specProblems(probs)
+	if err != nil {
+		split(config.Problems(err))
+	}
+	if len(probs) == 0 && len(atRefs) == 0 && (cfg == nil || len(cfg.Jobs) != 1) {
+		probs = append(probs, config.Problem{Message: "the specification does not describe one job"})
+	}
+	if len(probs) > 0 || len(atRefs) > 0 {
+		return nil, probs, atRefs
+	}
+	m := &materialized{job: cfg.Jobs[0]}
+	plan, ps := job.Build("jobs[0]", m.job)
+	split(ps)
+	if len(probs) > 0 || len(atRefs) > 0 {
+		return nil, probs, atRefs
+	}
+	m.plan = plan
+	x := plan.Explain()
+	asWritten(&x, keysAsWritten(doc, res))
+	if m.explain, err = json.Marshal(x); err != nil {
+		return nil, []config.Problem{{Message: err.Error()}}, nil
 	}
 	m.required = requiredCapabilities(m.job)
 	slices.Sort(secrets)
 	m.secrets = slices.Compact(secrets)
-	return m, nil
+	return m, nil, nil
+}
+
+// keysAsWritten maps the keys of a spec's operators as res resolves them
+// to the keys as written, for the explained plan to show the references
+// rather than the stand-ins.
+func keysAsWritten(doc []byte, res secretref.Resolver) map[string]string {
+	var spec struct {
+		Jobs []struct {
+			Operators []struct {
+				Config struct {
+					Key string `json:"key"` // aggregate, window
+				} `json:"config"`
+			} `json:"operators"`
+		} `json:"jobs"`
+	}
+	out := map[string]string{}
+	if json.Unmarshal(doc, &spec) != nil || len(spec.Jobs) != 1 {
+		return out
+	}
+	for _, op := range spec.Jobs[0].Operators {
+		if k := op.Config.Key; secretref.Contains(k) {
+			if v, err := res.String("", k); err == nil {
+				out[v] = k
+			}
+		}
+	}
+	return out
+}
+
+// asWritten puts the keys of x back as written (see keysAsWritten).
+func asWritten(x *job.Explanation, keys map[string]string) {
+	if len(keys) == 0 {
+		return
+	}
+	swap := func(k *string) {
+		if w, ok := keys[*k]; ok {
+			*k = w
+		}
+	}
+	for i := range x.Edges {
+		swap(&x.Edges[i].Key)
+	}
+	for i := range x.StatefulOperators {
+		swap(&x.StatefulOperators[i].Key)
+	}
 }
 
 // specProblems rewrites configuration problems to paths under "spec",

@@ -184,7 +184,7 @@ func TestRolloutValidation(t *testing.T) {
 		{"bad format", `{"configuration":{"format":"ini","content":"a=1"},"node_ids":["n1"],"batch_size":1}`, 422, "validation_failed", []string{"configuration.format"}},
 		{"empty content", `{"configuration":{"format":"yaml","content":""},"node_ids":["n1"],"batch_size":1}`, 422, "validation_failed", []string{"configuration.content"}},
 		{"content does not parse", `{"configuration":{"format":"json","content":"{"},"node_ids":["n1"],"batch_size":1}`, 422, "validation_failed", []string{"configuration.content"}},
-		{"unresolvable secret", `{"configuration":{"format":"yaml","content":"output:\n  drop: {}\npassword: ${secret:ROLLOUT_TEST_MISSING}\n"},"node_ids":["n1"],"batch_size":1}`,
+		{"secret reference that resolves nowhere", `{"configuration":{"format":"yaml","content":"output:\n  drop: {}\npassword: ${secret:rollout-test-bad}\n"},"node_ids":["n1"],"batch_size":1}`,
 			422, "validation_failed", []string{"configuration.content"}},
 		{"source_node_id without config_version", `{` + cfg + `,"source_node_id":"n1","node_ids":["n1"],"batch_size":1}`, 422, "validation_failed", []string{"source_node_id"}},
 		{"config_version without source", `{"config_version":"v1","node_ids":["n1"],"batch_size":1}`, 422, "validation_failed", []string{"source_node_id"}},
@@ -224,7 +224,7 @@ func TestRolloutValidation(t *testing.T) {
 			}
 		})
 	}
-	if r := th.do(t, "POST", rolloutsPath, `{"configuration":{"format":"yaml","content":"password: ${secret:ROLLOUT_TEST_MISSING}\n"},"node_ids":["n1"],"batch_size":1}`); !strings.Contains(string(r.body), "ROLLOUT_TEST_MISSING") {
+	if r := th.do(t, "POST", rolloutsPath, `{"configuration":{"format":"yaml","content":"password: ${secret:rollout-test-bad}\n"},"node_ids":["n1"],"batch_size":1}`); !strings.Contains(string(r.body), "${secret:rollout-test-bad}") {
 		t.Errorf("the 422 does not name the reference: %s", r.body)
 	}
 

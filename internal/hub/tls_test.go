@@ -62,6 +62,8 @@ func TestServeTLSReloadsCertificate(t *testing.T) {
 	if got := serial(); got != second.Cert.SerialNumber.String() {
 		t.Errorf("after replacing the files served %s, want %s", got, second.Cert.SerialNumber)
 	}
+	// TLS 1.2 with AEAD suites only (Mozilla intermediate).
+	tlstest.CheckAEADOnly(t, ln.Addr().String(), ca.File)
 }
 
 func TestNewRefusesUnloadableTLS(t *testing.T) {

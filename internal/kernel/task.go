@@ -223,7 +223,7 @@ func (t *task) open(ctx context.Context) error {
 		if err := os.RemoveAll(t.dir); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		if err := os.MkdirAll(t.dir, 0o700); err != nil {
 			return err
 		}
 		// Restoring at the same parallelism, the one old task's snapshot
@@ -303,7 +303,7 @@ func (t *task) restoreState(ctx context.Context) error {
 	defer os.RemoveAll(base)
 	dirs := make([]string, len(t.restore))
 	_ = os.RemoveAll(base)
-	if err := os.MkdirAll(base, 0o755); err != nil {
+	if err := os.MkdirAll(base, 0o700); err != nil {
 		return err
 	}
 	for i, a := range t.restore {
@@ -627,7 +627,7 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 	var dir string
 	if t.store != nil {
 		dir = filepath.Join(t.dir, "checkpoints", strconv.FormatInt(b.id, 10))
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return err
 		}
 		_ = os.RemoveAll(dir)

@@ -33,8 +33,15 @@ type Report struct {
 // ValidationError is returned when a document to apply is invalid.
 type ValidationError struct{ Report Report }
 
+// Error counts the problems and quotes the first (redacted, as every
+// problem of a Report): a failure that travels without the report (a
+// rollout node's failure) still says what is wrong and where.
 func (e *ValidationError) Error() string {
-	return fmt.Sprintf("configuration has %d problems", config.TotalProblems(e.Report.Errors))
+	msg := fmt.Sprintf("configuration has %d problems", config.TotalProblems(e.Report.Errors))
+	if len(e.Report.Errors) > 0 {
+		msg += "; the first: " + e.Report.Errors[0].Error()
+	}
+	return msg
 }
 
 // ErrVersionNotFound is returned for an unknown configuration version.

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -58,13 +60,25 @@ func secretGen() *rapid.Generator[string] {
 	})
 }
 
-// leaks returns the surfaces holding s in any of its forms, or its core:
+// leaks returns the surfaces holding s in any of its forms, a line of it,
+// a piece of MinFragmentLen bytes of one of its forms, or its core:
 // letters that any escaping leaves as they are, so that a form the
 // redactor does not know is caught too.
 func leaks(s, core string, surfaces map[string]string) []string {
 	var out []string
+	var pieces []string // lines and windows of MinFragmentLen bytes
+	for _, f := range config.Forms(s) {
+		for i := 0; i+config.MinFragmentLen <= len(f); i++ {
+			pieces = append(pieces, f[i:i+config.MinFragmentLen])
+		}
+	}
+	for _, line := range strings.FieldsFunc(s, func(c rune) bool { return c == '\n' || c == '\r' }) {
+		if utf8.RuneCountInString(line) >= config.MinSecretLen {
+			pieces = append(pieces, config.Forms(line)...)
+		}
+	}
 	for name, text := range surfaces {
-		for _, f := range append(config.Forms(s), core) {
+		for _, f := range append(append(config.Forms(s), core), pieces...) {
 			if strings.Contains(text, f) {
 				out = append(out, fmt.Sprintf("%s holds %q: %.600s", name, f, text))
 				break
@@ -110,12 +124,16 @@ func secretsNeverInAnySurface(t *testing.T, logFormat string) {
 		// Problems: the schema check quotes the values it rejects.
 		bad := "logging: {level: \"" + ref + "\"}\n" + hcLocal + "streams:\n" +
 			"  - id: \"id " + ref + " x\"\n    input: {type: generate, context: '{}', interval: \"every " + ref + "\"}\n" +
-			"    pipeline: {processors: []}\n    output: {type: drop}\n"
+			"    pipeline: {processors: []}\n    output: {type: drop}\n" +
+			// An expression compiler quotes the source line it fails on.
+			"  - id: expr\n    input: {type: generate, context: '{}', interval: 1s}\n" +
+			"    pipeline: {processors: [{type: filter, condition: \"this.x > " + ref + "\"}]}\n    output: {type: drop}\n"
 		v := h.expect(t, 200, "POST", "/configuration/validate", configBody(t, "yaml", bad))
 		surfaces["validate"] = string(v.Body)
 		surfaces["apply (422)"] = string(h.expect(t, 422, "POST", "/configuration/apply", configBody(t, "yaml", bad)).Body)
-		if n := strings.Count(surfaces["validate"], config.Redacted); n < 3 {
-			rt.Fatalf("the secret should be quoted, redacted, in 3 problems: %s", v.Body)
+		named, _ := json.Marshal("value of " + ref + " is not valid")
+		if n := strings.Count(surfaces["validate"], strings.Trim(string(named), `"`)); n < 3 {
+			rt.Fatalf("3 problems should name the reference: %s", v.Body)
 		}
 
 		// Run time: paths that cannot be created or opened.
@@ -182,5 +200,61 @@ func TestSecretsEmbeddedInRuntimeErrors(t *testing.T) {
 	surfaces["log"] = logs.String()
 	for _, l := range leaks(secret, "emb3dded", surfaces) {
 		t.Error(l)
+	}
+}
+
+// TestValidateNamesReferencesNotValues reproduces the leaks of issue 29: a
+// multi-line ${file:} value and an ${env:} value inside expressions (whose
+// compiler quotes the source line and a piece of a number), and both in
+// number fields. The node's validate names each path and reference, and
+// its answer holds no line and no piece of either value.
+func TestValidateNamesReferencesNotValues(t *testing.T) {
+	const fileValue = "k3y-LINE-1-Qx9w\nk3y-LINE-2-Qx9w\n57340b-LINE-3"
+	const envValue = "57340bfe2a9c-T0KEN-Qx9w"
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte(fileValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLOWPLANE_TEST_COUNT", envValue)
+	h := newHarness(t, doc(hcLocal, genStream("a", "a")))
+	fileRef, envRef := "${file:"+file+"}", "${env:FLOWPLANE_TEST_COUNT}"
+	stream := func(input, processor string) string {
+		return "  - id: x\n    input: {type: generate, context: '{}', interval: 1s" + input + "}\n" +
+			"    pipeline: {processors: [" + processor + "]}\n    output: {type: drop}\n"
+	}
+	tests := []struct {
+		name, stream, path, ref string
+	}{
+		{"multi-line file value in an expression", stream("", "{type: filter, condition: 'this.x > "+fileRef+"'}"),
+			"streams[0].pipeline.processors[0].condition", fileRef},
+		{"env value in an expression", stream("", "{type: mapping, expression: 'this.x + "+envRef+"'}"),
+			"streams[0].pipeline.processors[0].expression", envRef},
+		{"multi-line file value in a number field", stream(", batch_size: \""+fileRef+"\"", ""),
+			"streams[0].input.batch_size", fileRef},
+		{"env value in a number field", stream(", count: \""+envRef+"\"", ""),
+			"streams[0].input.count", envRef},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := h.expect(t, 200, "POST", "/configuration/validate", configBody(t, "yaml", doc(hcLocal, tc.stream)))
+			got := decode[node.Report](t, v)
+			if got.Valid || len(got.Errors) != 1 {
+				t.Fatalf("validate: %s", v.Body)
+			}
+			want := "value of " + tc.ref + " is not valid"
+			if e := got.Errors[0]; e.Path != tc.path || !strings.HasPrefix(e.Message, want) {
+				t.Errorf("error = %s: %s, want %s: %s...", e.Path, e.Message, tc.path, want)
+			}
+			for _, value := range []string{fileValue, envValue} {
+				if l := leaks(value, "57340b", map[string]string{"validate": string(v.Body)}); len(l) > 0 {
+					t.Error(l)
+				}
+				for _, line := range strings.Split(value, "\n") {
+					if strings.Contains(string(v.Body), line) {
+						t.Errorf("validate holds %q: %s", line, v.Body)
+					}
+				}
+			}
+		})
 	}
 }

@@ -51,6 +51,9 @@ func TestNodeAPIOverTLS(t *testing.T) {
 		t.Errorf("after replacing the files served %s, want %s", got, second.Cert.SerialNumber)
 	}
 
+	// TLS 1.2 with AEAD suites only (Mozilla intermediate).
+	tlstest.CheckAEADOnly(t, strings.TrimPrefix(h.base, "https://"), ca.File)
+
 	resp, err := http.Get("http://" + strings.TrimPrefix(h.base, "https://") + "/health")
 	if err == nil {
 		_ = resp.Body.Close()

@@ -57,6 +57,9 @@
 // (defaults excluded), for the caller to redact wherever it shows text: a
 // reference embedded in a longer string yields its own value, so a message
 // quoting only a part of that string is still scrubbed.
+// [Resolver.ResolveTainted] also returns the paths of the strings holding
+// resolved values, so that a message about one of them can name the path
+// and the references rather than quote any part of the string.
 //
 // This package must not log, keep resolved values, or know the shape of the
 // configuration: it sees a generic tree of maps, arrays and scalars.

@@ -47,3 +47,28 @@ func TestSecrets(t *testing.T) {
 		})
 	}
 }
+
+func TestSecretsDeferring(t *testing.T) {
+	env := map[string]string{"SVC_SECRET_DB": "s3cr3t"}
+	r := Resolver{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	tree := map[string]any{
+		"a": "pg://${secret:DB}@h",
+		"b": []any{"${secret:NODE_ONLY}"},
+		"c": "${secret:MISSING:-dflt}",
+	}
+	got, deferred, err := r.SecretsDeferring(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]string{"DB": "s3cr3t"}, got); d != "" {
+		t.Errorf("secrets (-want +got)\n%s", d)
+	}
+	if len(deferred) != 1 || deferred[0].Path != "b[0]" || deferred[0].Ref != "${secret:NODE_ONLY}" || !errors.Is(deferred[0], ErrUnset) {
+		t.Errorf("deferred %v", deferred)
+	}
+	// What cannot resolve anywhere still fails, with what did resolve.
+	got, _, err = r.SecretsDeferring(map[string]any{"a": "${secret:DB}", "b": "${secret:bad-name}"})
+	if err == nil || !errors.Is(err, ErrBadName) || !strings.Contains(err.Error(), "b: ${secret:bad-name}") || got["DB"] != "s3cr3t" {
+		t.Errorf("bad name: %v, %v", got, err)
+	}
+}

@@ -49,9 +49,39 @@ func (r Resolver) Resolve(tree any) (any, error) {
 // the whole string. Defaults are not in the list: they are written in the
 // configuration text itself.
 func (r Resolver) ResolveValues(tree any) (any, []string, error) {
+	out, res, err := r.ResolveTainted(tree)
+	return out, res.Values, err
+}
+
+// Resolution is what a resolution put into a tree, for the caller to keep
+// out of everything it shows.
+type Resolution struct {
+	// Values is what every reference resolved to, in the order met
+	// (duplicates kept), defaults excluded.
+	Values []string
+	// Tainted lists the strings of the tree that hold a resolved value, in
+	// the order met: a message about one of them must name its path and
+	// references, never its text.
+	Tainted []Tainted
+}
+
+// Tainted is one string of a tree that holds the value of a reference.
+type Tainted struct {
+	// Path locates the string, written as [Error.Path].
+	Path string
+	// Refs are the references of the string that resolved to a value (not
+	// to a default), as written ("${env:COUNT}"), in order.
+	Refs []string
+}
+
+// ResolveTainted is [Resolver.ResolveValues] that also reports which
+// strings of the tree hold resolved values, so that an error found later
+// at one of those paths can be rewritten to name the references instead
+// of quoting the value (taint by structure, before any text matching).
+func (r Resolver) ResolveTainted(tree any) (any, Resolution, error) {
 	w := walker{r: r}
 	out := w.walk(tree)
-	return out, w.values, errors.Join(w.errs...)
+	return out, Resolution{Values: w.values, Tainted: w.tainted}, errors.Join(w.errs...)
 }
 
 // String resolves one string found at path (written as in [Error.Path]).
@@ -79,6 +109,8 @@ type walker struct {
 	path   []step
 	errs   []error
 	values []string // what references resolved to, defaults excluded
+	// tainted collects the strings holding resolved values.
+	tainted []Tainted
 	// only, when set, resolves references of that scheme alone (others
 	// stay as written); secrets then collects NAME -> value.
 	only    string
@@ -185,6 +217,7 @@ func (w *walker) expand(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	var refs []string // resolved to a value, not a default
 	scan(s, func(text string) { b.WriteString(text) }, func(ref, scheme, body string) {
 		if w.only != "" && scheme != w.only {
 			b.WriteString(ref)
@@ -197,6 +230,7 @@ func (w *walker) expand(s string) string {
 			return
 		}
 		if !fromDefault {
+			refs = append(refs, ref)
 			w.values = append(w.values, v)
 			if w.secrets != nil {
 				name, _, _ := strings.Cut(body, ":-")
@@ -205,6 +239,9 @@ func (w *walker) expand(s string) string {
 		}
 		b.WriteString(v)
 	})
+	if len(refs) > 0 {
+		w.tainted = append(w.tainted, Tainted{Path: w.pathString(), Refs: refs})
+	}
 	return b.String()
 }
 
@@ -347,4 +384,42 @@ func readBounded(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+}
+
+// Spans returns the byte ranges [start, end) of the references in s,
+// escaped or not ("${env:TOKEN}", "$${secret:DB}"), for a redactor to
+// leave them whole: a message naming a reference holds no value. Only
+// well-formed references count (an env or secret name, a file path
+// without spaces), so that a stray "${env:" cannot shelter the text after
+// it.
+func Spans(s string) [][2]int {
+	var out [][2]int
+	for from := 0; ; {
+		j := strings.Index(s[from:], "${")
+		if j < 0 {
+			return out
+		}
+		j += from
+		scheme, body, end, ok := parseRef(s, j)
+		if !ok || !plainBody(scheme, body) {
+			from = j + 2
+			continue
+		}
+		out = append(out, [2]int{j, end})
+		from = end
+	}
+}
+
+// plainBody reports whether a reference's body is a name (env, secret;
+// with a default of plain text) or a path (file) that cannot hide other
+// text.
+func plainBody(scheme, body string) bool {
+	if len(body) > 4096 || strings.ContainsAny(body, " \t\r\n\"'`") {
+		return false
+	}
+	if scheme == "file" {
+		return body != ""
+	}
+	name, _, _ := strings.Cut(body, ":-")
+	return name != "" && validName(name)
 }

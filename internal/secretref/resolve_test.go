@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/flowplane/flowplane/internal/secretref"
 )
 
@@ -249,5 +251,37 @@ func checkErrs(t *testing.T, err error, want []wantErr) {
 		if msg := e.Error(); !strings.HasPrefix(msg, prefix) || !strings.Contains(msg, w.reason) {
 			t.Errorf("error %d = %q, want prefix %q and reason containing %q", i, msg, prefix, w.reason)
 		}
+	}
+}
+
+// TestResolveTainted: every string holding a resolved value is reported
+// with its path and the references that resolved there; strings holding
+// only defaults, failures or no reference are not.
+func TestResolveTainted(t *testing.T) {
+	r := secretref.Resolver{LookupEnv: func(k string) (string, bool) {
+		return map[string]string{"A": "a-value", "SVC_SECRET_B": "b-value"}[k], k == "A" || k == "SVC_SECRET_B"
+	}}
+	tree := map[string]any{
+		"plain":   "no reference",
+		"default": "${env:UNSET:-d}",
+		"failing": "${env:UNSET}",
+		"list":    []any{"x", "pre ${env:A} mid ${secret:B} ${env:UNSET:-d}"},
+		"nested":  map[string]any{"k": "${secret:B}"},
+		"headers": map[string]string{"X": "${env:A}"},
+	}
+	_, res, err := r.ResolveTainted(tree)
+	if err == nil {
+		t.Fatal("the failing reference did not fail")
+	}
+	want := []secretref.Tainted{
+		{Path: "headers.X", Refs: []string{"${env:A}"}},
+		{Path: "list[1]", Refs: []string{"${env:A}", "${secret:B}"}},
+		{Path: "nested.k", Refs: []string{"${secret:B}"}},
+	}
+	if diff := cmp.Diff(want, res.Tainted); diff != "" {
+		t.Errorf("tainted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a-value", "a-value", "b-value", "b-value"}, res.Values); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
 	}
 }

@@ -38,6 +38,10 @@ const transfers = 4
 type Artifacts struct {
 	bucket *blob.Bucket
 	uri    string // for errors; without the query, which may hold secrets
+	// root is the directory of a file:// store, whose objects are made
+	// 0600 once written (fileblob creates them 0666 less the umask);
+	// empty for s3.
+	root string
 }
 
 // OpenArtifacts opens the store at uri (file:// or s3://), as OpenBucket
@@ -55,7 +59,20 @@ func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: open object store %s: %w", shown, err)
 	}
-	return &Artifacts{bucket: b, uri: shown}, nil
+	a := &Artifacts{bucket: b, uri: shown}
+	if u.Scheme == fileblob.Scheme {
+		a.root = filepath.FromSlash(u.Path)
+	}
+	return a, nil
+}
+
+// private narrows a file:// object just written to 0600: checkpoints hold
+// the job's state, which is the node owner's alone.
+func (a *Artifacts) private(key string) error {
+	if a.root == "" {
+		return nil
+	}
+	return os.Chmod(filepath.Join(a.root, filepath.FromSlash(key)), 0o600)
 }
 
 // OpenBucket opens the bucket of a file:// or s3:// URL the way flowplane
@@ -83,6 +100,9 @@ func OpenBucket(ctx context.Context, u *url.URL, create bool) (*blob.Bucket, err
 		if create {
 			set("create_dir", "true")
 		}
+		// Directories private unless the URL opens them
+		// (?dir_file_mode=0755); fileblob's default is 0777.
+		set("dir_file_mode", "0700")
 		set("metadata", "skip")
 		set("no_tmp_dir", "true")
 		v.RawQuery = q.Encode()
@@ -172,6 +192,9 @@ func (a *Artifacts) uploadFile(ctx context.Context, key, file string) (int64, er
 	if err := w.Close(); err != nil {
 		return 0, fmt.Errorf("%s: %w", key, err)
 	}
+	if err := a.private(key); err != nil {
+		return 0, err
+	}
 	return n, nil
 }
 
@@ -184,7 +207,7 @@ func (a *Artifacts) Download(ctx context.Context, prefix, dir string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("state: download into %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state: download into %s: %w", dir, err)
 	}
 	keys, err := a.keys(ctx, prefix)
@@ -210,7 +233,7 @@ func (a *Artifacts) Download(ctx context.Context, prefix, dir string) error {
 }
 
 func (a *Artifacts) downloadFile(ctx context.Context, key, file string) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
 	r, err := a.bucket.NewReader(ctx, key, nil)
@@ -218,7 +241,7 @@ func (a *Artifacts) downloadFile(ctx context.Context, key, file string) error {
 		return err
 	}
 	defer r.Close()
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -259,6 +282,9 @@ func (a *Artifacts) Commit(ctx context.Context, m *Manifest) error {
 	}
 	key := Prefix(m.JobID, m.Kind, m.ID) + manifestName
 	err = a.bucket.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json"})
+	if err == nil {
+		err = a.private(key)
+	}
 	if err != nil {
 		return fmt.Errorf("state: commit manifest %s to %s: %w", key, a.uri, err)
 	}

@@ -63,6 +63,9 @@ func (a *Artifacts) ReadFence(ctx context.Context, jobID string) (int64, error) 
 func (a *Artifacts) WriteFence(ctx context.Context, jobID string, generation int64) error {
 	data, _ := json.Marshal(fenceRecord{Generation: generation})
 	err := a.bucket.WriteAll(ctx, jobID+"/"+fenceName, data, &blob.WriterOptions{ContentType: "application/json"})
+	if err == nil {
+		err = a.private(jobID + "/" + fenceName)
+	}
 	if err != nil {
 		return fmt.Errorf("state: write the fence of job %s in %s: %w", jobID, a.uri, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -79,6 +80,7 @@ func Open(dir string) (*Store, error) {
 		DisableWAL:         true,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             quietLogger{},
+		FS:                 privateFS{vfs.Default},
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -360,6 +362,55 @@ func restoreOne(s *Store, dir string, r job.Range) error {
 		}
 	}
 	return nil
+}
+
+// privateFS is the file system of a store: its directories are created
+// 0700 and its files 0600, for they hold the job's state, which is the
+// node owner's alone. Pebble's own default is 0755 and 0666 less the
+// umask. A checkpoint (hard links or copies, through the same FS) keeps
+// the modes.
+type privateFS struct{ vfs.FS }
+
+func (p privateFS) MkdirAll(dir string, _ os.FileMode) error { return p.FS.MkdirAll(dir, 0o700) }
+
+func (p privateFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.Create(name, c)
+	return narrow(f, err, name)
+}
+
+func (p privateFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := p.FS.OpenReadWrite(name, c, opts...)
+	return narrow(f, err, name)
+}
+
+func (p privateFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := p.FS.ReuseForWrite(oldname, newname, c)
+	return narrow(f, err, newname)
+}
+
+func (p privateFS) Lock(name string) (io.Closer, error) {
+	c, err := p.FS.Lock(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(name, 0o600); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// narrow makes the file just opened at name 0600; the store's directory is
+// 0700, so the file was never readable by others in between.
+func narrow(f vfs.File, err error, name string) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(name, 0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // noLockFS opens checkpoints read-only without creating a LOCK file in

@@ -227,7 +227,7 @@ func (w *WAL) rotate(next uint64) error {
 		return fmt.Errorf("wal: close segment: %w", err)
 	}
 	w.f = nil
-	f, err := os.OpenFile(segPath(w.opts.Dir, next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(segPath(w.opts.Dir, next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("wal: create segment: %w", err)
 	}

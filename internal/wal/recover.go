@@ -23,7 +23,7 @@ type scanned struct {
 // segment. It runs in Open, before the committer starts.
 func (w *WAL) recover() (Recovery, error) {
 	dir := w.opts.Dir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Recovery{}, fmt.Errorf("%w: %w", ErrOpen, err)
 	}
 	sc, err := w.scanDir()
@@ -54,7 +54,7 @@ func (w *WAL) recover() (Recovery, error) {
 			return Recovery{}, fmt.Errorf("%w: %w", ErrOpen, err)
 		}
 	} else {
-		f, err := os.OpenFile(segPath(dir, sc.next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(segPath(dir, sc.next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return Recovery{}, fmt.Errorf("%w: %w", ErrOpen, err)
 		}

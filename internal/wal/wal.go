@@ -176,7 +176,7 @@ func Open(opts Options) (*WAL, Recovery, error) {
 	if err != nil {
 		return nil, Recovery{}, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, Recovery{}, fmt.Errorf("%w: %w", ErrOpen, err)
 	}
 	lock, err := lockfile.Acquire(filepath.Join(opts.Dir, LockName))

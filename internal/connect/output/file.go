@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
@@ -46,6 +47,11 @@ func init() {
 			}(),
 			"sync": component.Prop("boolean", "fsync the file after every batch (and before rotating it). Streams only: in a job, part "+
 				"files are fsynced at each checkpoint.", false),
+			"mode": modeProp("Permissions of the files it creates (the file at `path`, rotated ones keep theirs; in a job the "+
+				"pending and part files), in octal, less the process umask. Private by default: set `0644` for others to read "+
+				"the output.", defaultFileMode),
+			"dir_mode": modeProp("Permissions of the directories it creates (missing parents of `path`; in a job also the "+
+				"pending directory), in octal, less the process umask. Existing directories are left as they are.", defaultDirMode),
 		}, "path"),
 		Example: `type: file
 path: /tmp/flowplane-example/out.jsonl
@@ -53,11 +59,38 @@ append_newline: true
 max_bytes: 10485760
 max_backups: 3
 sync: false
+mode: "0600"
 `,
 	}, NewFile)
 }
 
 var _ component.Transactional = (*File)(nil)
+
+// Default modes of what the file output creates: the output may hold
+// anything the pipeline read, so it is the node owner's unless the
+// configuration opens it.
+const (
+	defaultFileMode = "0600"
+	defaultDirMode  = "0700"
+)
+
+// modePattern is an octal permission string: "0644", "644", "0o750".
+const modePattern = `^(0o?)?[0-7]{3}$`
+
+func modeProp(desc, def string) map[string]any {
+	p := component.Prop("string", desc, def)
+	p["pattern"] = modePattern
+	return p
+}
+
+// parseMode reads an octal permission string.
+func parseMode(field, s string) (fs.FileMode, error) {
+	m, err := strconv.ParseUint(strings.TrimPrefix(s, "0o"), 8, 32)
+	if err != nil || m > 0o777 || s == "" {
+		return 0, fmt.Errorf("%s: %q is not an octal permission such as 0600", field, s)
+	}
+	return fs.FileMode(m), nil
+}
 
 // FileConfig is the configuration of the file output.
 type FileConfig struct {
@@ -66,13 +99,16 @@ type FileConfig struct {
 	MaxBytes      int64  `json:"max_bytes"`
 	MaxBackups    int    `json:"max_backups"`
 	Sync          bool   `json:"sync"`
+	Mode          string `json:"mode"`
+	DirMode       string `json:"dir_mode"`
 }
 
 // File appends payloads to a file. After a failed Write the file is closed
 // and opened again by the next Write, which the runtime retries. In a job,
 // Begin makes it transactional (see file_txn.go).
 type File struct {
-	conf FileConfig
+	conf          FileConfig
+	mode, dirMode fs.FileMode // parsed Mode and DirMode
 
 	// Owned by the goroutine that calls Connect, Write, Close and the
 	// Transactional methods.
@@ -86,7 +122,7 @@ type File struct {
 // NewFile builds a file output from its configuration. It does not touch
 // the file system: Connect does.
 func NewFile(conf map[string]any, _ component.Resources) (component.Output, error) {
-	c := FileConfig{AppendNewline: true, MaxBackups: 5}
+	c := FileConfig{AppendNewline: true, MaxBackups: 5, Mode: defaultFileMode, DirMode: defaultDirMode}
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
@@ -100,15 +136,23 @@ func NewFile(conf map[string]any, _ component.Resources) (component.Output, erro
 	if c.MaxBackups < 1 {
 		errs = append(errs, errors.New("max_backups: must be at least 1"))
 	}
+	mode, err := parseMode("mode", c.Mode)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	dirMode, err := parseMode("dir_mode", c.DirMode)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &File{conf: c}, nil
+	return &File{conf: c, mode: mode, dirMode: dirMode}, nil
 }
 
 // Connect creates the parent directories and opens the file for appending.
 func (o *File) Connect(context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(o.conf.Path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(o.conf.Path), o.dirMode); err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
 	_, err := os.Lstat(o.conf.Path)
@@ -117,7 +161,7 @@ func (o *File) Connect(context.Context) error {
 }
 
 func (o *File) open() error {
-	f, err := os.OpenFile(o.conf.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(o.conf.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, o.mode)
 	if err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}

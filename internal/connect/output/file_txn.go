@@ -91,7 +91,7 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 	o.conf.Path = abs
 	dir, base := filepath.Split(abs)
 	t := &txnState{operator: operator, subtask: subtask, pendingDir: filepath.Join(dir, "."+base+".pending")}
-	if err := os.MkdirAll(t.pendingDir, 0o755); err != nil {
+	if err := os.MkdirAll(t.pendingDir, o.dirMode); err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
 	o.txn = t
@@ -179,7 +179,7 @@ func (o *File) writeTxn(b message.Batch) error {
 	}
 	if t.f == nil {
 		t.path = filepath.Join(t.pendingDir, pendingName(t.operator, t.subtask, t.seq, inProgressExt))
-		f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, o.mode)
 		if err != nil {
 			return fmt.Errorf("file output: %w", err)
 		}

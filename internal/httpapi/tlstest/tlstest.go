@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -118,5 +119,50 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CheckAEADOnly checks the TLS server at addr as Mozilla's intermediate
+// profile wants it: a TLS 1.2 client offering only CBC suites is refused,
+// one offering an AES-GCM or a ChaCha20-Poly1305 suite gets through, and
+// TLS 1.3 works. caFile is the CA the server's certificate chains to.
+func CheckAEADOnly(t testing.TB, addr, caFile string) {
+	t.Helper()
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", caFile)
+	}
+	dial := func(version uint16, suites ...uint16) error {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+			&tls.Config{RootCAs: pool, MinVersion: version, MaxVersion: version, CipherSuites: suites})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	for _, s := range tls.InsecureCipherSuites() {
+		if err := dial(tls.VersionTLS12, s.ID); err == nil {
+			t.Errorf("TLS 1.2 handshake with %s succeeded", s.Name)
+		}
+	}
+	for _, s := range []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA,
+	} {
+		if err := dial(tls.VersionTLS12, s); err == nil {
+			t.Errorf("TLS 1.2 handshake with CBC suite %s succeeded", tls.CipherSuiteName(s))
+		}
+	}
+	for _, s := range []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256} {
+		if err := dial(tls.VersionTLS12, s); err != nil {
+			t.Errorf("TLS 1.2 handshake with %s: %v", tls.CipherSuiteName(s), err)
+		}
+	}
+	if err := dial(tls.VersionTLS13); err != nil {
+		t.Errorf("TLS 1.3 handshake: %v", err)
 	}
 }
