@@ -334,6 +334,12 @@ func (h *harness) send(t *testing.T, method, path string, rd io.Reader, header .
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
+	// Every answer the suite gets must be one the OpenAPI document allows.
+	if c := h.checker(t); c != nil {
+		if err := c.Check(req, res.StatusCode, res.Header, b); err != nil {
+			t.Error(err)
+		}
+	}
 	return response{Status: res.StatusCode, Header: res.Header, Body: b}
 }
 
