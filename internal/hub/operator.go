@@ -37,7 +37,7 @@ func (h *Hub) routes() []httpapi.Route {
 	)
 	routes := []httpapi.Route{
 		{Method: "GET", Pattern: p + "/system", Handler: h.getSystem, Doc: httpapi.Doc{Summary: "The Hub's descriptor", Tag: tagSystem, Response: System{}}},
-		{Method: "GET", Pattern: p + "/status", Handler: h.getStatus, Doc: httpapi.Doc{Summary: "Fleet totals and the Hub's status", Tag: tagSystem, Response: System{}}},
+		{Method: "GET", Pattern: p + "/status", Handler: h.getStatus, Doc: httpapi.Doc{Summary: "Fleet totals and the Hub's status", Tag: tagSystem, Response: Status{}}},
 		{Method: "GET", Pattern: p + "/nodes", Handler: h.getNodes, Doc: httpapi.Doc{Summary: "The nodes, by id", Tag: tagNodes, Paged: true,
 			Query:    []httpapi.Param{{Name: "status", Enum: []string{"online", "unavailable", "unknown"}}, {Name: "mode", Enum: []string{wire.NodeModeActive, wire.NodeModeDraining, wire.NodeModeMaintenance}}},
 			Response: wire.Page[NodeView]{}}},
