@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/eventlog"
@@ -109,8 +110,8 @@ func (h *Hub) routes() []httpapi.Route {
 	}
 	routes = append(routes, h.agentRoutes(p)...)
 	// The document describes the table it is served from, itself included.
-	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + OpenAPIPath,
-		Handler: openapi.Handler(func() ([]byte, error) { return openapi.Build(h.openAPIInfo(), routes) }), Doc: openapi.Doc(tagSystem)})
+	h.openapi = sync.OnceValues(func() ([]byte, error) { return openapi.Build(h.openAPIInfo(), routes) })
+	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + OpenAPIPath, Handler: openapi.Handler(h.openapi), Doc: openapi.Doc(tagSystem)})
 	// Probes, the top-level metrics and the console's files stay open
 	// whatever the token.
 	return append(append(routes,

@@ -28,6 +28,7 @@ import (
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/openapi/openapitest"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -122,6 +123,8 @@ type harness struct {
 	token string
 	// dp is the engine's data plane (harnessOptions.dataPlane), or nil.
 	dp *dataplane.Server
+	// openapi checks answers against the node's OpenAPI document.
+	openapi func() (*openapitest.Checker, error)
 }
 
 type harnessOptions struct {
@@ -213,6 +216,13 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	}
 	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, dir: dir, hopts: hopts, dp: dp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}}
+	h.openapi = sync.OnceValues(func() (*openapitest.Checker, error) {
+		doc, err := n.OpenAPI(hopts)
+		if err != nil {
+			return nil, err
+		}
+		return openapitest.Cached(doc)
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	if ln != nil {

@@ -24,19 +24,20 @@ type base struct {
 
 type thing struct {
 	base
-	Name     string            `json:"name"`
-	Count    int               `json:"count,omitempty"`
-	Ratio    float64           `json:"ratio"`
-	Tags     []string          `json:"tags"`
-	Labels   map[string]string `json:"labels,omitempty"`
-	Parent   *thing            `json:"parent,omitempty"`
-	Next     *base             `json:"next"`
-	At       wire.Time         `json:"at"`
-	Seen     wire.Time         `json:"seen,omitzero"`
-	Raw      json.RawMessage   `json:"raw,omitempty"`
-	Any      any               `json:"any"`
-	Big      int64             `json:"big,string"`
-	Skipped  string            `json:"-"`
+	Name    string            `json:"name"`
+	Count   int               `json:"count,omitempty"`
+	Ratio   float64           `json:"ratio"`
+	Tags    []string          `json:"tags"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Parent  *thing            `json:"parent,omitempty"`
+	Next    *base             `json:"next"`
+	At      wire.Time         `json:"at"`
+	Seen    wire.Time         `json:"seen,omitzero"`
+	Raw     json.RawMessage   `json:"raw,omitempty"`
+	Any     any               `json:"any"`
+	Big     int64             `json:"big,string"`
+	Skipped string            `json:"-"`
+	//lint:ignore U1000 an unexported field, which the schema must leave out
 	internal string
 }
 

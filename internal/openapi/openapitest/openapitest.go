@@ -11,7 +11,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
+	"sync"
+	"testing"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -99,34 +103,53 @@ func (c *Checker) Check(req *http.Request, status int, header http.Header, body 
 	return nil
 }
 
-// Transport is an http.RoundTripper that checks every response it carries
-// (buffering its body) and reports a mismatch to fail.
-type Transport struct {
-	Checker *Checker
-	Base    http.RoundTripper // nil: http.DefaultTransport
-	Fail    func(error)
+// cache holds the Checkers Cached built, by document.
+var cache sync.Map // string -> *Checker
+
+// Cached is New of doc, built once per document in a process: suites
+// check every response against a document their servers build again and
+// again.
+func Cached(doc []byte) (*Checker, error) {
+	if c, ok := cache.Load(string(doc)); ok {
+		return c.(*Checker), nil
+	}
+	c, err := New(doc)
+	if err != nil {
+		return nil, err
+	}
+	cache.Store(string(doc), c)
+	return c, nil
 }
 
-// RoundTrip implements http.RoundTripper.
-func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
+// Golden fails t unless doc equals the golden file at path, which update
+// rewrites first (go test -run <test> -update).
+func Golden(t testing.TB, path string, doc []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	res, err := base.RoundTrip(req)
-	if err != nil || strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
-		return res, err // a stream is read as it comes, not checked whole
-	}
-	b, err := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	res.Body = io.NopCloser(bytes.NewReader(b))
+	want, err := os.ReadFile(path)
 	if err != nil {
-		return res, nil // the caller reads what came and sees the cut itself
+		t.Fatalf("%v (run the test with -update to write it)", err)
 	}
-	if cerr := t.Checker.Check(req, res.StatusCode, res.Header, b); cerr != nil {
-		t.Fail(cerr)
+	if !bytes.Equal(doc, want) {
+		t.Errorf("the OpenAPI document differs from %s: run the test with -update and review the diff", path)
 	}
-	return res, nil
+}
+
+// Covers fails t unless the document's operations are exactly routes
+// ("METHOD /pattern", the server prefix included).
+func (c *Checker) Covers(t testing.TB, routes []string) {
+	t.Helper()
+	ops := c.Operations()
+	routes = slices.Clone(routes)
+	slices.Sort(routes)
+	slices.Sort(ops)
+	if !slices.Equal(routes, ops) {
+		t.Errorf("document operations\n%v\nwant the route table's\n%v", ops, routes)
+	}
 }
 
 func joinValidation(errs []*verrors.ValidationError) error {
