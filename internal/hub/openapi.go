@@ -41,7 +41,7 @@ func (h *Hub) openAPIInfo() openapi.Info {
 		Title:   "flowplane Hub API",
 		Version: "1",
 		Description: "The Hub's operator API and, tagged agent, the protocol Agents speak (docs/hub-api.md). " +
-			"Errors are the problem envelope of docs/api-conventions.md.",
+			"Errors are the problem envelope of docs/api-conventions.md; every response carries X-Correlation-ID.",
 		Prefix: h.prefix,
 		Security: map[string]openapi.SecurityScheme{
 			securityOperator: {Description: "The operator token (hub --operator-token); without one the Hub serves loopback Host values only."},

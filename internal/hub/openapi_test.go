@@ -2,7 +2,9 @@ package hub
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -106,6 +108,36 @@ func TestActionRoutesRouteBeforeMediaType(t *testing.T) {
 	for _, p := range []string{"/nodes/n1/streams/s1/explode", "/streams/s1/explode", "/jobs/j1/actions/explode"} {
 		if r := th.do(t, "POST", APIPrefix+p, ""); r.status != 404 || r.problem(t).Code != "not_found" {
 			t.Errorf("POST %s: %d %s", p, r.status, r.body)
+		}
+	}
+}
+
+// TestOpenAPIPrefix: under another API prefix the document is served
+// there, its servers entry names it, and its paths stay relative.
+func TestOpenAPIPrefix(t *testing.T) {
+	th := serveOptions(t, true, Options{
+		Settings: Settings{Address: "127.0.0.1:0", Storage: dbPath(t), APIPrefix: "/hub/v2"},
+		Logger:   slog.New(slog.DiscardHandler), Version: "test",
+	})
+	r := th.do(t, "GET", "/hub/v2"+OpenAPIPath, "")
+	if r.status != 200 {
+		t.Fatalf("GET /hub/v2%s: %d %s", OpenAPIPath, r.status, r.body)
+	}
+	var doc struct {
+		Servers []struct {
+			URL string `json:"url"`
+		} `json:"servers"`
+		Paths map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Servers) != 1 || doc.Servers[0].URL != "/hub/v2" || doc.Paths["/nodes/{node_id}/streams/{id}/start"] == nil {
+		t.Errorf("servers %+v, %d paths", doc.Servers, len(doc.Paths))
+	}
+	for p := range doc.Paths {
+		if strings.HasPrefix(p, "/hub/v2") || strings.HasPrefix(p, APIPrefix) {
+			t.Errorf("path %s is not relative to the prefix", p)
 		}
 	}
 }

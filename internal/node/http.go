@@ -90,7 +90,7 @@ var openAPIInfo = openapi.Info{
 	Title:   "flowplane Node API",
 	Version: "1",
 	Description: "The control-plane API of one flowplane node (docs/node-api.md). " +
-		"Errors are the problem envelope of docs/api-conventions.md.",
+		"Errors are the problem envelope of docs/api-conventions.md; every response carries X-Correlation-ID.",
 	Security: map[string]openapi.SecurityScheme{
 		"apiToken": {Description: "health_check.api_token, when the node sets one; without it the API serves loopback Host values only."},
 	},

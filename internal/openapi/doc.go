@@ -8,7 +8,7 @@
 //
 // It must not know about nodes, streams, jobs or the Hub: a surface passes
 // its routes, its security schemes and the explicit schemas of types whose
-// JSON form reflection cannot see (custom MarshalJSON). It must not be
-// imported by code that validates documents (that lives in openapitest,
-// for tests only), so the binary carries no validator.
+// JSON form reflection cannot see (custom MarshalJSON). It validates
+// nothing: checking documents and responses is openapitest's job, for
+// tests only, so the binary carries no validator.
 package openapi
