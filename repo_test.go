@@ -137,6 +137,7 @@ func TestImportRules(t *testing.T) {
 		{"cmd/flowplane", false, runtime, "the command reaches the runtime through internal/engine"},
 		{"internal/hub", true, append([]string{"internal/engine", "internal/node", "internal/agent"}, runtime...), "the Hub knows nodes only by the wire"},
 		{"internal/ctl", true, append([]string{"internal/hub", "internal/engine", "internal/node", "internal/agent", "internal/daemon"}, runtime...), "the client knows the Hub only by HTTP and the wire"},
+		{"internal/openapi", false, []string{"internal/hub", "internal/node", "internal/agent", "internal/engine"}, "openapi builds documents of any surface and knows none"},
 	}
 	for _, rule := range rules {
 		err := filepath.WalkDir(rule.dir, func(path string, d fs.DirEntry, err error) error {
@@ -165,6 +166,16 @@ func TestImportRules(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	bin, err := exec.Command("go", "list", "-deps", "./cmd/flowplane").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/flowplane: %v", err)
+	}
+	for dep := range strings.FieldsSeq(string(bin)) {
+		if strings.HasPrefix(dep, "github.com/pb33f/") || dep == mod+"internal/openapi/openapitest" {
+			t.Errorf("the binary links %s: the OpenAPI validator is for tests only", dep)
 		}
 	}
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -67,6 +68,19 @@ func (f *Filter) match(ev *wire.Event) bool {
 		return false
 	}
 	return true
+}
+
+// FilterParams are the query parameters FilterFromQuery reads, for the API
+// documents of GET /events and the SSE stream.
+var FilterParams = []httpapi.Param{
+	{Name: "kind", Description: "Comma-separated event kinds; may repeat; matches any of them."},
+	{Name: "node_id", Description: "Exact node id."},
+	{Name: "resource_id", Description: "Exact resource id (stream id, job id, \"configuration\", ...)."},
+	{Name: "operation_id", Description: "Exact operation id."},
+	{Name: "correlation_id", Description: "Exact correlation id."},
+	{Name: "since_id", Type: "integer", Description: "Events with an id above this one."},
+	{Name: "after", Type: "integer", Description: "Alias of since_id."},
+	{Name: "since", Description: "Events that occurred at or after this RFC 3339 time."},
 }
 
 // FilterFromQuery reads a Filter from the query parameters of GET /events

@@ -31,6 +31,8 @@ type Route struct {
 	// answer holds a secret (the Agent's session token), which must never be
 	// kept in an idempotency store.
 	NoIdempotencyKey bool
+	// Doc describes the route for the surface's OpenAPI document.
+	Doc Doc
 }
 
 // Options configure a Router. The zero value is usable: no authentication,

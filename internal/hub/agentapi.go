@@ -36,13 +36,27 @@ const (
 func (h *Hub) agentRoutes(p string) []httpapi.Route {
 	register := httpapi.BearerToken(h.opts.Settings.NodeToken, "node")
 	session := h.sessionAuth
+	doc := func(summary string, req, resp any) httpapi.Doc {
+		return httpapi.Doc{Summary: summary, Tag: tagAgent, Request: req, Response: resp, Security: securitySession}
+	}
+	reg := doc("Register a node: a session token for the other agent calls", wire.RegisterRequest{}, wire.RegisterResponse{})
+	reg.Security = securityNode
+	report := doc("Report the node's streams and configuration (204 also when not newer)", wire.Report{}, nil)
+	report.Status = http.StatusNoContent
+	jobs := doc("Report the node's job observations (204 also when not newer)", wire.JobObservations{}, nil)
+	jobs.Status = http.StatusNoContent
+	commands := doc("Long-poll the node's commands", nil, wire.Page[wire.Command]{})
+	commands.Query = []httpapi.Param{{Name: "wait_ms", Type: "integer", Description: "Wait up to this long for a command (0 to 30000)."}}
+	result := doc("Report a command attempt's outcome", wire.CommandResult{}, nil)
+	result.Status, result.Problems = http.StatusNoContent, []int{http.StatusNotFound, http.StatusConflict}
 	return []httpapi.Route{
-		{Method: "POST", Pattern: p + "/agent/register", Handler: h.postRegister, Auth: register, NoIdempotencyKey: true},
-		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session, NoIdempotencyKey: true},
-		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session, NoIdempotencyKey: true},
-		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session, NoIdempotencyKey: true},
-		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session},
-		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session, NoIdempotencyKey: true},
+		{Method: "POST", Pattern: p + "/agent/register", Handler: h.postRegister, Auth: register, NoIdempotencyKey: true, Doc: reg},
+		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session, NoIdempotencyKey: true,
+			Doc: doc("Renew the node's lease", wire.HeartbeatRequest{}, wire.HeartbeatResponse{})},
+		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session, NoIdempotencyKey: true, Doc: report},
+		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session, NoIdempotencyKey: true, Doc: jobs},
+		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session, Doc: commands},
+		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session, NoIdempotencyKey: true, Doc: result},
 	}
 }
 

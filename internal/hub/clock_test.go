@@ -78,6 +78,7 @@ func (c *clockHub) do(t testing.TB, method, path, body, token string) *httptest.
 	}
 	rec := httptest.NewRecorder()
 	c.h.Handler().ServeHTTP(rec, req)
+	checkOpenAPI(t, c.h, req, rec.Code, rec.Header(), rec.Body.Bytes())
 	return rec
 }
 

@@ -46,15 +46,30 @@ const (
 // "Configuration").
 func (h *Hub) configRoutes(p string) []httpapi.Route {
 	n := p + "/nodes/{node_id}/configuration"
+	command := func(summary string, body any, etag bool) httpapi.Doc {
+		return httpapi.Doc{Summary: summary, Tag: tagConfig, Request: body, RequestMedia: configMedia, Status: http.StatusAccepted,
+			Response: wire.Operation{}, Location: true, ETag: etag, IfMatch: etag, Problems: []int{http.StatusNotFound, http.StatusConflict}}
+	}
+	diff := command("Diff two Hub versions of the node's configuration, on the node", nil, false)
+	diff.Query = []httpapi.Param{{Name: "from", Description: "Default the version the node reports."}, {Name: "to", Description: "Default the desired version."}}
+	rollback := command("Apply a stored version again", nil, true)
 	return []httpapi.Route{
-		{Method: "GET", Pattern: n, Handler: h.getNodeConfiguration},
-		{Method: "GET", Pattern: n + "/versions", Handler: h.getConfigVersions},
-		{Method: "POST", Pattern: n + "/validate", Handler: h.audited(fixedAction(actionConfigValidate), h.postConfigValidate)},
-		{Method: "GET", Pattern: n + "/diff", Handler: h.audited(fixedAction(actionConfigDiff), h.getConfigDiff)},
-		{Method: "POST", Pattern: n + "/apply", Handler: h.audited(fixedAction(actionConfigApply), h.postConfigApply)},
-		{Method: "POST", Pattern: n + "/rollback/{version}", Handler: h.audited(fixedAction(actionConfigRollback), h.postConfigRollback)},
+		{Method: "GET", Pattern: n, Handler: h.getNodeConfiguration, Doc: httpapi.Doc{Summary: "The node's configuration: desired, reported, convergence",
+			Tag: tagConfig, Response: wire.NodeConfiguration{}, ETag: true, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: n + "/versions", Handler: h.getConfigVersions, Doc: httpapi.Doc{Summary: "The Hub's versions of the node's configuration",
+			Tag: tagConfig, Paged: true, Response: wire.Page[wire.ConfigVersion]{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "POST", Pattern: n + "/validate", Handler: h.audited(fixedAction(actionConfigValidate), h.postConfigValidate),
+			Doc: command("Validate a configuration on the node", wire.ConfigDocument{}, false)},
+		{Method: "GET", Pattern: n + "/diff", Handler: h.audited(fixedAction(actionConfigDiff), h.getConfigDiff), Doc: diff},
+		{Method: "POST", Pattern: n + "/apply", Handler: h.audited(fixedAction(actionConfigApply), h.postConfigApply),
+			Doc: command("Apply a configuration, or a stored version (config_version)", wire.ConfigApplyRequest{}, true)},
+		{Method: "POST", Pattern: n + "/rollback/{version}", Handler: h.audited(fixedAction(actionConfigRollback), h.postConfigRollback), Doc: rollback},
 	}
 }
+
+// configMedia are the media types of a configuration body: the JSON
+// envelope, or the raw YAML or TOML document.
+var configMedia = []string{httpapi.MediaTypeJSON, "application/yaml", "text/yaml", "application/toml"}
 
 // readConfigBody reads a configuration request: the raw document
 // (application/yaml, text/yaml, application/toml) or the JSON envelope

@@ -68,11 +68,13 @@ type Options struct {
 // fleet rebuilt from it (package fleet), the loops (reconciler, event pump,
 // convergence worker), and the operator and agent APIs.
 type Hub struct {
-	opts      Options
-	log       *slog.Logger
-	st        *store.Store
-	router    *httpapi.Router
-	handler   http.Handler
+	opts    Options
+	log     *slog.Logger
+	st      *store.Store
+	router  *httpapi.Router
+	handler http.Handler
+	// openapi builds the OpenAPI document of the route table once.
+	openapi   func() ([]byte, error)
 	metrics   *hubMetrics
 	startedAt time.Time
 	prefix    string

@@ -98,7 +98,8 @@ func (r resp) problem(t *testing.T) wire.Problem {
 
 func (th *testHub) do(t *testing.T, method, path, body string, hdr ...string) resp {
 	t.Helper()
-	res, err := http.DefaultClient.Do(th.request(t, context.Background(), method, path, body, hdr...))
+	req := th.request(t, context.Background(), method, path, body, hdr...)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +108,7 @@ func (th *testHub) do(t *testing.T, method, path, body string, hdr ...string) re
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkOpenAPI(t, th.h, req, res.StatusCode, res.Header, b)
 	return resp{status: res.StatusCode, header: res.Header, body: b}
 }
 

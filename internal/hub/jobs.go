@@ -33,37 +33,78 @@ const (
 	// actionJobDesired names a rejected PUT desired-state whose state is
 	// neither running nor stopped; the others are job_start and job_stop.
 	actionJobDesired = "job_desired_state"
-	// actionJobAction names a rejected action request whose action is not
-	// one of jobActions.
-	actionJobAction = "job_action"
 )
 
-// jobActions are the one-shot actions of POST /jobs/{id}/actions/{action}.
+// jobActions are the one-shot actions of POST /jobs/{id}/actions/<action>,
+// one route each.
 var jobActions = []string{"start", "stop", "restart", "move"}
 
 // maxNodeIDs bounds node_ids in job bodies.
 const maxNodeIDs = 64
 
 func (h *Hub) jobRoutes(p string) []httpapi.Route {
-	return []httpapi.Route{
-		{Method: "POST", Pattern: p + "/jobs", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobCreate), h.postJob)},
-		{Method: "POST", Pattern: p + "/jobs/validate", Handler: h.postJobValidate},
-		{Method: "GET", Pattern: p + "/jobs", Handler: h.getJobs},
-		{Method: "GET", Pattern: p + "/jobs/{id}", Handler: h.getJob},
-		{Method: "GET", Pattern: p + "/jobs/{id}/status", Handler: h.getJob},
-		{Method: "GET", Pattern: p + "/jobs/{id}/detail", Handler: h.getJobDetail},
-		{Method: "GET", Pattern: p + "/jobs/{id}/versions", Handler: h.getJobVersions},
-		{Method: "GET", Pattern: p + "/jobs/{id}/plan", Handler: h.getJobPlan},
-		{Method: "PUT", Pattern: p + "/jobs/{id}/desired-state", Handler: h.auditedAs(store.KindJob, jobAction(actionJobDesired), h.putJobDesired)},
-		{Method: "GET", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.getArtifacts(wire.ArtifactCheckpoint)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobCheckpoint), h.postArtifact(wire.ArtifactCheckpoint))},
-		{Method: "GET", Pattern: p + "/jobs/{id}/savepoints", Handler: h.getArtifacts(wire.ArtifactSavepoint)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/savepoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobSavepoint), h.postArtifact(wire.ArtifactSavepoint))},
-		{Method: "GET", Pattern: p + "/jobs/{id}/upgrades", Handler: h.getUpgrades},
-		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobUpgrade), h.postUpgrade)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades/{upgrade_id}/rollback", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobRollback), h.postRollback)},
-		{Method: "POST", Pattern: p + "/jobs/{id}/actions/{action}", Handler: h.auditedAs(store.KindJob, jobAction(actionJobAction), h.postJobAction)},
+	write := func(summary string, body any, optional bool) httpapi.Doc {
+		return httpapi.Doc{Summary: summary, Tag: tagJobs, Request: body, RequestOptional: optional, Status: http.StatusAccepted,
+			Response: wire.JobDesiredResponse{}, ETag: true, Location: true, IfMatch: true,
+			Problems: []int{http.StatusNotFound, http.StatusConflict}}
 	}
+	artifacts := func(kind string) httpapi.Doc {
+		return httpapi.Doc{Summary: "The job's " + kind + "s", Tag: tagJobs, Paged: true,
+			Query:    []httpapi.Param{{Name: "state", Enum: []string{wire.ArtifactPending, wire.ArtifactCompleted, wire.ArtifactFailed}}},
+			Response: wire.Page[wire.JobArtifact]{}, Problems: []int{http.StatusNotFound}}
+	}
+	take := func(kind string) httpapi.Doc {
+		return httpapi.Doc{Summary: "Take a " + kind + " of a running job", Tag: tagJobs, Request: struct{}{}, RequestOptional: true,
+			Status: http.StatusAccepted, Response: wire.JobCommandResponse{}, Location: true, Problems: []int{http.StatusNotFound, http.StatusConflict}}
+	}
+	view := func(summary string, resp any) httpapi.Doc {
+		return httpapi.Doc{Summary: summary, Tag: tagJobs, Response: resp, ETag: true, Problems: []int{http.StatusNotFound}}
+	}
+	routes := []httpapi.Route{
+		{Method: "POST", Pattern: p + "/jobs", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobCreate), h.postJob),
+			Doc: write("Create a job and place it", wire.JobCreateRequest{}, false)},
+		{Method: "POST", Pattern: p + "/jobs/validate", Handler: h.postJobValidate, Doc: httpapi.Doc{Summary: "Validate a job spec against nodes, creating no job",
+			Tag: tagJobs, Request: wire.JobValidateRequest{}, Response: wire.JobValidateResponse{}}},
+		{Method: "GET", Pattern: p + "/jobs", Handler: h.getJobs, Doc: httpapi.Doc{Summary: "The jobs, by id", Tag: tagJobs, Paged: true,
+			Query:    []httpapi.Param{{Name: "node_id"}, {Name: "convergence"}, {Name: "desired_state", Enum: []string{"running", "stopped"}}},
+			Response: wire.Page[wire.Job]{}}},
+		{Method: "GET", Pattern: p + "/jobs/{id}", Handler: h.getJob, Doc: view("One job: desired, observed, convergence", wire.Job{})},
+		{Method: "GET", Pattern: p + "/jobs/{id}/status", Handler: h.getJob, Doc: view("One job (alias of /jobs/{id})", wire.Job{})},
+		{Method: "GET", Pattern: p + "/jobs/{id}/detail", Handler: h.getJobDetail, Doc: view("One job with its task assignment and gauges", wire.JobDetail{})},
+		{Method: "GET", Pattern: p + "/jobs/{id}/versions", Handler: h.getJobVersions, Doc: httpapi.Doc{Summary: "The job's versions, newest first",
+			Tag: tagJobs, Paged: true, Response: wire.Page[wire.JobVersion]{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: p + "/jobs/{id}/plan", Handler: h.getJobPlan, Doc: httpapi.Doc{Summary: "The kernel's plan explanation of a version",
+			Tag: tagJobs, Query: []httpapi.Param{{Name: "version", Type: "integer", Description: "Default the current version."}},
+			Response: json.RawMessage{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "PUT", Pattern: p + "/jobs/{id}/desired-state", Handler: h.auditedAs(store.KindJob, jobAction(actionJobDesired), h.putJobDesired),
+			Doc: write("Set a job's desired state", wire.JobDesiredRequest{}, false)},
+		{Method: "GET", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.getArtifacts(wire.ArtifactCheckpoint), Doc: artifacts(wire.ArtifactCheckpoint)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/checkpoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobCheckpoint), h.postArtifact(wire.ArtifactCheckpoint)),
+			Doc: take(wire.ArtifactCheckpoint)},
+		{Method: "GET", Pattern: p + "/jobs/{id}/savepoints", Handler: h.getArtifacts(wire.ArtifactSavepoint), Doc: artifacts(wire.ArtifactSavepoint)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/savepoints", Handler: h.auditedAs(store.KindJob, fixedAction(wire.CommandJobSavepoint), h.postArtifact(wire.ArtifactSavepoint)),
+			Doc: take(wire.ArtifactSavepoint)},
+		{Method: "GET", Pattern: p + "/jobs/{id}/upgrades", Handler: h.getUpgrades, Doc: httpapi.Doc{Summary: "The job's upgrades", Tag: tagJobs, Paged: true,
+			Response: wire.Page[wire.JobUpgrade]{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobUpgrade), h.postUpgrade),
+			Doc: write("Upgrade a stopped job to a new version", wire.JobUpgradeRequest{}, false)},
+		{Method: "POST", Pattern: p + "/jobs/{id}/upgrades/{upgrade_id}/rollback", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobRollback), h.postRollback),
+			Doc: write("Roll an upgrade back to the previous version", jobRollbackRequest{}, true)},
+	}
+	for _, a := range jobActions {
+		var body any = struct{}{}
+		if a == "move" {
+			body = wire.JobMoveRequest{}
+		}
+		routes = append(routes, httpapi.Route{Method: "POST", Pattern: p + "/jobs/{id}/actions/" + a,
+			Handler: h.auditedAs(store.KindJob, fixedAction("job_"+a), h.postJobAction(a)), Doc: write(titled(a)+" a job", body, true)})
+	}
+	return routes
+}
+
+// jobRollbackRequest is the optional body of an upgrade's rollback.
+type jobRollbackRequest struct {
+	DesiredState string `json:"desired_state,omitempty"`
 }
 
 // jobAction is the audit action of a route whose path value "action" names
@@ -245,11 +286,15 @@ func (h *Hub) putJobDesired(w http.ResponseWriter, r *http.Request) error {
 	return h.writeJob(w, r, jw)
 }
 
-func (h *Hub) postJobAction(w http.ResponseWriter, r *http.Request) error {
-	action := r.PathValue("action")
-	if !slices.Contains(jobActions, action) {
-		return httpapi.NotFound(httpapi.CodeNotFound, "unknown job action "+quote(action)+"; one of start, stop, restart, move")
+// postJobAction is POST /jobs/{id}/actions/<action>: start, stop, restart
+// or move.
+func (h *Hub) postJobAction(action string) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return h.jobActionOf(w, r, action)
 	}
+}
+
+func (h *Hub) jobActionOf(w http.ResponseWriter, r *http.Request, action string) error {
 	var move wire.JobMoveRequest
 	if _, err := httpapi.DecodeOptionalJSON(r, &move, MaxBodyBytes); err != nil {
 		return err

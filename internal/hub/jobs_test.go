@@ -406,7 +406,7 @@ func TestJobErrors(t *testing.T) {
 	// the actions are; a state that is neither has a name of its own.
 	got := th.auditOf(t, "j1")
 	for _, want := range []string{"job_stop/accepted/<nil>", "job_start/rejected/generation_conflict", "job_start/rejected/validation_failed",
-		"job_desired_state/rejected/validation_failed", "job_checkpoint/rejected/conflict", "job_action/rejected/not_found"} {
+		"job_desired_state/rejected/validation_failed", "job_checkpoint/rejected/conflict"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("audit lacks %s: %v", want, got)
 		}

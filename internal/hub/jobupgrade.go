@@ -127,9 +127,7 @@ func (h *Hub) withStart(jw jobWrite, desired string, v store.JobVersion, restore
 }
 
 func (h *Hub) postRollback(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		DesiredState string `json:"desired_state"`
-	}
+	var body jobRollbackRequest
 	if _, err := httpapi.DecodeOptionalJSON(r, &body, MaxBodyBytes); err != nil {
 		return err
 	}

@@ -172,14 +172,6 @@ func actionOf(r *http.Request) string {
 // modeAction is the action of a node mode change (store.SetNodeMode's).
 func modeAction(mode string) auditAction { return fixedAction(store.ModeAction(mode)) }
 
-// streamActionName is the operation name of POST .../streams/{id}/{action}.
-func streamActionName(r *http.Request) string {
-	if a, ok := streamActions[r.PathValue("action")]; ok {
-		return a.operation
-	}
-	return "stream_action"
-}
-
 // audited records a rejected mutation (4xx but 405) in the audit log with
 // the principal and the problem's code; accepted ones are audited by the
 // store in their own transaction. The record names the stream of {id},

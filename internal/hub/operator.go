@@ -3,11 +3,15 @@ package hub
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
+	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/openapi"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -25,39 +29,89 @@ const maxIDLen = 255
 
 func (h *Hub) routes() []httpapi.Route {
 	p := h.prefix
+	var (
+		opFilters = []httpapi.Param{{Name: "node_id"}, {Name: "resource_id"}, {Name: "operation"}, {Name: "state"}, {Name: "correlation_id"}}
+		nodeMode  = func(summary string) httpapi.Doc {
+			return httpapi.Doc{Summary: summary, Tag: tagNodes, Request: struct{}{}, RequestOptional: true, Response: NodeView{},
+				Problems: []int{http.StatusNotFound}}
+		}
+	)
 	routes := []httpapi.Route{
-		{Method: "GET", Pattern: p + "/system", Handler: h.getSystem},
-		{Method: "GET", Pattern: p + "/status", Handler: h.getStatus},
-		{Method: "GET", Pattern: p + "/nodes", Handler: h.getNodes},
-		{Method: "GET", Pattern: p + "/nodes/{node_id}", Handler: h.getNode},
-		{Method: "GET", Pattern: p + "/streams", Handler: h.getStreams},
-		{Method: "GET", Pattern: p + "/nodes/{node_id}/streams/{id}", Handler: h.getStream},
-		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(OpStreamDesiredState), h.putStreamDesired)},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited(fixedAction(OpStreamRestart), h.postRestart)},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/{action}", Handler: h.audited(streamActionName, h.postStreamAction)},
-		{Method: "POST", Pattern: p + "/streams/{id}/{action}", Handler: h.audited(streamActionName, h.postLegacyAction)},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/drain", Handler: h.audited(modeAction(wire.NodeModeDraining), h.nodeMode(wire.NodeModeDraining))},
-		{Method: "POST", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(wire.NodeModeMaintenance), h.nodeMode(wire.NodeModeMaintenance))},
-		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(wire.NodeModeActive), h.nodeMode(wire.NodeModeActive))},
-		{Method: "GET", Pattern: p + "/operations", Handler: h.getOperations},
-		{Method: "GET", Pattern: p + "/operations/status", Handler: h.getOperationsStatus},
-		{Method: "GET", Pattern: p + "/operations/{id}", Handler: h.getOperation},
-		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.audited(fixedAction(store.ActionCancel), h.deleteOperation)},
-		{Method: "GET", Pattern: p + "/events", Handler: h.getEvents},
-		{Method: "GET", Pattern: p + "/events/stream", Handler: h.getEventStream},
-		{Method: "GET", Pattern: p + "/audit", Handler: h.getAudit},
-		{Method: "GET", Pattern: p + "/components", Handler: h.getComponents},
-		{Method: "GET", Pattern: p + "/components/{kind}/{name}", Handler: h.getComponent},
-		{Method: "GET", Pattern: p + "/schema", Handler: h.getSchema},
-		{Method: "GET", Pattern: p + "/metrics", Handler: h.getMetrics},
+		{Method: "GET", Pattern: p + "/system", Handler: h.getSystem, Doc: httpapi.Doc{Summary: "The Hub's descriptor", Tag: tagSystem, Response: System{}}},
+		{Method: "GET", Pattern: p + "/status", Handler: h.getStatus, Doc: httpapi.Doc{Summary: "Fleet totals and the Hub's status", Tag: tagSystem, Response: Status{}}},
+		{Method: "GET", Pattern: p + "/nodes", Handler: h.getNodes, Doc: httpapi.Doc{Summary: "The nodes, by id", Tag: tagNodes, Paged: true,
+			Query:    []httpapi.Param{{Name: "status", Enum: []string{"online", "unavailable", "unknown"}}, {Name: "mode", Enum: []string{wire.NodeModeActive, wire.NodeModeDraining, wire.NodeModeMaintenance}}},
+			Response: wire.Page[NodeView]{}}},
+		{Method: "GET", Pattern: p + "/nodes/{node_id}", Handler: h.getNode, Doc: httpapi.Doc{Summary: "One node", Tag: tagNodes, Response: NodeView{},
+			Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: p + "/streams", Handler: h.getStreams, Doc: httpapi.Doc{Summary: "The streams of the fleet, by node and id", Tag: tagStreams, Paged: true,
+			Query:    []httpapi.Param{{Name: "node_id"}, {Name: "convergence"}, {Name: "state", Description: "The observed state; none for a stream no node reported."}},
+			Response: wire.Page[wire.Stream]{}}},
+		{Method: "GET", Pattern: p + "/nodes/{node_id}/streams/{id}", Handler: h.getStream, Doc: httpapi.Doc{Summary: "One stream: desired, observed, convergence",
+			Tag: tagStreams, Response: wire.Stream{}, ETag: true, Problems: []int{http.StatusNotFound}}},
+		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(OpStreamDesiredState), h.putStreamDesired),
+			Doc: streamWriteDoc("Set a stream's desired state", desiredRequest{}, false)},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited(fixedAction(OpStreamRestart), h.postStreamAction("restart")),
+			Doc: streamWriteDoc("Restart a stream", streamActionRequest{}, true)},
 	}
+	for _, a := range []string{"start", "stop", "restart"} {
+		routes = append(routes, httpapi.Route{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/" + a,
+			Handler: h.audited(fixedAction(streamActions[a].operation), h.postStreamAction(a)),
+			Doc:     streamWriteDoc(titled(a)+" a stream", streamActionRequest{}, true)})
+	}
+	for _, a := range []string{"start", "stop", "restart"} {
+		d := streamWriteDoc(titled(a)+" the stream on the one node that hosts it", streamActionRequest{}, true)
+		routes = append(routes, httpapi.Route{Method: "POST", Pattern: p + "/streams/{id}/" + a,
+			Handler: h.audited(fixedAction(streamActions[a].operation), h.postLegacyAction(a)), Doc: d})
+	}
+	routes = append(routes, []httpapi.Route{
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/drain", Handler: h.audited(modeAction(wire.NodeModeDraining), h.nodeMode(wire.NodeModeDraining)),
+			Doc: nodeMode("Drain a node: no new dispatch")},
+		{Method: "POST", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(wire.NodeModeMaintenance), h.nodeMode(wire.NodeModeMaintenance)),
+			Doc: nodeMode("Put a node in maintenance")},
+		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/maintenance", Handler: h.audited(modeAction(wire.NodeModeActive), h.nodeMode(wire.NodeModeActive)),
+			Doc: nodeMode("Make a node active again")},
+		{Method: "GET", Pattern: p + "/operations", Handler: h.getOperations, Doc: httpapi.Doc{Summary: "The operations, newest first", Tag: tagOperations,
+			Paged: true, Query: opFilters, Response: wire.Page[wire.Operation]{}}},
+		{Method: "GET", Pattern: p + "/operations/status", Handler: h.getOperationsStatus, Doc: httpapi.Doc{Summary: "Queue and reconciler diagnostics",
+			Tag: tagOperations, Response: OperationsStatus{}}},
+		{Method: "GET", Pattern: p + "/operations/{id}", Handler: h.getOperation, Doc: httpapi.Doc{Summary: "One operation", Tag: tagOperations,
+			Response: wire.Operation{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "DELETE", Pattern: p + "/operations/{id}", Handler: h.audited(fixedAction(store.ActionCancel), h.deleteOperation),
+			Doc: httpapi.Doc{Summary: "Cancel an operation not yet acknowledged", Tag: tagOperations, Response: wire.Operation{},
+				Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: p + "/events", Handler: h.getEvents, Doc: httpapi.Doc{Summary: "The retained events, newest first", Tag: tagEvents,
+			Paged: true, Query: eventlog.FilterParams, Response: wire.Page[wire.Event]{}}},
+		{Method: "GET", Pattern: p + "/events/stream", Handler: h.getEventStream, Doc: httpapi.Doc{Summary: "The events as server-sent events (Last-Event-ID resumes)",
+			Tag: tagEvents, Query: append(slices.Clone(eventlog.FilterParams), httpapi.Param{Name: "last_event_id", Type: "integer",
+				Description: "Resume after this event id, for clients that cannot send Last-Event-ID."}), ResponseMedia: "text/event-stream"}},
+		{Method: "GET", Pattern: p + "/audit", Handler: h.getAudit, Doc: httpapi.Doc{Summary: "The audit log, newest first", Tag: tagAudit, Paged: true,
+			Query: []httpapi.Param{{Name: "resource_id"}, {Name: "node_id"}, {Name: "actor"}, {Name: "action"},
+				{Name: "outcome", Enum: []string{store.OutcomeAccepted, store.OutcomeRejected}}},
+			Response: wire.Page[store.AuditRecord]{}}},
+		{Method: "GET", Pattern: p + "/components", Handler: h.getComponents, Doc: httpapi.Doc{Summary: "The components nodes of this release run",
+			Tag: tagComponents, Paged: true, Response: wire.Page[component.Info]{}}},
+		{Method: "GET", Pattern: p + "/components/{kind}/{name}", Handler: h.getComponent, Doc: httpapi.Doc{Summary: "One component's schema and example",
+			Tag: tagComponents, Response: component.Detail{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: p + "/schema", Handler: h.getSchema, Doc: httpapi.Doc{Summary: "The JSON Schema of a node configuration",
+			Tag: tagComponents, Response: map[string]any{}}},
+		{Method: "GET", Pattern: p + "/metrics", Handler: h.getMetrics, Doc: httpapi.Doc{Summary: "Prometheus text, or JSON with format=json or Accept: application/json",
+			Tag: tagSystem, Query: []httpapi.Param{{Name: "format", Enum: []string{"json", "text", "prometheus"}}, {Name: "node_id", Description: "One node's reported metrics."}},
+			ResponseMedia: "text/plain", AltResponse: MetricsJSON{}}},
+	}...)
 	routes = append(routes, h.jobRoutes(p)...)
 	routes = append(routes, h.configRoutes(p)...)
 	routes = append(routes, h.rolloutRoutes(p)...)
 	for i, rt := range routes {
 		routes[i].Handler = validPathIDs(rt.Pattern, rt.Handler)
+		if pathIDs(rt.Pattern) != nil {
+			routes[i].Doc.Problems = append(slices.Clone(rt.Doc.Problems), http.StatusUnprocessableEntity)
+		}
 	}
 	routes = append(routes, h.agentRoutes(p)...)
+	// The document describes the table it is served from, itself included.
+	h.openapi = sync.OnceValues(func() ([]byte, error) { return openapi.Build(h.openAPIInfo(), routes) })
+	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + OpenAPIPath, Handler: openapi.Handler(h.openapi), Doc: openapi.Doc(tagSystem)})
 	// Probes, the top-level metrics and the console's files stay open
 	// whatever the token.
 	return append(append(routes,
@@ -68,6 +122,16 @@ func (h *Hub) routes() []httpapi.Route {
 	), h.consoleRoutes()...)
 }
 
+// streamWriteDoc documents a stream desired-state write (202 with the
+// operation); optional says the body may be left out.
+func streamWriteDoc(summary string, body any, optional bool) httpapi.Doc {
+	return httpapi.Doc{Summary: summary, Tag: tagStreams, Request: body, RequestOptional: optional, Status: http.StatusAccepted,
+		Response: wire.DesiredStateResponse{}, ETag: true, Location: true, IfMatch: true, Problems: []int{http.StatusNotFound, http.StatusConflict}}
+}
+
+// titled is s with a capital first letter.
+func titled(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
 // idMessage is the validation message of an id that does not match
 // wire.IDPattern.
 const idMessage = "must be " + wire.IDRule
@@ -77,13 +141,7 @@ const idMessage = "must be " + wire.IDRule
 // does not match (NUL, CR/LF, invalid UTF-8, too long...) is answered 422
 // validation_failed naming the parameter.
 func validPathIDs(pattern string, next httpapi.HandlerFunc) httpapi.HandlerFunc {
-	var params []string
-	if strings.Contains(pattern, "{node_id}") {
-		params = append(params, "node_id")
-	}
-	if strings.Contains(pattern, "/streams/{id}") || strings.Contains(pattern, "/jobs/{id}") {
-		params = append(params, "id")
-	}
+	params := pathIDs(pattern)
 	idName := "stream_id"
 	if strings.Contains(pattern, "/jobs/{id}") {
 		idName = "job_id"
@@ -107,6 +165,18 @@ func validPathIDs(pattern string, next httpapi.HandlerFunc) httpapi.HandlerFunc 
 		}
 		return next(w, r)
 	}
+}
+
+// pathIDs are the path parameters of pattern validPathIDs checks.
+func pathIDs(pattern string) []string {
+	var params []string
+	if strings.Contains(pattern, "{node_id}") {
+		params = append(params, "node_id")
+	}
+	if strings.Contains(pattern, "/streams/{id}") || strings.Contains(pattern, "/jobs/{id}") {
+		params = append(params, "id")
+	}
+	return params
 }
 
 func paging(r *http.Request) (store.Paging, error) {

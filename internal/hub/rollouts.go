@@ -42,10 +42,16 @@ const saveRetries = 5
 // rolloutRoutes are the rollout routes (docs/hub-api.md "Rollouts").
 func (h *Hub) rolloutRoutes(p string) []httpapi.Route {
 	return []httpapi.Route{
-		{Method: "POST", Pattern: p + "/rollouts", Handler: h.auditedAs("rollout", fixedAction(ActionRolloutCreate), h.postRollout)},
-		{Method: "GET", Pattern: p + "/rollouts", Handler: h.getRollouts},
-		{Method: "GET", Pattern: p + "/rollouts/{id}", Handler: h.getRollout},
-		{Method: "POST", Pattern: p + "/rollouts/{id}/actions", Handler: h.auditedAs("rollout", rolloutActionName, h.postRolloutAction)},
+		{Method: "POST", Pattern: p + "/rollouts", Handler: h.auditedAs("rollout", fixedAction(ActionRolloutCreate), h.postRollout),
+			Doc: httpapi.Doc{Summary: "Roll a configuration out to nodes, wave by wave", Tag: tagRollouts, Request: wire.RolloutCreateRequest{},
+				Status: http.StatusCreated, Response: wire.Rollout{}, Location: true, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: p + "/rollouts", Handler: h.getRollouts, Doc: httpapi.Doc{Summary: "The rollouts", Tag: tagRollouts, Paged: true,
+			Query: []httpapi.Param{{Name: "state", Enum: rolloutStates}}, Response: wire.Page[wire.Rollout]{}}},
+		{Method: "GET", Pattern: p + "/rollouts/{id}", Handler: h.getRollout, Doc: httpapi.Doc{Summary: "One rollout", Tag: tagRollouts,
+			Response: wire.Rollout{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "POST", Pattern: p + "/rollouts/{id}/actions", Handler: h.auditedAs("rollout", rolloutActionName, h.postRolloutAction),
+			Doc: httpapi.Doc{Summary: "Pause, resume, cancel or roll back a rollout", Tag: tagRollouts, Request: wire.RolloutActionRequest{},
+				Response: wire.Rollout{}, Problems: []int{http.StatusNotFound}}},
 	}
 }
 

@@ -26,7 +26,13 @@ const CodeAmbiguousStream = "ambiguous_stream"
 // config_version keeps the stream's current one; "" accepts any.
 type desiredRequest struct {
 	State         string  `json:"state"`
-	ConfigVersion *string `json:"config_version"`
+	ConfigVersion *string `json:"config_version,omitempty"`
+}
+
+// streamActionRequest is the optional body of a stream action: a
+// config_version replaces the stream's current one.
+type streamActionRequest struct {
+	ConfigVersion *string `json:"config_version,omitempty"`
 }
 
 // desire is one stream desired-state write as the handlers build it.
@@ -64,38 +70,33 @@ func (h *Hub) putStreamDesired(w http.ResponseWriter, r *http.Request) error {
 	return h.writeDesired(w, r, d)
 }
 
-// postStreamAction is POST .../streams/{id}/{action}: start, stop or restart.
-func (h *Hub) postStreamAction(w http.ResponseWriter, r *http.Request) error {
-	if r.PathValue("action") == "desired-state" {
-		return httpapi.MethodNotAllowed([]string{http.MethodPut})
+// postStreamAction is POST .../streams/{id}/<action>: start, stop or
+// restart (also at .../actions/restart).
+func (h *Hub) postStreamAction(action string) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		return h.streamAction(w, r, r.PathValue("node_id"), r.PathValue("id"), action)
 	}
-	return h.streamAction(w, r, r.PathValue("node_id"), r.PathValue("id"), r.PathValue("action"))
 }
 
-func (h *Hub) postRestart(w http.ResponseWriter, r *http.Request) error {
-	return h.streamAction(w, r, r.PathValue("node_id"), r.PathValue("id"), "restart")
-}
-
-// postLegacyAction is the un-targeted POST /streams/{id}/{action}: an
+// postLegacyAction is the un-targeted POST /streams/{id}/<action>: an
 // adapter that finds the one node hosting the stream.
-func (h *Hub) postLegacyAction(w http.ResponseWriter, r *http.Request) error {
-	id, action := r.PathValue("id"), r.PathValue("action")
-	if !slices.Contains([]string{"start", "stop", "restart"}, action) {
-		return unknownAction(action)
+func (h *Hub) postLegacyAction(action string) httpapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		nodes, err := h.hostsOf(r.Context(), id)
+		if err != nil {
+			return problemFor(err, anyResource)
+		}
+		switch len(nodes) {
+		case 0:
+			return httpapi.NotFound(CodeStreamNotFound, "no node hosts or is desired to run that stream")
+		case 1:
+			return h.streamAction(w, r, nodes[0], id, action)
+		}
+		e := httpapi.Conflict(CodeAmbiguousStream, "the stream exists on several nodes; use /nodes/{node_id}/streams/{id}/"+action)
+		e.Details = map[string]any{"node_ids": nodes}
+		return e
 	}
-	nodes, err := h.hostsOf(r.Context(), id)
-	if err != nil {
-		return problemFor(err, anyResource)
-	}
-	switch len(nodes) {
-	case 0:
-		return httpapi.NotFound(CodeStreamNotFound, "no node hosts or is desired to run that stream")
-	case 1:
-		return h.streamAction(w, r, nodes[0], id, action)
-	}
-	e := httpapi.Conflict(CodeAmbiguousStream, "the stream exists on several nodes; use /nodes/{node_id}/streams/{id}/"+action)
-	e.Details = map[string]any{"node_ids": nodes}
-	return e
 }
 
 // hostsOf returns the nodes that report the stream or hold a desired state
@@ -126,10 +127,6 @@ func (h *Hub) hostsOf(ctx context.Context, streamID string) ([]string, error) {
 	return out, nil
 }
 
-func unknownAction(action string) error {
-	return httpapi.NotFound(httpapi.CodeNotFound, "unknown stream action "+quote(action)+"; one of start, stop, restart")
-}
-
 func quote(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "..."
@@ -150,16 +147,11 @@ var streamActions = map[string]struct{ operation, state string }{
 // only when a report carries that action_id. The configuration version
 // stays what the last write set.
 func (h *Hub) streamAction(w http.ResponseWriter, r *http.Request, nodeID, streamID, action string) error {
-	var body struct {
-		ConfigVersion *string `json:"config_version"`
-	}
+	var body streamActionRequest
 	if _, err := httpapi.DecodeOptionalJSON(r, &body, MaxBodyBytes); err != nil {
 		return err
 	}
-	a, ok := streamActions[action]
-	if !ok {
-		return unknownAction(action)
-	}
+	a := streamActions[action]
 	d := desire{nodeID: nodeID, streamID: streamID, operation: a.operation, state: a.state}
 	if action == "restart" {
 		d.actionID = h.opts.NewID()

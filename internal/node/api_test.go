@@ -163,11 +163,12 @@ func TestRouteTable(t *testing.T) {
 				t.Errorf("metrics lack svc_stream_received_total:\n%.500s", r.Body)
 			}
 		}},
-		"GET /health":    {path: "/health", status: 200, check: wantField("status", "healthy")},
-		"GET /readiness": {path: "/readiness", status: 200, check: wantField("status", "ready")},
-		"GET /liveness":  {path: "/liveness", status: 200, check: wantField("status", "live")},
-		"GET /ready":     {path: "/ready", status: 200, check: wantField("status", "ready")},
-		"GET /live":      {path: "/live", status: 200, check: wantField("status", "live")},
+		"GET /health":       {path: "/health", status: 200, check: wantField("status", "healthy")},
+		"GET /readiness":    {path: "/readiness", status: 200, check: wantField("status", "ready")},
+		"GET /liveness":     {path: "/liveness", status: 200, check: wantField("status", "live")},
+		"GET /ready":        {path: "/ready", status: 200, check: wantField("status", "ready")},
+		"GET /live":         {path: "/live", status: 200, check: wantField("status", "live")},
+		"GET /openapi.json": {path: "/openapi.json", status: 200, check: wantField("openapi", "3.1.0")},
 	}
 	routes := h.n.Handler(h.hopts).Routes()
 	var keys []string

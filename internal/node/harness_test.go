@@ -28,6 +28,7 @@ import (
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/openapi/openapitest"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -122,6 +123,8 @@ type harness struct {
 	token string
 	// dp is the engine's data plane (harnessOptions.dataPlane), or nil.
 	dp *dataplane.Server
+	// openapi checks answers against the node's OpenAPI document.
+	openapi func() (*openapitest.Checker, error)
 }
 
 type harnessOptions struct {
@@ -213,6 +216,13 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	}
 	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, dir: dir, hopts: hopts, dp: dp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}}
+	h.openapi = sync.OnceValues(func() (*openapitest.Checker, error) {
+		doc, err := n.OpenAPI(hopts)
+		if err != nil {
+			return nil, err
+		}
+		return openapitest.Cached(doc)
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	if ln != nil {
@@ -333,6 +343,12 @@ func (h *harness) send(t *testing.T, method, path string, rd io.Reader, header .
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	// Every answer the suite gets must be one the OpenAPI document allows.
+	if c := h.checker(t); c != nil {
+		if err := c.Check(req, res.StatusCode, res.Header, b); err != nil {
+			t.Error(err)
+		}
 	}
 	return response{Status: res.StatusCode, Header: res.Header, Body: b}
 }

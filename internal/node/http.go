@@ -19,6 +19,7 @@ import (
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/openapi"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -66,9 +67,35 @@ func (n *Node) Handler(o HandlerOptions) *httpapi.Router {
 	if hc.APIToken != "" {
 		auth = httpapi.BearerToken(hc.APIToken, "operator")
 	}
-	return httpapi.NewRouter(s.routes(hc), httpapi.Options{
+	routes := s.routes(hc)
+	// The document describes the table it is served from, itself included.
+	routes = append(routes, httpapi.Route{Method: "GET", Pattern: OpenAPIPath,
+		Handler: openapi.Handler(func() ([]byte, error) { return openapi.Build(openAPIInfo, routes) }), Doc: openapi.Doc(tagNode)})
+	return httpapi.NewRouter(routes, httpapi.Options{
 		Logger: o.Logger, Auth: auth, AllowedOrigins: hc.CORSOrigins, MaxBodyBytes: MaxBodyBytes,
 	})
+}
+
+// OpenAPI returns the OpenAPI document of the router Handler(o) builds.
+func (n *Node) OpenAPI(o HandlerOptions) ([]byte, error) {
+	return openapi.Build(openAPIInfo, n.Handler(o).Routes())
+}
+
+// OpenAPIPath serves the Node API's OpenAPI document, behind the token
+// like every other route (routes are not enumerable without it).
+const OpenAPIPath = "/openapi.json"
+
+// openAPIInfo describes the Node API for its OpenAPI document.
+var openAPIInfo = openapi.Info{
+	Title:   "flowplane Node API",
+	Version: "1",
+	Description: "The control-plane API of one flowplane node (docs/node-api.md). " +
+		"Errors are the problem envelope of docs/api-conventions.md; every response carries X-Correlation-ID.",
+	Security: map[string]openapi.SecurityScheme{
+		"apiToken": {Description: "health_check.api_token, when the node sets one; without it the API serves loopback Host values only."},
+	},
+	DefaultSecurity: "apiToken",
+	Types:           openapi.WireTypes,
 }
 
 // ObservabilityHandler serves only the observability endpoints, for the
@@ -85,44 +112,86 @@ func (n *Node) ObservabilityHandler(o HandlerOptions) *httpapi.Router {
 
 func (s *server) routes(hc config.HealthCheck) []httpapi.Route {
 	ob := hc.Observability
+	// Route documentation (internal/openapi): the body types the handlers
+	// encode, the statuses they answer beyond the common ones.
+	var (
+		opFilters = []httpapi.Param{{Name: "node_id"}, {Name: "resource_id"}, {Name: "operation"}, {Name: "state"}, {Name: "correlation_id"}}
+		action    = func(verb string) httpapi.Doc {
+			return httpapi.Doc{Summary: verb + " a stream", Tag: tagStreams, Request: struct{}{}, RequestOptional: true,
+				Status: http.StatusAccepted, Response: wire.DesiredStateResponse{}, ETag: true, Location: true, IfMatch: true,
+				Problems: []int{http.StatusNotFound}}
+		}
+		docConfig = httpapi.Doc{Summary: "The applied configuration", Tag: tagConfig, Response: versionView{},
+			Problems: []int{http.StatusNotFound, http.StatusServiceUnavailable}}
+		docValidate = httpapi.Doc{Summary: "Validate a configuration without applying it", Tag: tagConfig,
+			Request: configBody, RequestMedia: configMedia, Response: Report{}}
+		docVersions = httpapi.Doc{Summary: "The stored configuration versions", Tag: tagConfig, Paged: true,
+			Response: wire.Page[versionView]{}, Problems: []int{http.StatusServiceUnavailable}}
+		docApply = httpapi.Doc{Summary: "Apply a configuration, the draft ({\"draft\": true}) or a stored version ({\"version\": \"v3\"})",
+			Tag: tagConfig, Request: httpapi.AnyOf{configDocument{}, applyRef{}, map[string]any{}}, RequestMedia: configMedia, Status: http.StatusAccepted, Response: wire.Operation{},
+			Location: true, Problems: []int{http.StatusNotFound, http.StatusServiceUnavailable}}
+		docRollback = httpapi.Doc{Summary: "Apply a stored configuration version again", Tag: tagConfig, Status: http.StatusAccepted,
+			Response: wire.Operation{}, Location: true, Problems: []int{http.StatusNotFound, http.StatusServiceUnavailable}}
+		docMetrics = httpapi.Doc{Summary: "Prometheus metrics", Tag: tagProbes, ResponseMedia: "text/plain"}
+		docProbe   = func(what string, down bool) httpapi.Doc {
+			d := httpapi.Doc{Summary: what + " probe", Tag: tagProbes, Response: Probe{}}
+			if down {
+				d.Also = []int{http.StatusServiceUnavailable}
+			}
+			return d
+		}
+	)
 	routes := []httpapi.Route{
-		{Method: "GET", Pattern: "/system", Handler: s.getSystem},
-		{Method: "GET", Pattern: "/status", Handler: s.getStatus},
-		{Method: "GET", Pattern: "/nodes", Handler: s.getNodes},
-		{Method: "GET", Pattern: "/node", Handler: s.getNode},
-		{Method: "GET", Pattern: "/streams", Handler: s.getStreams},
-		{Method: "GET", Pattern: "/streams/{id}", Handler: s.getStream},
-		{Method: "POST", Pattern: "/streams/{id}/start", Handler: s.postAction(OpStart)},
-		{Method: "POST", Pattern: "/streams/{id}/stop", Handler: s.postAction(OpStop)},
-		{Method: "POST", Pattern: "/streams/{id}/restart", Handler: s.postAction(OpRestart)},
-		{Method: "GET", Pattern: "/operations", Handler: s.getOperations},
-		{Method: "GET", Pattern: "/operations/{id}", Handler: s.getOperation},
-		{Method: "DELETE", Pattern: "/operations/{id}", Handler: s.deleteOperation},
-		{Method: "GET", Pattern: "/events", Handler: s.getEvents},
-		{Method: "GET", Pattern: "/configuration", Handler: s.getConfiguration},
-		{Method: "GET", Pattern: "/config", Handler: s.getConfiguration},
-		{Method: "POST", Pattern: "/configuration/validate", Handler: s.postValidate},
-		{Method: "POST", Pattern: "/config/validate", Handler: s.postValidate},
-		{Method: "GET", Pattern: "/configuration/draft", Handler: s.getDraft},
-		{Method: "PUT", Pattern: "/configuration/draft", Handler: s.putDraft},
-		{Method: "GET", Pattern: "/configuration/diff", Handler: s.getDiff},
-		{Method: "GET", Pattern: "/configuration/versions", Handler: s.getVersions},
-		{Method: "GET", Pattern: "/config/versions", Handler: s.getVersions},
-		{Method: "POST", Pattern: "/configuration/apply", Handler: s.postApply},
-		{Method: "POST", Pattern: "/config/apply", Handler: s.postApply},
-		{Method: "POST", Pattern: "/configuration/rollback/{id}", Handler: s.postRollback},
-		{Method: "POST", Pattern: "/config/rollback/{id}", Handler: s.postRollback},
-		{Method: "GET", Pattern: "/components", Handler: s.getComponents},
-		{Method: "GET", Pattern: "/components/{kind}/{name}", Handler: s.getComponent},
-		{Method: "GET", Pattern: "/schema", Handler: s.getSchema},
+		{Method: "GET", Pattern: "/system", Handler: s.getSystem, Doc: httpapi.Doc{Summary: "The node's static descriptor", Tag: tagNode, Response: System{}}},
+		{Method: "GET", Pattern: "/status", Handler: s.getStatus, Doc: httpapi.Doc{Summary: "The node's runtime status", Tag: tagNode, Response: Status{}}},
+		{Method: "GET", Pattern: "/nodes", Handler: s.getNodes, Doc: httpapi.Doc{Summary: "This node, as a collection", Tag: tagNode, Paged: true, Response: wire.Page[View]{}}},
+		{Method: "GET", Pattern: "/node", Handler: s.getNode, Doc: httpapi.Doc{Summary: "This node", Tag: tagNode, Response: View{}}},
+		{Method: "GET", Pattern: "/streams", Handler: s.getStreams, Doc: httpapi.Doc{Summary: "The streams", Tag: tagStreams, Paged: true, Response: wire.Page[wire.Stream]{}}},
+		{Method: "GET", Pattern: "/streams/{id}", Handler: s.getStream, Doc: httpapi.Doc{Summary: "One stream: desired, observed, convergence", Tag: tagStreams,
+			Response: wire.Stream{}, ETag: true, Problems: []int{http.StatusNotFound}}},
+		{Method: "POST", Pattern: "/streams/{id}/start", Handler: s.postAction(OpStart), Doc: action("Start")},
+		{Method: "POST", Pattern: "/streams/{id}/stop", Handler: s.postAction(OpStop), Doc: action("Stop")},
+		{Method: "POST", Pattern: "/streams/{id}/restart", Handler: s.postAction(OpRestart), Doc: action("Restart")},
+		{Method: "GET", Pattern: "/operations", Handler: s.getOperations, Doc: httpapi.Doc{Summary: "The operations, newest first", Tag: tagOperations,
+			Paged: true, Query: opFilters, Response: wire.Page[wire.Operation]{}}},
+		{Method: "GET", Pattern: "/operations/{id}", Handler: s.getOperation, Doc: httpapi.Doc{Summary: "One operation", Tag: tagOperations,
+			Response: wire.Operation{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "DELETE", Pattern: "/operations/{id}", Handler: s.deleteOperation, Doc: httpapi.Doc{Summary: "Cancel an operation not yet running", Tag: tagOperations,
+			Response: wire.Operation{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: "/events", Handler: s.getEvents, Doc: httpapi.Doc{Summary: "The retained events, newest first", Tag: tagEvents,
+			Paged: true, Query: eventlog.FilterParams, Response: wire.Page[wire.Event]{}}},
+		{Method: "GET", Pattern: "/configuration", Handler: s.getConfiguration, Doc: docConfig},
+		{Method: "GET", Pattern: "/config", Handler: s.getConfiguration, Doc: docConfig},
+		{Method: "POST", Pattern: "/configuration/validate", Handler: s.postValidate, Doc: docValidate},
+		{Method: "POST", Pattern: "/config/validate", Handler: s.postValidate, Doc: docValidate},
+		{Method: "GET", Pattern: "/configuration/draft", Handler: s.getDraft, Doc: httpapi.Doc{Summary: "The saved draft", Tag: tagConfig,
+			Response: draftView{}, Problems: []int{http.StatusNotFound, http.StatusServiceUnavailable}}},
+		{Method: "PUT", Pattern: "/configuration/draft", Handler: s.putDraft, Doc: httpapi.Doc{Summary: "Save a draft, with its validation report", Tag: tagConfig,
+			Request: configBody, RequestMedia: configMedia, Response: draftSaved{}, Problems: []int{http.StatusServiceUnavailable}}},
+		{Method: "GET", Pattern: "/configuration/diff", Handler: s.getDiff, Doc: httpapi.Doc{Summary: "Compare two configuration versions", Tag: tagConfig,
+			Query: []httpapi.Param{{Name: "from", Description: "A version id or \"draft\"; default the applied version."},
+				{Name: "to", Description: "A version id or \"draft\"; default the draft."}},
+			Response: DiffReport{}, Problems: []int{http.StatusNotFound, http.StatusServiceUnavailable}}},
+		{Method: "GET", Pattern: "/configuration/versions", Handler: s.getVersions, Doc: docVersions},
+		{Method: "GET", Pattern: "/config/versions", Handler: s.getVersions, Doc: docVersions},
+		{Method: "POST", Pattern: "/configuration/apply", Handler: s.postApply, Doc: docApply},
+		{Method: "POST", Pattern: "/config/apply", Handler: s.postApply, Doc: docApply},
+		{Method: "POST", Pattern: "/configuration/rollback/{id}", Handler: s.postRollback, Doc: docRollback},
+		{Method: "POST", Pattern: "/config/rollback/{id}", Handler: s.postRollback, Doc: docRollback},
+		{Method: "GET", Pattern: "/components", Handler: s.getComponents, Doc: httpapi.Doc{Summary: "The registered components", Tag: tagComponents,
+			Paged: true, Response: wire.Page[ComponentInfo]{}}},
+		{Method: "GET", Pattern: "/components/{kind}/{name}", Handler: s.getComponent, Doc: httpapi.Doc{Summary: "One component's schema and example",
+			Tag: tagComponents, Response: ComponentDetail{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: "/schema", Handler: s.getSchema, Doc: httpapi.Doc{Summary: "The JSON Schema of a configuration", Tag: tagComponents,
+			Response: map[string]any{}}},
 		// Probes and metrics stay open whatever the token.
-		{Method: "GET", Pattern: "/metrics", Handler: s.getMetrics, Public: true},
-		{Method: "GET", Pattern: hc.HealthPath, Handler: s.getHealth, Public: true},
-		{Method: "GET", Pattern: hc.ReadinessPath, Handler: s.getReadiness, Public: true},
-		{Method: "GET", Pattern: hc.LivenessPath, Handler: s.getLiveness, Public: true},
-		{Method: "GET", Pattern: ob.MetricsPath, Handler: s.getMetrics, Public: true},
-		{Method: "GET", Pattern: ob.ReadyPath, Handler: s.getReadiness, Public: true},
-		{Method: "GET", Pattern: ob.LivePath, Handler: s.getLiveness, Public: true},
+		{Method: "GET", Pattern: "/metrics", Handler: s.getMetrics, Public: true, Doc: docMetrics},
+		{Method: "GET", Pattern: hc.HealthPath, Handler: s.getHealth, Public: true, Doc: docProbe("Health", true)},
+		{Method: "GET", Pattern: hc.ReadinessPath, Handler: s.getReadiness, Public: true, Doc: docProbe("Readiness", true)},
+		{Method: "GET", Pattern: hc.LivenessPath, Handler: s.getLiveness, Public: true, Doc: docProbe("Liveness", false)},
+		{Method: "GET", Pattern: ob.MetricsPath, Handler: s.getMetrics, Public: true, Doc: docMetrics},
+		{Method: "GET", Pattern: ob.ReadyPath, Handler: s.getReadiness, Public: true, Doc: docProbe("Readiness", true)},
+		{Method: "GET", Pattern: ob.LivePath, Handler: s.getLiveness, Public: true, Doc: docProbe("Liveness", false)},
 	}
 	// A configured probe path may equal another route's; the first wins.
 	seen := map[string]bool{}
@@ -257,6 +326,36 @@ func (s *server) getEvents(w http.ResponseWriter, r *http.Request) error {
 	return httpapi.WriteJSON(w, http.StatusOK, s.events.Query(f, page, size))
 }
 
+// Tags of the Node API document.
+const (
+	tagNode       = "node"
+	tagStreams    = "streams"
+	tagOperations = "operations"
+	tagEvents     = "events"
+	tagConfig     = "configuration"
+	tagComponents = "components"
+	tagProbes     = "probes"
+)
+
+// configMedia are the media types of a configuration body.
+var configMedia = []string{"application/json", "application/yaml", "text/yaml", "application/x-yaml", "application/toml"}
+
+// configDocument is the JSON envelope of a configuration body.
+type configDocument struct {
+	Format  string `json:"format"`
+	Content string `json:"content"`
+}
+
+// configBody is the JSON body of validate and draft: a configuration, or
+// the envelope.
+var configBody = httpapi.AnyOf{configDocument{}, map[string]any{}}
+
+// draftSaved is the answer of PUT /configuration/draft.
+type draftSaved struct {
+	Draft  draftView `json:"draft"`
+	Report Report    `json:"report"`
+}
+
 // versionView is a configuration version on the wire.
 type versionView struct {
 	ID             string    `json:"id"`
@@ -324,8 +423,8 @@ func document(r *http.Request) (Document, error) {
 
 // applyRef names a stored text to apply: the draft or a version.
 type applyRef struct {
-	Draft   bool   `json:"draft"`
-	Version string `json:"version"`
+	Draft   bool   `json:"draft,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // configRequest reads a configuration body (see document) or, for a JSON
@@ -357,10 +456,7 @@ func configRequest(r *http.Request) (Document, *applyRef, error) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	switch {
 	case format || content:
-		var in struct {
-			Format  string `json:"format"`
-			Content string `json:"content"`
-		}
+		var in configDocument
 		if err := httpapi.DecodeJSON(r, &in, MaxBodyBytes); err != nil {
 			return Document{}, nil, err
 		}
@@ -424,10 +520,7 @@ func (s *server) putDraft(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.problem(err)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, struct {
-		Draft  draftView `json:"draft"`
-		Report Report    `json:"report"`
-	}{draftView{Format: string(d.Format), Content: string(d.Content), SHA256: d.SHA256, UpdatedAt: wire.At(d.UpdatedAt)}, rep})
+	return httpapi.WriteJSON(w, http.StatusOK, draftSaved{draftView{Format: string(d.Format), Content: string(d.Content), SHA256: d.SHA256, UpdatedAt: wire.At(d.UpdatedAt)}, rep})
 }
 
 func (s *server) getDiff(w http.ResponseWriter, r *http.Request) error {
