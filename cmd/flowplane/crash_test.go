@@ -60,12 +60,11 @@ func (s *sink) has(ids []int) (missing []int) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := loopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func startChild(t *testing.T, conf, state string) *exec.Cmd {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,6 +59,7 @@ func TestCtlScripts(t *testing.T) {
 			"waitready": cmdWaitReady,
 			"waitnode":  cmdWaitNode,
 			"envsubst":  cmdEnvsubst,
+			"capture":   cmdCapture,
 		},
 	})
 }
@@ -147,6 +149,21 @@ func cmdEnvsubst(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("envsubst %s: %v", f, err)
 		}
 	}
+}
+
+// cmdCapture sets VAR to the first group of REGEXP in the last command's
+// stdout: a script reads an id from ctl's output instead of pasting it.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: capture VAR REGEXP")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+	if len(m) < 2 {
+		ts.Fatalf("capture %s: no match of %q in stdout", args[0], args[1])
+	}
+	ts.Setenv(args[0], m[1])
 }
 
 // TestCtlFollowsPages lists a collection longer than the Hub's largest

@@ -72,6 +72,7 @@ func (a *app) jobCommand() *cobra.Command {
   flowplane ctl job plan user-counts
   flowplane ctl job run user-counts --wait
   flowplane ctl job checkpoint user-counts --wait
+  flowplane ctl job savepoint user-counts --wait
   flowplane ctl job stop user-counts --savepoint --wait
   flowplane ctl job upgrade user-counts -f spec-v2.json --mode savepoint --strict --wait
   flowplane ctl job rollback user-counts --wait

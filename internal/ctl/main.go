@@ -145,17 +145,35 @@ Exit status: 0 done (converged), 1 failed, 2 usage error, 3 --wait timed out.`,
 	return root
 }
 
-// setGroupDefaults gives every command below c the flag error function
-// and usage-error argument checks.
+// setGroupDefaults gives every command below c the flag error function,
+// usage-error argument checks, and, where it has none of its own, the
+// examples of its group that run it.
 func setGroupDefaults(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		sub.SetFlagErrorFunc(flagError)
+		if sub.Example == "" {
+			sub.Example = examplesOf(c.Example, c.Name()+" "+sub.Name())
+		}
 		if sub.HasSubCommands() && sub.RunE == nil {
 			sub.Args = cobra.ArbitraryArgs
 			sub.RunE = groupRun
 		}
 		setGroupDefaults(sub)
 	}
+}
+
+// examplesOf returns the lines of examples that run the command path
+// ("job stop"): a leaf's help shows the group's examples for it.
+func examplesOf(examples, path string) string {
+	var out []string
+	for line := range strings.Lines(examples) {
+		if i := strings.Index(line, " "+path); i >= 0 {
+			if rest := line[i+1+len(path):]; rest == "" || rest[0] == ' ' || rest[0] == '\n' {
+				out = append(out, strings.TrimSuffix(line, "\n"))
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // groupRun runs a command that only groups others: without arguments it

@@ -149,3 +149,22 @@ func TestFlagDefaultsAgree(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestEveryCommandHasExamples: --help of every command, leaves included,
+// shows how it is run.
+func TestEveryCommandHasExamples(t *testing.T) {
+	a := &app{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Example == "" {
+			t.Errorf("%s: no examples in its help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	root := a.rootCommand()
+	for _, c := range root.Commands() {
+		walk(c)
+	}
+}

@@ -26,6 +26,7 @@ func (a *app) rolloutCommand() *cobra.Command {
   flowplane ctl rollout watch
   flowplane ctl rollout pause ID
   flowplane ctl rollout resume ID --wait
+  flowplane ctl rollout cancel --wait
   flowplane ctl rollout rollback ID --wait`,
 	}
 	create := &cobra.Command{
