@@ -83,6 +83,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// HubCAFile is health_check.hub_ca_file; used only when HTTPClient is nil.
 	HubCAFile string
+	// HubClientCertFile and HubClientKeyFile are health_check's
+	// hub_client_cert_file and hub_client_key_file: the client certificate
+	// presented to a Hub that requires one (mutual TLS), reloaded when the
+	// files change. Used only when HTTPClient is nil.
+	HubClientCertFile, HubClientKeyFile string
 
 	PollWait       time.Duration // long-poll wait of GET agent/commands (at most wire.MaxWaitMS)
 	ReportPeriod   time.Duration // a report at least this often
@@ -113,6 +118,7 @@ type Options struct {
 func ConfigOptions(hc config.HealthCheck) Options {
 	o := Options{
 		HubURLs: hc.HubURLs, NodeToken: hc.NodeToken, HubCAFile: hc.HubCAFile,
+		HubClientCertFile: hc.HubClientCertFile, HubClientKeyFile: hc.HubClientKeyFile,
 		LeaseTTL:   time.Duration(hc.AgentLeaseTTLMs) * time.Millisecond,
 		SessionTTL: time.Duration(hc.AgentSessionTTLMs) * time.Millisecond,
 	}
@@ -153,6 +159,9 @@ func New(o Options) (*Agent, error) {
 		tlsConf, err := httpapi.ClientTLS(o.HubCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("agent: health_check.hub_ca_file: %w", err)
+		}
+		if tlsConf, err = withClientCertificate(tlsConf, o.HubClientCertFile, o.HubClientKeyFile, o.Logger); err != nil {
+			return nil, err
 		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 8 // poll, heartbeat, report and results run at once

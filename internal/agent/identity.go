@@ -2,14 +2,18 @@ package agent
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/httpapi"
 )
 
 // credentialFileName is the node credential's file in StateDir/agent.
@@ -73,4 +77,25 @@ func (e *identityError) Error() string {
 	return fmt.Sprintf("the Hub knows node %s with another credential: this node lost its state directory (its agent/%s), or another process uses its id; "+
 		"an operator runs `flowplane ctl node forget %s`, and this node registers again within a minute (hub said: %s)",
 		e.nodeID, credentialFileName, e.nodeID, e.message)
+}
+
+// withClientCertificate makes conf (nil: the system roots) present the
+// client certificate in certFile and keyFile, reloaded when they change.
+// Both empty leaves conf as it is.
+func withClientCertificate(conf *tls.Config, certFile, keyFile string, log *slog.Logger) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return conf, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("agent: health_check.hub_client_cert_file and hub_client_key_file go together")
+	}
+	r, err := httpapi.NewCertReloader(certFile, keyFile, log)
+	if err != nil {
+		return nil, fmt.Errorf("agent: health_check.hub_client_cert_file: %w", err)
+	}
+	if conf == nil {
+		conf = &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: httpapi.CipherSuites()}
+	}
+	conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return r.GetCertificate(nil) }
+	return conf, nil
 }

@@ -2,9 +2,11 @@ package hub
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +224,34 @@ func TestSessionTTLClamped(t *testing.T) {
 				t.Fatalf("session lives %v, want %v", d, time.Duration(tc.wantTTLMS)*time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestCertNames: the one rule a client certificate names a node by.
+func TestCertNames(t *testing.T) {
+	for _, tc := range []struct {
+		uri  string
+		want bool
+	}{
+		{"spiffe://fleet.example/node/node-a", true},
+		{"spiffe://other.domain/node/node-a", true},
+		{"spiffe://fleet.example/node/node-b", false},
+		{"spiffe://fleet.example/node/node-a/x", false},
+		{"spiffe://fleet.example/nodes/node-a", false},
+		{"spiffe:///node/node-a", false},
+		{"https://fleet.example/node/node-a", false},
+		{"spiffe://fleet.example/node/node-a?x=1", false},
+		{"spiffe://user@fleet.example/node/node-a", false},
+	} {
+		u, err := url.Parse(tc.uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := certNames(&x509.Certificate{URIs: []*url.URL{u}}, "node-a"); got != tc.want {
+			t.Errorf("%s names node-a: %v, want %v", tc.uri, got, tc.want)
+		}
+	}
+	if certNames(&x509.Certificate{DNSNames: []string{"node-a"}}, "node-a") {
+		t.Error("a DNS SAN names the node; only the URI SAN does")
 	}
 }
