@@ -255,3 +255,43 @@ func TestCertNames(t *testing.T) {
 		t.Error("a DNS SAN names the node; only the URI SAN does")
 	}
 }
+
+// TestNodeGC: with a tiny SVC_HUB_NODE_GC_AFTER, a node whose lease lapsed
+// and that holds no desired state is forgotten by the reconciler (audited
+// with actor hub, evented); one with desired state stays.
+func TestNodeGC(t *testing.T) {
+	th := serveOptions(t, true, Options{Settings: Settings{Address: "127.0.0.1:0", Storage: dbPath(t), OperatorToken: testToken,
+		NodeToken: nodeTokenFor(testToken), NodeGCAfter: 300 * time.Millisecond}, Logger: slog.New(slog.DiscardHandler), Version: "test"})
+	idle, busy := newTestAgent(th, "idle"), newTestAgent(th, "busy")
+	idleReg := idle.register(t, nodeTokenFor(testToken), 200*time.Millisecond)
+	busy.register(t, nodeTokenFor(testToken), 200*time.Millisecond)
+	if r := th.do(t, "PUT", APIPrefix+"/nodes/busy/streams/s1/desired-state", `{"state":"running"}`, "Authorization", "Bearer "+testToken); r.status != http.StatusAccepted {
+		t.Fatalf("desired: %d %s", r.status, r.body)
+	}
+	eventually(t, "the idle node forgotten", func() bool {
+		r := th.do(t, "GET", APIPrefix+"/nodes/idle", "", "Authorization", "Bearer "+testToken)
+		return r.status == http.StatusNotFound
+	})
+	if r := idle.call(t, "POST", "/heartbeat", wire.HeartbeatRequest{BootID: idle.bootID}, idleReg.SessionToken); r.status != http.StatusUnauthorized {
+		t.Fatalf("the forgotten node's session: %d %s", r.status, r.body)
+	}
+	audit := operatorGet[wire.Page[store.AuditRecord]](t, th, "/audit?action="+store.ActionNodeForget)
+	if len(audit.Items) != 1 || audit.Items[0].Actor != actorHub || audit.Items[0].NodeID != "idle" {
+		t.Fatalf("audit: %+v", audit.Items)
+	}
+	evs := operatorGet[wire.Page[wire.Event]](t, th, "/events?kind="+wire.EventNodeForgotten)
+	if len(evs.Items) != 1 || evs.Items[0].NodeID != "idle" || evs.Items[0].Actor != actorHub {
+		t.Fatalf("events: %+v", evs.Items)
+	}
+	var v NodeView
+	eventually(t, "the busy node unavailable", func() bool {
+		v = operatorGet[NodeView](t, th, "/nodes/busy")
+		return v.Status == "unavailable"
+	})
+	// Passes go on; the node with desired state stays registered.
+	pass := th.h.lastPass.Load()
+	eventually(t, "two more passes", func() bool { return th.h.lastPass.Load() >= pass+2000 })
+	if v = operatorGet[NodeView](t, th, "/nodes/busy"); v.RegisteredAt.IsZero() {
+		t.Fatalf("the node with desired state was forgotten: %+v", v)
+	}
+}

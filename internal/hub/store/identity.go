@@ -52,3 +52,30 @@ func (s *Store) ForgetNode(ctx context.Context, f Forget) error {
 		return err
 	})
 }
+
+// NodesHoldingState returns the ids of the nodes that hold desired state
+// (resources: streams, jobs, configuration), are a job's node or one of a
+// split job's task nodes, or have an intent not finished: the node GC
+// never forgets them.
+func (s *Store) NodesHoldingState(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	err := s.read(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, `SELECT node_id FROM resources
+			UNION SELECT node_id FROM jobs
+			UNION SELECT t.value FROM jobs, json_each(CASE WHEN jobs.task_nodes = '' THEN '{}' ELSE jobs.task_nodes END) AS t
+			UNION SELECT node_id FROM intents WHERE state IN (?, ?, ?)`, wire.OpPending, wire.OpDispatched, wire.OpAcknowledged)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out[id] = true
+		}
+		return rows.Err()
+	})
+	return out, err
+}
