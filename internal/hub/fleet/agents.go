@@ -29,10 +29,13 @@ func (f *Fleet) Session(token string) (Session, bool) {
 }
 
 // CacheSession remembers a session the store knows as its node's current
-// one.
+// one, unless the node was forgotten since the store was read.
 func (f *Fleet) CacheSession(token string, s Session) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if n := f.nodes[s.NodeID]; n != nil && n.forgotten {
+		return
+	}
 	f.cacheSessionLocked(sessionKey(token), s)
 }
 
