@@ -80,21 +80,7 @@ func (ca *CA) Issue(t testing.TB, certFile, keyFile string) Pair {
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, keyFile, "PRIVATE KEY", kder)
-	writePEM(t, certFile, "CERTIFICATE", der)
-	return Pair{Cert: cert, CertFile: certFile, KeyFile: keyFile}
+	return ca.sign(t, tmpl, key, certFile, keyFile)
 }
 
 // IssueClient makes a client certificate (client auth) signed by ca with
@@ -120,6 +106,13 @@ func (ca *CA) IssueClient(t testing.TB, certFile, keyFile string, uris ...string
 		}
 		tmpl.URIs = append(tmpl.URIs, parsed)
 	}
+	return ca.sign(t, tmpl, key, certFile, keyFile)
+}
+
+// sign signs tmpl for key with ca and writes the pair to certFile and
+// keyFile.
+func (ca *CA) sign(t testing.TB, tmpl *x509.Certificate, key *ecdsa.PrivateKey, certFile, keyFile string) Pair {
+	t.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
