@@ -76,7 +76,8 @@ func (a *simAgent) register(ctx context.Context) error {
 	start := time.Now()
 	var out wire.RegisterResponse
 	_, err := a.c.do(ctx, "POST", apiPrefix+"/agent/register", a.nodeToken, wire.RegisterRequest{NodeID: a.id, BootID: a.boot,
-		Version: "hubload", ProtocolVersion: wire.ProtocolVersion, Capabilities: a.capabilities()}, &out)
+		Version: "hubload", ProtocolVersion: wire.ProtocolVersion, Capabilities: a.capabilities(),
+		NodeCredential: "hubload-node-credential-0123456789-" + a.id}, &out)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.rec.fail("register", err)

@@ -83,6 +83,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// HubCAFile is health_check.hub_ca_file; used only when HTTPClient is nil.
 	HubCAFile string
+	// HubClientCertFile and HubClientKeyFile are health_check's
+	// hub_client_cert_file and hub_client_key_file: the client certificate
+	// presented to a Hub that requires one (mutual TLS), reloaded when the
+	// files change. Used only when HTTPClient is nil.
+	HubClientCertFile, HubClientKeyFile string
 
 	PollWait       time.Duration // long-poll wait of GET agent/commands (at most wire.MaxWaitMS)
 	ReportPeriod   time.Duration // a report at least this often
@@ -92,6 +97,10 @@ type Options struct {
 	MaxBackoff     time.Duration
 	// Rand is the jitter source, in [0, 1); nil means math/rand.
 	Rand func() float64
+	// IdentityRetry is how often the Agent registers again after the Hub
+	// refused its node credential (403 node_identity_mismatch); 0 means
+	// DefaultIdentityRetry.
+	IdentityRetry time.Duration
 
 	// Engine, when set, runs the jobs the Hub places on the node: the
 	// Agent then advertises job_control and executes job commands. The
@@ -109,6 +118,7 @@ type Options struct {
 func ConfigOptions(hc config.HealthCheck) Options {
 	o := Options{
 		HubURLs: hc.HubURLs, NodeToken: hc.NodeToken, HubCAFile: hc.HubCAFile,
+		HubClientCertFile: hc.HubClientCertFile, HubClientKeyFile: hc.HubClientKeyFile,
 		LeaseTTL:   time.Duration(hc.AgentLeaseTTLMs) * time.Millisecond,
 		SessionTTL: time.Duration(hc.AgentSessionTTLMs) * time.Millisecond,
 	}
@@ -129,6 +139,8 @@ type Agent struct {
 	jrep *jobReporter // nil without an Engine
 	caps []string
 	b    backoff
+	// credential is the node credential (StateDir/agent/node_credential).
+	credential string
 }
 
 // New returns an Agent over the node, with the state kept in
@@ -148,6 +160,9 @@ func New(o Options) (*Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agent: health_check.hub_ca_file: %w", err)
 		}
+		if tlsConf, err = withClientCertificate(tlsConf, o.HubClientCertFile, o.HubClientKeyFile, o.Logger); err != nil {
+			return nil, err
+		}
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 8 // poll, heartbeat, report and results run at once
 		if tlsConf != nil {
@@ -166,7 +181,7 @@ func New(o Options) (*Agent, error) {
 		v time.Duration
 	}{
 		{&o.PollWait, DefaultPollWait}, {&o.ReportPeriod, DefaultReportPeriod}, {&o.ReportDebounce, DefaultReportDebounce},
-		{&o.RequestTimeout, DefaultRequestTimeout}, {&o.MinBackoff, DefaultMinBackoff}, {&o.MaxBackoff, DefaultMaxBackoff},
+		{&o.RequestTimeout, DefaultRequestTimeout}, {&o.IdentityRetry, DefaultIdentityRetry}, {&o.MinBackoff, DefaultMinBackoff}, {&o.MaxBackoff, DefaultMaxBackoff},
 	}
 	for _, d := range defaults {
 		if *d.d <= 0 {
@@ -190,15 +205,19 @@ func New(o Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	cred, err := nodeCredential(filepath.Join(o.StateDir, "agent"))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	if o.Engine == nil || o.Engine.DataPlane() == nil {
 		o.DataAddress = ""
 	}
-	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand)}
+	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand), credential: cred}
 	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil)
 	a.c = &client{
 		urls: o.HubURLs, bases: bases, nodeToken: o.NodeToken, httpc: o.HTTPClient, log: log, now: o.Now,
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
-		registerBody: a.registerBody, regSem: make(chan struct{}, 1),
+		registerBody: a.registerBody, regSem: make(chan struct{}, 1), identityRetry: o.IdentityRetry,
 	}
 	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), a.x.configuration(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
 	a.x = &executor{
@@ -246,6 +265,7 @@ func (a *Agent) registerBody() wire.RegisterRequest {
 		NodeID: a.o.NodeID, BootID: a.o.BootID, Version: a.o.Version, ProtocolVersion: wire.ProtocolVersion,
 		Capabilities: a.caps, DataAddress: a.o.DataAddress,
 		LeaseTTLMS: a.o.LeaseTTL.Milliseconds(), SessionTTLMS: a.o.SessionTTL.Milliseconds(),
+		NodeCredential: a.credential,
 	}
 }
 

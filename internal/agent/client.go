@@ -91,6 +91,9 @@ type client struct {
 	// each successful one.
 	registerBody func() wire.RegisterRequest
 	onRegister   func()
+	// identityRetry is the wait after a round the Hub refused for the
+	// node's identity (DefaultIdentityRetry).
+	identityRetry time.Duration
 
 	regSem chan struct{} // buffered(1): held while a register round runs
 
@@ -102,6 +105,9 @@ type client struct {
 	nextRound time.Time // no register round before
 	lastErr   string
 	lastErrAt time.Time
+	// refused: the last round ended in 403 node_identity_mismatch, logged
+	// once until a registration succeeds.
+	refused bool
 }
 
 // ensure returns a usable session, registering when there is none or the
@@ -181,7 +187,7 @@ func (c *client) registerRound(ctx context.Context) (*session, error) {
 		s, err = c.register(ctx, idx)
 		if err == nil {
 			c.mu.Lock()
-			c.cur, c.sess, c.connected, c.failures, c.nextRound = idx, s, true, 0, time.Time{}
+			c.cur, c.sess, c.connected, c.failures, c.nextRound, c.refused = idx, s, true, 0, time.Time{}, false
 			c.mu.Unlock()
 			c.log.Info("registered with the Hub", "hub_url", redactURL(c.urls[idx]), "session_expires_at", s.expiresAt, "heartbeat_interval", s.heartbeat)
 			if c.onRegister != nil {
@@ -193,7 +199,11 @@ func (c *client) registerRound(ctx context.Context) (*session, error) {
 			return nil, ctx.Err()
 		}
 		c.noteError(err)
+		var ie *identityError
 		switch {
+		case errors.As(err, &ie):
+			// Every Hub shares the store: the others would say the same.
+			return nil, c.identityRefused(err)
 		case errors.Is(err, errNodeTokenRejected):
 			c.log.Error("register refused", "hub_url", redactURL(c.urls[idx]), "err", err)
 		case streak: // the round's summary says it again
@@ -212,12 +222,35 @@ func (c *client) registerRound(ctx context.Context) (*session, error) {
 	return nil, err
 }
 
+// identityRefused ends a register round the Hub refused for the node's
+// identity: logged at error level once, and retried after identityRetry
+// rather than the backoff (only an operator can fix it).
+func (c *client) identityRefused(err error) error {
+	c.mu.Lock()
+	c.failures++
+	c.nextRound = c.now().Add(c.identityRetry)
+	c.connected = false
+	first := !c.refused
+	c.refused = true
+	c.mu.Unlock()
+	if first {
+		c.log.Error("register refused: node identity mismatch", "err", err, "retry_every", c.identityRetry)
+	} else {
+		c.log.Debug("register refused again: node identity mismatch", "retry_in", c.identityRetry)
+	}
+	return err
+}
+
 func (c *client) register(ctx context.Context, idx int) (*session, error) {
 	var resp wire.RegisterResponse
-	err := c.do(ctx, idx, http.MethodPost, "/agent/register", c.nodeToken, c.registerBody(), &resp, c.timeout)
+	body := c.registerBody()
+	err := c.do(ctx, idx, http.MethodPost, "/agent/register", c.nodeToken, body, &resp, c.timeout)
 	var se *statusError
 	if errors.As(err, &se) && se.Status == http.StatusUnauthorized {
 		return nil, errNodeTokenRejected
+	}
+	if errors.As(err, &se) && se.Status == http.StatusForbidden && se.Code == codeNodeIdentityMismatch {
+		return nil, &identityError{nodeID: body.NodeID, message: se.Message}
 	}
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -247,7 +248,7 @@ func TestRealHub(t *testing.T) {
 	// next call is answered 401 and it registers again, streams untouched.
 	startedB := tn.stream(t, "b").Observed.StartedAt
 	registers := rh.proxy.count("/api/v1/agent/register", 200)
-	replaceSession(t, rh.url)
+	replaceSession(t, rh.url, dir)
 	eventually(t, "a transparent re-register", func() bool {
 		return rh.proxy.count("/api/v1/agent/register", 200) > registers && rh.proxy.count("/api/v1/agent/commands", 401)+rh.proxy.count("/api/v1/agent/heartbeat", 401)+rh.proxy.count("/api/v1/agent/report", 401) > 0
 	})
@@ -282,10 +283,25 @@ func TestRealHub(t *testing.T) {
 }
 
 // replaceSession registers the test node id directly, as a second process
-// with the same id would, which replaces the Agent's session.
-func replaceSession(t *testing.T, hubURL string) {
+// over the same state directory would (same node credential), which
+// replaces the Agent's session.
+func replaceSession(t *testing.T, hubURL, stateDir string) {
 	t.Helper()
-	body, _ := json.Marshal(wire.RegisterRequest{NodeID: testNodeID, BootID: "intruder", ProtocolVersion: wire.ProtocolVersion, Capabilities: []string{wire.CapabilityStreamControl}})
+	cred, err := os.ReadFile(filepath.Join(stateDir, "agent", "node_credential"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := registerDirect(t, hubURL, strings.TrimSpace(string(cred))); status != 200 {
+		t.Fatalf("register: %d", status)
+	}
+}
+
+// registerDirect registers the test node id with cred and the node token,
+// as another process would; it returns the status and the problem code.
+func registerDirect(t *testing.T, hubURL, cred string) (int, string) {
+	t.Helper()
+	body, _ := json.Marshal(wire.RegisterRequest{NodeID: testNodeID, BootID: "intruder", ProtocolVersion: wire.ProtocolVersion,
+		Capabilities: []string{wire.CapabilityStreamControl}, NodeCredential: cred})
 	req, _ := http.NewRequest("POST", hubURL+"/api/v1/agent/register", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testNodeToken)
 	req.Header.Set("Content-Type", "application/json")
@@ -293,10 +309,10 @@ func replaceSession(t *testing.T, hubURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("register: %d", resp.StatusCode)
-	}
+	defer resp.Body.Close()
+	var p wire.Problem
+	_ = json.NewDecoder(resp.Body).Decode(&p)
+	return resp.StatusCode, p.Code
 }
 
 // TestRealHubSessionRenewal: with one-second sessions (the Hub's minimum)

@@ -39,6 +39,8 @@ type HealthCheck struct {
 	TLS               *TLS          `json:"tls,omitempty" doc:"Serve the API over HTTPS with this certificate, reloaded when its files change; absent means plain HTTP."`
 	HubURLs           []string      `json:"hub_urls" maxItems:"16" doc:"Hub addresses, tried in order as failover candidates; empty means standalone."`
 	HubCAFile         string        `json:"hub_ca_file,omitempty" doc:"PEM file of the CA certificates the Agent verifies https:// Hubs against instead of the system roots."`
+	HubClientCertFile string        `json:"hub_client_cert_file,omitempty" doc:"PEM client certificate the Agent presents to the Hub (mutual TLS, SVC_HUB_CLIENT_CA); its URI SAN is spiffe://<domain>/node/<node_id>; reloaded when it changes; goes with hub_client_key_file."`
+	HubClientKeyFile  string        `json:"hub_client_key_file,omitempty" doc:"PEM private key of hub_client_cert_file."`
 	NodeID            string        `json:"node_id,omitempty" pattern:"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"Stable identity reported to the Hub."`
 	NodeToken         string        `json:"node_token,omitempty" doc:"Shared node registration credential; never included in reports."`
 	AgentLeaseTTLMs   int           `json:"agent_lease_ttl_ms" default:"15000" min:"1" doc:"Lease duration in ms advertised to the Hub."`

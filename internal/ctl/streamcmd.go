@@ -103,21 +103,31 @@ func (a *app) nodeCommand() *cobra.Command {
 	maint := &cobra.Command{Use: "maintenance", Short: "Put a node in maintenance (on) or make it active again (off)"}
 	maint.AddCommand(mode("on", "Suppress new dispatch to the node (maintenance)", http.MethodPost, "/maintenance"),
 		mode("off", "Make the node active again (ends a drain too)", http.MethodDelete, "/maintenance"))
-	n.AddCommand(mode("drain", "Suppress new dispatch to the node (draining)", http.MethodPost, "/drain"), maint,
-		a.addWait(&cobra.Command{
-			Use: "forget NODE", Short: "Forget a node: release its id (DELETE /api/v1/nodes/{id})", Args: exactArgs(1, "a node id"),
-			ValidArgsFunction: a.completeNodes,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
-					if _, err := c.postJSON(ctx, http.MethodDelete, "/nodes/"+pathEsc(args[0]), nil, nil); err != nil {
-						return written{}, err
-					}
-					return written{out: func() error {
-						fmt.Fprintf(a.env.Stdout, "%s: forgotten\n", args[0])
-						return nil
-					}}, nil
-				})
-			},
-		}))
+	var force bool
+	forget := &cobra.Command{
+		Use: "forget NODE", Short: "Forget a node: release its id and identity binding (DELETE /api/v1/nodes/{id})", Args: exactArgs(1, "a node id"),
+		Long: `Forget a node: its session ends, its identity binding (the node credential
+that first registered the id) and registry entry go, its desired state stays.
+An online node is refused (409 node_online) unless --force. Run it when a node
+lost its state directory and the Hub refuses it with node_identity_mismatch.`,
+		ValidArgsFunction: a.completeNodes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
+				path := "/nodes/" + pathEsc(args[0])
+				if force {
+					path += "?force=true"
+				}
+				if _, err := c.postJSON(ctx, http.MethodDelete, path, nil, nil); err != nil {
+					return written{}, err
+				}
+				return written{out: func() error {
+					fmt.Fprintf(a.env.Stdout, "%s: forgotten\n", args[0])
+					return nil
+				}}, nil
+			})
+		},
+	}
+	forget.Flags().BoolVar(&force, "force", false, "forget the node even while it is online")
+	n.AddCommand(mode("drain", "Suppress new dispatch to the node (draining)", http.MethodPost, "/drain"), maint, a.addWait(forget))
 	return n
 }

@@ -71,6 +71,13 @@ func checkTLSFiles(hc config.HealthCheck) []config.Problem {
 			ps = append(ps, config.Problem{Path: "health_check.hub_ca_file", Message: err.Error()})
 		}
 	}
+	if (hc.HubClientCertFile == "") != (hc.HubClientKeyFile == "") {
+		ps = append(ps, config.Problem{Path: "health_check.hub_client_cert_file", Message: "hub_client_cert_file and hub_client_key_file go together"})
+	} else if hc.HubClientCertFile != "" && len(hc.HubURLs) > 0 {
+		if _, err := httpapi.NewCertReloader(hc.HubClientCertFile, hc.HubClientKeyFile, nil); err != nil {
+			ps = append(ps, config.Problem{Path: "health_check.hub_client_cert_file", Message: err.Error()})
+		}
+	}
 	return ps
 }
 

@@ -52,7 +52,7 @@ func (a *testAgent) register(t *testing.T, nodeToken string, lease time.Duration
 		caps = []string{wire.CapabilityStreamControl}
 	}
 	r := a.call(t, "POST", "/register", wire.RegisterRequest{NodeID: a.nodeID, BootID: a.bootID, Version: "test",
-		ProtocolVersion: wire.ProtocolVersion, Capabilities: caps, LeaseTTLMS: lease.Milliseconds()}, nodeToken)
+		ProtocolVersion: wire.ProtocolVersion, Capabilities: caps, LeaseTTLMS: lease.Milliseconds(), NodeCredential: credentialOf(a.nodeID)}, nodeToken)
 	if r.status != http.StatusOK {
 		t.Fatalf("register: %d %s", r.status, r.body)
 	}
@@ -296,7 +296,7 @@ func TestAgentSessions(t *testing.T) {
 	// A session past its TTL expires.
 	short := newTestAgent(th, "n2")
 	r = short.call(t, "POST", "/register", wire.RegisterRequest{NodeID: "n2", BootID: "b2", ProtocolVersion: wire.ProtocolVersion,
-		SessionTTLMS: 1000}, nodeTokenFor(testToken))
+		SessionTTLMS: 1000, NodeCredential: credentialOf("n2")}, nodeTokenFor(testToken))
 	reg := decode[wire.RegisterResponse](t, r)
 	eventually(t, "the session to expire", func() bool {
 		r := short.call(t, "POST", "/heartbeat", wire.HeartbeatRequest{BootID: "b2"}, reg.SessionToken)
@@ -743,3 +743,6 @@ func TestTimedOutResultKeepsAgentFailure(t *testing.T) {
 		t.Fatalf("operation %+v", op)
 	}
 }
+
+// credentialOf is the node credential test agents register nodeID with.
+func credentialOf(nodeID string) string { return "test-node-credential-0123456789abcdef-" + nodeID }

@@ -24,7 +24,6 @@ const (
 	defaultSessionTTL = time.Hour
 	minLeaseTTL       = 100 * time.Millisecond
 	minSessionTTL     = time.Second
-	maxSessionTTL     = 7 * 24 * time.Hour
 	maxCapabilities   = 1024
 	// CodeSessionExpired answers an agent call whose session is expired,
 	// replaced or unknown: the Agent registers again.
@@ -78,12 +77,22 @@ func (h *Hub) sessionAuth(r *http.Request) (string, error) {
 		case err != nil:
 			return "", problemFor(err, anyResource)
 		}
+		if !h.boundSession(got) {
+			// Made with another node token (rotated since) or before
+			// node identity: the Agent registers with what is in force.
+			return "", expiredSession()
+		}
 		s = fleet.Session{NodeID: got.NodeID, ExpiresAt: got.ExpiresAt}
 		h.fleet.CacheSession(tok, s)
 	}
 	if !now.Before(s.ExpiresAt) {
 		h.fleet.DropSession(tok)
 		return "", expiredSession()
+	}
+	if err := h.checkClientCert(r, s.NodeID); errors.Is(err, errNotNamed) {
+		return "", errIdentity(s.NodeID, err.Error())
+	} else if err != nil {
+		return "", err
 	}
 	return principalNode + s.NodeID, nil
 }
@@ -119,6 +128,10 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Capabilities) > maxCapabilities {
 		probs = append(probs, httpapi.FieldProblem{Path: "capabilities", Message: fmt.Sprintf("at most %d", maxCapabilities)})
 	}
+	if n := len(req.NodeCredential); n < minCredentialLen || n > maxCredentialLen {
+		probs = append(probs, httpapi.FieldProblem{Path: "node_credential",
+			Message: fmt.Sprintf("%d to %d characters: the node's own secret, generated once in its state directory", minCredentialLen, maxCredentialLen)})
+	}
 	lease := defaultLeaseTTL
 	if req.LeaseTTLMS != 0 {
 		lease = time.Duration(req.LeaseTTLMS) * time.Millisecond
@@ -130,11 +143,20 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	if lease < minLeaseTTL {
 		probs = append(probs, httpapi.FieldProblem{Path: "lease_ttl_ms", Message: "at least 100"})
 	}
-	if sess < minSessionTTL || sess > maxSessionTTL {
-		probs = append(probs, httpapi.FieldProblem{Path: "session_ttl_ms", Message: "between 1000 and 604800000"})
+	if sess < minSessionTTL {
+		probs = append(probs, httpapi.FieldProblem{Path: "session_ttl_ms", Message: "at least 1000"})
 	}
 	if len(probs) > 0 {
 		return httpapi.Validation(probs)
+	}
+	// A longer session than the Hub grants is clamped, not refused: the
+	// answer says what was granted.
+	sess = min(sess, h.opts.Settings.sessionTTLMax())
+	if err := h.checkClientCert(r, req.NodeID); err != nil {
+		if errors.Is(err, errNotNamed) {
+			return h.identityRefused(r, req.NodeID, err.Error())
+		}
+		return err
 	}
 	token, err := newSessionToken()
 	if err != nil {
@@ -144,10 +166,14 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	caps := slices.Clone(req.Capabilities)
 	slices.Sort(caps)
 	caps = slices.Compact(caps)
+	cred := credentialDigest(req.NodeCredential)
 	reg := store.Registration{NodeID: req.NodeID, BootID: req.BootID, Version: req.Version, ProtocolVersion: req.ProtocolVersion,
 		Capabilities: caps, DataAddress: req.DataAddress, SessionToken: token, SessionExpiresAt: now.Add(sess),
-		LeaseExpiresAt: now.Add(lease), LeaseTTL: lease, Now: now}
-	if err := h.st.RegisterNode(r.Context(), reg); err != nil {
+		LeaseExpiresAt: now.Add(lease), LeaseTTL: lease, CredentialDigest: cred, SessionBinding: h.sessionBinding(cred), Now: now}
+	switch err := h.st.RegisterNode(r.Context(), reg); {
+	case errors.Is(err, store.ErrIdentityMismatch):
+		return h.identityRefused(r, req.NodeID, "another node credential registered it first")
+	case err != nil:
 		return h.storeFailed(err)
 	}
 	// The replaced session stops working at once.
@@ -159,7 +185,7 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 		h.converge(req.NodeID)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, wire.RegisterResponse{SessionToken: token, SessionExpiresAt: wire.At(reg.SessionExpiresAt),
-		LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
+		SessionTTLMS: sess.Milliseconds(), LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
 }
 
 func newSessionToken() (string, error) {

@@ -101,7 +101,7 @@ func (c *clockHub) at(d time.Duration) {
 func (c *clockHub) register(t testing.TB, node string) string {
 	t.Helper()
 	rec := c.do(t, "POST", APIPrefix+"/agent/register", `{"node_id":"`+node+`","boot_id":"b","protocol_version":1,
-		"capabilities":["stream_control"],"lease_ttl_ms":36000000}`, "")
+		"capabilities":["stream_control"],"lease_ttl_ms":36000000,"node_credential":"`+credentialOf(node)+`"}`, "")
 	if rec.Code != 200 {
 		t.Fatalf("register: %d %s", rec.Code, rec.Body)
 	}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -82,6 +83,12 @@ type Hub struct {
 	keepAlive time.Duration
 	schema    map[string]any
 	tls       *tls.Config // nil: plain HTTP
+	// mutualTLS: SVC_HUB_CLIENT_CA is set and the agent API requires
+	// client certificates naming the node.
+	mutualTLS bool
+	// nodeTokenDigest is the SHA-256 of the node token in force, to which
+	// every session is bound (sessionBinding).
+	nodeTokenDigest [sha256.Size]byte
 
 	fleet  *fleet.Fleet
 	events *eventlog.Log // live tail of the durable event log
@@ -146,6 +153,14 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
+	if o.Settings.ClientCA != "" {
+		if tlsConf == nil {
+			return nil, fmt.Errorf("hub: %s needs %s and %s", EnvClientCA, EnvTLSCert, EnvTLSKey)
+		}
+		if err := requireClientCertificates(tlsConf, o.Settings.ClientCA); err != nil {
+			return nil, fmt.Errorf("hub: %w", err)
+		}
+	}
 	st, err := store.Open(ctx, o.Settings.Storage)
 	if err != nil {
 		return nil, fmt.Errorf("hub: open storage: %w", err)
@@ -153,7 +168,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
 		fleet: fleet.New(o.Now), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
-		closing: make(chan struct{})}
+		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)

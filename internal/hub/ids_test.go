@@ -47,7 +47,7 @@ func TestIDsValidated(t *testing.T) {
 	for _, id := range []string{"a\x00b", "a\r\nb", "a\xffb", "", long} {
 		a := newTestAgent(th, id)
 		r := a.call(t, "POST", "/register", wire.RegisterRequest{NodeID: id, BootID: "b", ProtocolVersion: wire.ProtocolVersion,
-			Capabilities: []string{wire.CapabilityStreamControl}}, nodeTokenFor(testToken))
+			Capabilities: []string{wire.CapabilityStreamControl}, NodeCredential: credentialOf("n")}, nodeTokenFor(testToken))
 		if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `"path":"node_id"`) {
 			t.Errorf("register node_id %q: %d %s, want 422 at node_id", id, r.status, r.body)
 		}

@@ -28,7 +28,7 @@ func newSplitAgent(t *testing.T, th *testHub, nodeID string) *jobAgent {
 	a := &jobAgent{testAgent: newTestAgent(th, nodeID), jobs: map[string]wire.JobObservation{}}
 	r := a.call(t, "POST", "/register", wire.RegisterRequest{NodeID: nodeID, BootID: a.bootID, Version: "test",
 		ProtocolVersion: wire.ProtocolVersion, Capabilities: append(slices.Clone(jobCaps), wire.CapabilityNetworkShuffle),
-		DataAddress: dataAddr(nodeID), LeaseTTLMS: time.Minute.Milliseconds()}, nodeTokenFor(testToken))
+		DataAddress: dataAddr(nodeID), LeaseTTLMS: time.Minute.Milliseconds(), NodeCredential: credentialOf(nodeID)}, nodeTokenFor(testToken))
 	if r.status != http.StatusOK {
 		t.Fatalf("register: %d %s", r.status, r.body)
 	}

@@ -30,6 +30,7 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 	tick := time.NewTicker(tickInterval)
 	defer tick.Stop()
 	lastSweep := h.opts.Now()
+	lastGC := lastSweep
 	for {
 		select {
 		case <-ctx.Done():
@@ -42,6 +43,44 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 		if now.Sub(lastSweep) >= sweepInterval {
 			lastSweep = now
 			h.sweep(ctx, now)
+		}
+		if after := h.opts.Settings.nodeGCAfter(); after > 0 && now.Sub(lastGC) >= min(sweepInterval, max(after/4, tickInterval)) {
+			lastGC = now
+			h.collectNodes(ctx, now, after)
+		}
+	}
+}
+
+// collectNodes forgets, as DELETE /nodes/{node_id} would (actor hub), the
+// registered nodes unavailable longer than after that hold no state
+// (reconcile.NodesToForget).
+func (h *Hub) collectNodes(ctx context.Context, now time.Time, after time.Duration) {
+	holding, err := h.st.NodesHoldingState(ctx)
+	if err != nil {
+		h.storeFailed(err)
+		return
+	}
+	var nodes []reconcile.GCNode
+	for _, n := range h.fleet.Nodes() {
+		if n.RegisteredAt.IsZero() {
+			continue
+		}
+		nodes = append(nodes, reconcile.GCNode{NodeID: n.NodeID, Online: n.Online, LastSeen: n.LeaseUntil,
+			HoldsState: holding[n.NodeID] || n.Queued > 0 || n.Active > 0})
+	}
+	for _, id := range reconcile.NodesToForget(nodes, now, h.startedAt, after) {
+		if n, ok := h.fleet.Node(id); !ok || n.Online {
+			continue // it came back meanwhile
+		}
+		err := h.forget(ctx, store.Forget{NodeID: id, Actor: actorHub, Now: now,
+			Reason: "node unavailable longer than " + EnvNodeGCAfter + " (" + shortDuration(after) + ") and holding no desired state"})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			h.storeFailed(err)
+			return
+		default:
+			h.log.Info("hub: node forgotten by the node GC", "node_id", id, "after", after)
 		}
 	}
 }

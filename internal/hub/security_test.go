@@ -52,7 +52,7 @@ func TestIdempotencyKeyScopedByResource(t *testing.T) {
 func TestAgentRoutesTakeNoIdempotencyKey(t *testing.T) {
 	path := dbPath(t)
 	th := serve(t, path, testToken, true)
-	reg := `{"node_id":"n1","boot_id":"b1","version":"test","protocol_version":` + fmt.Sprint(wire.ProtocolVersion) + `,"capabilities":["stream_control"]}`
+	reg := `{"node_id":"n1","boot_id":"b1","version":"test","protocol_version":` + fmt.Sprint(wire.ProtocolVersion) + `,"capabilities":["stream_control"],"node_credential":"` + credentialOf("n1") + `"}`
 	r := th.do(t, "POST", APIPrefix+"/agent/register", reg, "Authorization", "Bearer "+nodeTokenFor(testToken), "Idempotency-Key", "reg-1")
 	if r.status != 400 || r.problem(t).Code != "invalid_header" {
 		t.Fatalf("register with a key: %d %s", r.status, r.body)

@@ -29,6 +29,20 @@ const (
 	EnvIntentTTL   = "SVC_HUB_INTENT_TTL"
 	EnvTLSCert     = "SVC_HUB_TLS_CERT"
 	EnvTLSKey      = "SVC_HUB_TLS_KEY"
+	// Node identity (docs/node-identity.md).
+	EnvSessionTTLMax = "SVC_HUB_SESSION_TTL_MAX"
+	EnvClientCA      = "SVC_HUB_CLIENT_CA"
+	EnvNodeGCAfter   = "SVC_HUB_NODE_GC_AFTER"
+)
+
+// Defaults of the node identity settings.
+const (
+	// DefaultSessionTTLMax caps an Agent session's lifetime: the spec's
+	// agent_session_ttl_ms default.
+	DefaultSessionTTLMax = time.Hour
+	// DefaultNodeGCAfter is how long a node without desired state may stay
+	// unavailable before the Hub forgets it.
+	DefaultNodeGCAfter = 24 * time.Hour
 )
 
 // MinTokenLength is the shortest operator or node token the Hub accepts.
@@ -53,6 +67,31 @@ type Settings struct {
 	// serves HTTPS with, reloaded when the files change; both empty means
 	// plain HTTP.
 	TLSCert, TLSKey string
+	// SessionTTLMax caps the session lifetime an Agent may ask for; 0
+	// means DefaultSessionTTLMax.
+	SessionTTLMax time.Duration
+	// ClientCA is a PEM file of the CA that signs nodes' client
+	// certificates; set, the agent API requires one naming the node id
+	// (mutual TLS; needs TLSCert).
+	ClientCA string
+	// NodeGCAfter is how long a node without desired state may stay
+	// unavailable before it is forgotten; 0 means DefaultNodeGCAfter,
+	// negative never.
+	NodeGCAfter time.Duration
+}
+
+func (s Settings) sessionTTLMax() time.Duration {
+	if s.SessionTTLMax <= 0 {
+		return DefaultSessionTTLMax
+	}
+	return s.SessionTTLMax
+}
+
+func (s Settings) nodeGCAfter() time.Duration {
+	if s.NodeGCAfter == 0 {
+		return DefaultNodeGCAfter
+	}
+	return max(s.NodeGCAfter, 0)
 }
 
 func (s Settings) prefix() string {
@@ -81,9 +120,30 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		NodeToken:     get(EnvNodeToken),
 		TLSCert:       get(EnvTLSCert),
 		TLSKey:        get(EnvTLSKey),
+		ClientCA:      get(EnvClientCA),
 	}
 	if (s.TLSCert == "") != (s.TLSKey == "") {
 		return s, nil, fmt.Errorf("%w: %s and %s go together: set both to serve HTTPS, or neither", ErrInsecure, EnvTLSCert, EnvTLSKey)
+	}
+	if s.ClientCA != "" && s.TLSCert == "" {
+		return s, nil, fmt.Errorf("%w: %s needs %s and %s: client certificates are asked for on a TLS listener only", ErrInsecure, EnvClientCA, EnvTLSCert, EnvTLSKey)
+	}
+	if v := get(EnvSessionTTLMax); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return s, nil, fmt.Errorf("%w: %s must be a duration of at least 1s (like 1h), got %q", ErrInsecure, EnvSessionTTLMax, v)
+		}
+		s.SessionTTLMax = d
+	}
+	if v := get(EnvNodeGCAfter); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return s, nil, fmt.Errorf("%w: %s must be a duration (like 24h), or 0 to never forget nodes, got %q", ErrInsecure, EnvNodeGCAfter, v)
+		}
+		s.NodeGCAfter = d
+		if d == 0 {
+			s.NodeGCAfter = -1
+		}
 	}
 	if v := get(EnvAPIPrefix); v != "" {
 		if !strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.ContainsAny(v, " {}?#") {

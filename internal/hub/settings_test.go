@@ -52,6 +52,12 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"cors origin with a path", with(map[string]string{EnvCORSOrigins: "https://console.example/ui"}, full), "", `SVC_HUB_CORS_ORIGINS: "https://console.example/ui" is not an origin`, 0, ""},
 		{"cors origin without a scheme", with(map[string]string{EnvCORSOrigins: "console.example"}, full), "", `"console.example" is not an origin`, 0, ""},
 		{"tls pair", with(map[string]string{EnvTLSCert: "/etc/hub/cert.pem", EnvTLSKey: "/etc/hub/key.pem"}, full), "", "", 0, DefaultAddress},
+		{"client ca without tls", with(map[string]string{EnvClientCA: "/etc/hub/nodes-ca.pem"}, full), "", "SVC_HUB_CLIENT_CA needs SVC_HUB_TLS_CERT", 0, ""},
+		{"client ca with tls", with(map[string]string{EnvClientCA: "/etc/hub/nodes-ca.pem", EnvTLSCert: "/etc/hub/cert.pem", EnvTLSKey: "/etc/hub/key.pem"}, full), "", "", 0, DefaultAddress},
+		{"session ttl max", with(map[string]string{EnvSessionTTLMax: "15m"}, full), "", "", 0, DefaultAddress},
+		{"session ttl max too short", with(map[string]string{EnvSessionTTLMax: "500ms"}, full), "", "SVC_HUB_SESSION_TTL_MAX must be a duration of at least 1s", 0, ""},
+		{"node gc off", with(map[string]string{EnvNodeGCAfter: "0"}, full), "", "", 0, DefaultAddress},
+		{"node gc negative", with(map[string]string{EnvNodeGCAfter: "-1h"}, full), "", "SVC_HUB_NODE_GC_AFTER must be a duration", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

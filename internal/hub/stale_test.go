@@ -85,7 +85,7 @@ func TestStaleObservation(t *testing.T) {
 	c := openClockHub(t, path, clock)
 	const stream = APIPrefix + "/nodes/n1/streams/s1"
 	rec := c.do(t, "POST", APIPrefix+"/agent/register", `{"node_id":"n1","boot_id":"b","protocol_version":1,
-		"capabilities":["stream_control"],"lease_ttl_ms":15000}`, "")
+		"capabilities":["stream_control"],"lease_ttl_ms":15000,"node_credential":"`+credentialOf("n1")+`"}`, "")
 	if rec.Code != 200 {
 		t.Fatalf("register: %d %s", rec.Code, rec.Body)
 	}
@@ -194,7 +194,7 @@ func TestStaleAfterNodeReboot(t *testing.T) {
 	register := func(boot string) string {
 		t.Helper()
 		rec := c.do(t, "POST", APIPrefix+"/agent/register", `{"node_id":"n1","boot_id":"`+boot+`","protocol_version":1,
-			"capabilities":["stream_control"],"lease_ttl_ms":60000}`, "")
+			"capabilities":["stream_control"],"lease_ttl_ms":60000,"node_credential":"`+credentialOf("n1")+`"}`, "")
 		if rec.Code != 200 {
 			t.Fatalf("register: %d %s", rec.Code, rec.Body)
 		}

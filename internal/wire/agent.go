@@ -30,15 +30,22 @@ type RegisterRequest struct {
 	// agent_session_ttl_ms; zero means the defaults (15000, 3600000).
 	LeaseTTLMS   int64 `json:"lease_ttl_ms,omitempty"`
 	SessionTTLMS int64 `json:"session_ttl_ms,omitempty"`
+	// NodeCredential is the node's own secret (docs/node-identity.md): the
+	// Hub binds the node id to its digest at the first registration and
+	// refuses the id with another one (403 node_identity_mismatch).
+	NodeCredential string `json:"node_credential"`
 }
 
 // RegisterResponse is the answer to register. The session token is the
 // credential of every other agent call until SessionExpiresAt.
 type RegisterResponse struct {
-	SessionToken        string `json:"session_token"`
-	SessionExpiresAt    Time   `json:"session_expires_at"`
-	LeaseTTLMS          int64  `json:"lease_ttl_ms"`
-	HeartbeatIntervalMS int64  `json:"heartbeat_interval_ms"`
+	SessionToken     string `json:"session_token"`
+	SessionExpiresAt Time   `json:"session_expires_at"`
+	// SessionTTLMS is the session lifetime granted: the one asked for,
+	// capped by the Hub's SVC_HUB_SESSION_TTL_MAX.
+	SessionTTLMS        int64 `json:"session_ttl_ms"`
+	LeaseTTLMS          int64 `json:"lease_ttl_ms"`
+	HeartbeatIntervalMS int64 `json:"heartbeat_interval_ms"`
 }
 
 // HeartbeatRequest is the body of POST agent/heartbeat: it renews the lease

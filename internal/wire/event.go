@@ -32,10 +32,15 @@ const (
 	EventNodeOnline             = "node_online"
 	EventNodeUnavailable        = "node_unavailable"
 	EventNodeMaintenanceChanged = "node_maintenance_changed"
-	EventConfigurationApplied   = "configuration_applied"
-	EventRolloutChanged         = "rollout_changed"
-	EventCheckpointCompleted    = "checkpoint_completed"
-	EventSavepointCompleted     = "savepoint_completed"
+	// EventNodeIdentityMismatch: a registration named a known node id with
+	// another node credential (or client certificate) and was refused.
+	EventNodeIdentityMismatch = "node_identity_mismatch"
+	// EventNodeForgotten: an operator (or the Hub's node GC) forgot a node.
+	EventNodeForgotten        = "node_forgotten"
+	EventConfigurationApplied = "configuration_applied"
+	EventRolloutChanged       = "rollout_changed"
+	EventCheckpointCompleted  = "checkpoint_completed"
+	EventSavepointCompleted   = "savepoint_completed"
 	// EventNodeStarted is logged by a node when its process starts.
 	EventNodeStarted = "node_started"
 	// EventNodeRestarted is logged by the Hub when a node reports with a

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,6 +80,39 @@ func (ca *CA) Issue(t testing.TB, certFile, keyFile string) Pair {
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
+	return ca.sign(t, tmpl, key, certFile, keyFile)
+}
+
+// IssueClient makes a client certificate (client auth) signed by ca with
+// the given URI SANs, and writes it to certFile and keyFile.
+func (ca *CA) IssueClient(t testing.TB, certFile, keyFile string, uris ...string) Pair {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: "client"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	for _, u := range uris {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, parsed)
+	}
+	return ca.sign(t, tmpl, key, certFile, keyFile)
+}
+
+// sign signs tmpl for key with ca and writes the pair to certFile and
+// keyFile.
+func (ca *CA) sign(t testing.TB, tmpl *x509.Certificate, key *ecdsa.PrivateKey, certFile, keyFile string) Pair {
+	t.Helper()
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)

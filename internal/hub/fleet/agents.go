@@ -29,10 +29,13 @@ func (f *Fleet) Session(token string) (Session, bool) {
 }
 
 // CacheSession remembers a session the store knows as its node's current
-// one.
+// one, unless the node was forgotten since the store was read.
 func (f *Fleet) CacheSession(token string, s Session) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if n := f.nodes[s.NodeID]; n != nil && n.forgotten {
+		return
+	}
 	f.cacheSessionLocked(sessionKey(token), s)
 }
 
@@ -68,6 +71,7 @@ func (f *Fleet) Register(reg store.Registration) (came, rebooted bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.nodeLocked(reg.NodeID)
+	n.forgotten = false
 	if old, ok := f.sessionOf[reg.NodeID]; ok {
 		delete(f.sessions, old)
 	}
@@ -81,6 +85,37 @@ func (f *Fleet) Register(reg store.Registration) (came, rebooted bool) {
 		n.fresh = false
 	}
 	return came, rebooted
+}
+
+// Forget drops node id's registration, as the store's ForgetNode did: its
+// session stops working at once, its long-polls are answered with no
+// command, it is unavailable and what it reported is gone. Its queued
+// commands stay, undelivered until the node registers again.
+func (f *Fleet) Forget(id string) {
+	f.mu.Lock()
+	n := f.nodeLocked(id)
+	if key, ok := f.sessionOf[id]; ok {
+		delete(f.sessions, key)
+		delete(f.sessionOf, id)
+	}
+	mode := wire.NodeModeActive
+	n.node = store.Node{NodeID: id, Mode: mode}
+	n.forgotten, n.online, n.fresh = true, false, false
+	n.reportBoot, n.reportSeq, n.reportedAt, n.cfgVersion = "", 0, time.Time{}, ""
+	n.observed, n.counters, n.cfg, n.metrics = nil, nil, nil, nil
+	parked := n.parked
+	n.parked = nil
+	for _, p := range parked {
+		p.timer.Stop()
+	}
+	if n.wake != nil {
+		close(n.wake)
+		n.wake = nil
+	}
+	f.mu.Unlock()
+	for _, p := range parked {
+		p.answer(nil)
+	}
 }
 
 // renewLocked extends n's lease from now and reports whether the node just

@@ -150,7 +150,11 @@ func (f *Fleet) Queues() (inFlight int, queues []Queue) {
 func (f *Fleet) takeLocked(nodeID string, now time.Time) ([]wire.Command, <-chan struct{}) {
 	n := f.nodeLocked(nodeID)
 	var out []wire.Command
-	for _, fl := range n.queue {
+	queue := n.queue
+	if n.forgotten {
+		queue = nil // its commands wait for its next registration
+	}
+	for _, fl := range queue {
 		if fl.deliveredAt.IsZero() || now.Sub(fl.deliveredAt) >= RedeliverAfter {
 			fl.deliveredAt = now
 			out = append(out, fl.Command)

@@ -58,12 +58,15 @@ type node struct {
 	reportedAt time.Time
 	// fresh: a report was accepted since the Hub started, and since the
 	// node last came back online or registered a new boot.
-	fresh       bool
-	queue       []*flight     // commands not yet acknowledged, oldest first
-	wake        chan struct{} // closed when queue grows; nil while nobody waits
-	active      int           // attempts in flight
-	pollers     int           // long-polls waiting now
-	parked      []*parkedPoll // long-polls waiting without a goroutine (park.go)
+	fresh   bool
+	queue   []*flight     // commands not yet acknowledged, oldest first
+	wake    chan struct{} // closed when queue grows; nil while nobody waits
+	active  int           // attempts in flight
+	pollers int           // long-polls waiting now
+	parked  []*parkedPoll // long-polls waiting without a goroutine (park.go)
+	// forgotten: an operator or the node GC forgot the node and it has
+	// not registered since; nothing is delivered to it.
+	forgotten   bool
 	capacityHit map[string]bool
 }
 

@@ -416,3 +416,42 @@ func TestCommandPage(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 }
+
+// TestForget: a forgotten node's session is dropped and not cached again,
+// it is unavailable with nothing reported, its queued commands are kept
+// but not delivered until it registers again.
+func TestForget(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000).UTC()
+	f := New(func() time.Time { return t0 })
+	reg := store.Registration{NodeID: "a", BootID: "b1", SessionToken: "tok-a", SessionExpiresAt: t0.Add(time.Hour), LeaseTTL: time.Minute, Now: t0}
+	f.Register(reg)
+	f.mu.Lock()
+	f.enqueueLocked(Flight{Command: wire.Command{CommandID: "c1", AttemptID: "at1", NodeID: "a"}, State: wire.OpDispatched, ExpiresAt: t0.Add(time.Minute)})
+	f.mu.Unlock()
+	f.Forget("a")
+	if _, ok := f.Session("tok-a"); ok {
+		t.Fatal("the forgotten node's session is still cached")
+	}
+	f.CacheSession("tok-a", Session{NodeID: "a", ExpiresAt: t0.Add(time.Hour)})
+	if _, ok := f.Session("tok-a"); ok {
+		t.Fatal("a session read before the forget was cached after it")
+	}
+	n, _ := f.Node("a")
+	if n.Online || !n.RegisteredAt.IsZero() || n.Queued != 1 {
+		t.Fatalf("forgotten node: %+v", n)
+	}
+	f.mu.Lock()
+	cmds, _ := f.takeLocked("a", t0)
+	f.mu.Unlock()
+	if len(cmds) != 0 {
+		t.Fatalf("a forgotten node was handed %d commands", len(cmds))
+	}
+	reg.SessionToken = "tok-a2"
+	f.Register(reg)
+	f.mu.Lock()
+	cmds, _ = f.takeLocked("a", t0)
+	f.mu.Unlock()
+	if len(cmds) != 1 {
+		t.Fatalf("after registering again: %d commands, want 1", len(cmds))
+	}
+}

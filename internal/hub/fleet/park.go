@@ -47,8 +47,9 @@ func (f *Fleet) Poll(ctx context.Context, w http.ResponseWriter, r *http.Request
 	for {
 		f.mu.Lock()
 		cmds, wake := f.takeLocked(id, f.now())
+		forgotten := f.nodeLocked(id).forgotten
 		f.mu.Unlock()
-		if len(cmds) > 0 {
+		if len(cmds) > 0 || forgotten {
 			return cmds, false
 		}
 		select {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -53,15 +54,23 @@ type Registration struct {
 	SessionExpiresAt time.Time
 	LeaseExpiresAt   time.Time
 	LeaseTTL         time.Duration
-	Now              time.Time
+	// CredentialDigest is the SHA-256 of the node credential presented.
+	// The first registration of a node id binds it; a later one with
+	// another digest is refused with ErrIdentityMismatch.
+	CredentialDigest []byte
+	// SessionBinding is the digest of the registration credentials that
+	// made the session, checked on every use (Session.Binding).
+	SessionBinding []byte
+	Now            time.Time
 }
 
 // RegisterNode creates or updates a node, replaces its session (the old
 // token stops working) and renews its lease; the mode is kept. It appends
-// a node_registered event.
+// a node_registered event. A node id bound to another credential digest
+// is refused with ErrIdentityMismatch and nothing is written.
 func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
-	if r.NodeID == "" || r.SessionToken == "" {
-		return fmt.Errorf("%w: node id and session token are required", ErrInvalid)
+	if r.NodeID == "" || r.SessionToken == "" || len(r.CredentialDigest) == 0 {
+		return fmt.Errorf("%w: node id, session token and credential digest are required", ErrInvalid)
 	}
 	caps, err := json.Marshal(nonNil(r.Capabilities))
 	if err != nil {
@@ -69,21 +78,31 @@ func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
 	}
 	h := hashToken(r.SessionToken)
 	return s.write(ctx, func(ctx context.Context, q querier) error {
+		var bound []byte
+		err := q.QueryRowContext(ctx, "SELECT credential_digest FROM nodes WHERE node_id = ?", r.NodeID).Scan(&bound)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if len(bound) > 0 && subtle.ConstantTimeCompare(bound, r.CredentialDigest) != 1 {
+			return fmt.Errorf("node %q: %w", r.NodeID, ErrIdentityMismatch)
+		}
 		now := ms(r.Now)
 		if _, err := q.ExecContext(ctx, `INSERT INTO nodes (node_id, boot_id, version, protocol_version, capabilities,
-			data_address, registered_at, lease_expires_at, session_hash, session_expires_at, lease_ttl_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+			data_address, registered_at, lease_expires_at, session_hash, session_expires_at, lease_ttl_ms,
+			credential_digest, session_binding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT (node_id) DO UPDATE SET boot_id = excluded.boot_id, version = excluded.version,
 			protocol_version = excluded.protocol_version, capabilities = excluded.capabilities,
 			data_address = excluded.data_address, registered_at = excluded.registered_at,
 			lease_expires_at = excluded.lease_expires_at, session_hash = excluded.session_hash,
-			session_expires_at = excluded.session_expires_at, lease_ttl_ms = excluded.lease_ttl_ms`,
+			session_expires_at = excluded.session_expires_at, lease_ttl_ms = excluded.lease_ttl_ms,
+			credential_digest = excluded.credential_digest, session_binding = excluded.session_binding`,
 			r.NodeID, r.BootID, r.Version, r.ProtocolVersion, string(caps), r.DataAddress, now, ms(r.LeaseExpiresAt),
-			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds()); err != nil {
+			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds(), r.CredentialDigest, r.SessionBinding); err != nil {
 			return err
 		}
 		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "")
 		e.Data = map[string]any{"boot_id": r.BootID, "version": r.Version}
-		_, err := insertEvent(ctx, q, e)
+		_, err = insertEvent(ctx, q, e)
 		return err
 	})
 }
@@ -104,6 +123,12 @@ func hashToken(token string) []byte {
 type Session struct {
 	NodeID    string
 	ExpiresAt time.Time
+	// Binding is the session's SessionBinding (nil for a session made
+	// before node identity), CredentialDigest the node's bound credential
+	// digest: the caller checks the binding against the credentials in
+	// force.
+	Binding          []byte
+	CredentialDigest []byte
 }
 
 // LookupSession resolves a raw session token at now: ErrNotFound when no
@@ -113,8 +138,8 @@ func (s *Store) LookupSession(ctx context.Context, token string, now time.Time) 
 	var out Session
 	err := s.read(ctx, func(q querier) error {
 		var x int64
-		err := q.QueryRowContext(ctx, "SELECT node_id, session_expires_at FROM nodes WHERE session_hash = ?", hashToken(token)).
-			Scan(&out.NodeID, &x)
+		err := q.QueryRowContext(ctx, `SELECT node_id, session_expires_at, session_binding, credential_digest
+			FROM nodes WHERE session_hash = ?`, hashToken(token)).Scan(&out.NodeID, &x, &out.Binding, &out.CredentialDigest)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("session: %w", ErrNotFound)
 		}

@@ -16,7 +16,8 @@ import (
 func reg(node, token string, now time.Time) Registration {
 	return Registration{NodeID: node, BootID: "boot-1", Version: "0.6.0", ProtocolVersion: wire.ProtocolVersion,
 		Capabilities: []string{"network_shuffle"}, DataAddress: "10.0.0.1:7000", SessionToken: token,
-		SessionExpiresAt: now.Add(time.Hour), LeaseExpiresAt: now.Add(15 * time.Second), Now: now}
+		SessionExpiresAt: now.Add(time.Hour), LeaseExpiresAt: now.Add(15 * time.Second), Now: now,
+		CredentialDigest: hashToken("credential-" + node), SessionBinding: []byte("binding")}
 }
 
 func TestNodesAndSessions(t *testing.T) {

@@ -40,6 +40,9 @@ var (
 	ErrAttemptFinished = errors.New("attempt already finished")
 	// ErrSessionExpired: the session credential is past its expiry.
 	ErrSessionExpired = errors.New("session expired")
+	// ErrIdentityMismatch: a registration named a node id bound to another
+	// node credential.
+	ErrIdentityMismatch = errors.New("node identity mismatch")
 	// ErrInvalid: an argument is out of range (page size, state name, ...).
 	ErrInvalid = errors.New("invalid argument")
 	// ErrSchemaTooNew: the database was written by a newer build.
