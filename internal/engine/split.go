@@ -104,7 +104,16 @@ func (s *split) check(jobID string, plan *job.Plan, dp *DataPlane, self string) 
 	if len(unreachable) > 0 {
 		return fail(ErrSplitPlacement, "is placed split over nodes but node_data_ports has no data address for nodes %s", named(unreachable))
 	}
+	// Every node this one would link to: those of the tasks and those
+	// with an address.
+	linked := slices.Sorted(maps.Keys(s.dataAddresses))
 	for _, n := range slices.Sorted(maps.Values(s.taskNodes)) {
+		if !slices.Contains(linked, n) {
+			linked = append(linked, n)
+		}
+	}
+	slices.Sort(linked)
+	for _, n := range linked {
 		if n != self && !dataplane.ValidFingerprint(s.fingerprints[n]) && !slices.Contains(unpinned, n) {
 			unpinned = append(unpinned, n)
 		}
