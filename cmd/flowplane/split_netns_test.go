@@ -408,7 +408,7 @@ func TestSplitJobNetns(t *testing.T) {
 	}
 
 	var baseline time.Duration
-	t.Run("baseline equals the oracle; a wrong secret is refused", func(t *testing.T) {
+	t.Run("baseline equals the oracle; an unpinned key is refused", func(t *testing.T) {
 		r := c.create(t, "split-baseline", 11)
 		d := c.waitPlaced(t, r)
 		t.Logf("placement: coordinator %s, tasks %v", d.Placement.NodeID, d.Placement.TaskNodes)
