@@ -63,15 +63,21 @@ func ValidFingerprint(s string) bool {
 // NewIdentity makes an identity that lives as long as the process (tests,
 // and nodes without a state directory).
 func NewIdentity() (*Identity, error) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	der, err := selfSign(key)
+	key, der, err := newKeyPair()
 	if err != nil {
 		return nil, err
 	}
 	return identityOf(der, key)
+}
+
+// newKeyPair is a new key and its self-signed certificate (DER).
+func newKeyPair() (ed25519.PrivateKey, []byte, error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := selfSign(key)
+	return key, der, err
 }
 
 // LoadIdentity reads dir/IdentityFile, creating it (0600) with a new key
@@ -97,11 +103,7 @@ func createIdentity(path string) (*Identity, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("data-plane identity: %w", err)
 	}
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	der, err := selfSign(key)
+	key, der, err := newKeyPair()
 	if err != nil {
 		return nil, err
 	}
