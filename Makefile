@@ -95,3 +95,10 @@ fuzz:
 .PHONY: bench-split
 bench-split:
 	$(GO) run ./bench/split
+
+# Data-plane flood (bench/dataflood, bench/README.md): 20,000 connections
+# that never authenticate held against a node's data port; the node's RSS,
+# Node API latency and a stream's progress meanwhile.
+.PHONY: bench-dataflood
+bench-dataflood:
+	$(GO) run ./bench/dataflood

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -123,5 +127,71 @@ func TestNodeDataPlane(t *testing.T) {
 				t.Errorf("wildcard warning logged: %v, want %v", warned, c.wildcard)
 			}
 		})
+	}
+}
+
+// TestDataPlaneFlood: 2,000 connections that never authenticate, opened
+// at once against a node's data port (issue 29's flood, scaled down; make
+// bench-dataflood runs 20,000 and measures RSS), leave the node's Node API
+// answering and its stream running; the node counts the refusals, logs
+// them sampled, and advertises its data-plane fingerprint.
+func TestDataPlaneFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	const conns = 2000
+	hub := newStubHub(t, dataPlaneToken)
+	port := freePort(t)
+	base, logs := dataPlaneNode(t, hub, fmt.Sprintf(", data_port: %d, data_host: 127.0.0.1", port))
+	data := fmt.Sprintf("127.0.0.1:%d", port)
+	waitListening(t, data)
+	reg, _ := hub.lastRegister(t)
+	var st struct {
+		DataPlane struct {
+			Fingerprint string `json:"fingerprint"`
+			Refused     int64  `json:"connections_refused"`
+		} `json:"data_plane"`
+	}
+	getJSON(t, base+"/status", &st)
+	if !wire.ValidDataFingerprint(reg.DataFingerprint) || reg.DataFingerprint != st.DataPlane.Fingerprint {
+		t.Fatalf("registered data_fingerprint %q, /status %q", reg.DataFingerprint, st.DataPlane.Fingerprint)
+	}
+	sent := func() uint64 {
+		var s wire.Stream
+		getJSON(t, base+"/streams/endless", &s)
+		return s.Observed.Counters.Sent
+	}
+	before := sent()
+	ctx, endFlood := context.WithCancel(context.Background())
+	defer endFlood()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 128)
+	for range conns {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := net.Dialer{Timeout: 5 * time.Second}
+			c, err := d.DialContext(ctx, "tcp", data)
+			<-sem
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = c.Write([]byte{22, 3, 1, 0, 200}) // a TLS record header, then nothing
+			<-ctx.Done()
+		}()
+	}
+	// While the flood holds its connections: the Node API answers, the
+	// stream runs, refusals are counted.
+	waitUntil(t, "refusals counted during the flood", func() bool {
+		getJSON(t, base+"/status", &st)
+		return st.DataPlane.Refused >= conns/2
+	})
+	waitUntil(t, "the stream running during the flood", func() bool { return sent() > before+100 })
+	endFlood()
+	wg.Wait()
+	if n := strings.Count(logs.tail(5000), "data plane connections refused"); n == 0 || n > 10 {
+		t.Errorf("%d refusal log lines for %d refusals: want them sampled", n, st.DataPlane.Refused)
 	}
 }

@@ -408,11 +408,11 @@ func TestSplitJobNetns(t *testing.T) {
 	}
 
 	var baseline time.Duration
-	t.Run("baseline equals the oracle; a wrong secret is refused", func(t *testing.T) {
+	t.Run("baseline equals the oracle; an unpinned key is refused", func(t *testing.T) {
 		r := c.create(t, "split-baseline", 11)
 		d := c.waitPlaced(t, r)
 		t.Logf("placement: coordinator %s, tasks %v", d.Placement.NodeID, d.Placement.TaskNodes)
-		t.Run("wrong secret refused", func(t *testing.T) { refuseWrongSecret(t, c, r.id) })
+		t.Run("intruder refused", func(t *testing.T) { refuseIntruder(t, c, r.id) })
 		baseline = c.waitDone(t, r, 90*time.Second)
 	})
 	if t.Failed() {
@@ -477,15 +477,27 @@ func lastOther(ids []string, skip string) string {
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
-// refuseWrongSecret dials a node of the running job from the test process
-// as one of the job's other nodes, with a wrong secret: the link never
-// comes up, and the node counts the refusal as bad_secret.
-func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
+// refuseIntruder dials a node of the running job from the test process
+// as one of the job's other nodes, pinning the node's certificate but with
+// a key of its own and a wrong secret: TLS refuses it (the node pins its
+// peers' certificates), the link never comes up, and the node counts the
+// refusal as tls.
+func refuseIntruder(t *testing.T, c *splitCluster, job string) {
 	// n3 is dialed by n1 and n2 (the lower id dials); claiming to be n1
 	// makes this end dial it.
 	target := c.node(t, "n3")
-	refused := map[string]string{"reason": "bad_secret"}
+	refused := map[string]string{"reason": "tls"}
 	before, _ := target.metric(t, "svc_dataplane_connections_refused_total", refused)
+	sb, err := target.get("/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pre struct {
+		DataPlane *dataplane.Status `json:"data_plane"`
+	}
+	if err := json.Unmarshal(sb, &pre); err != nil || pre.DataPlane == nil || pre.DataPlane.Fingerprint == "" {
+		t.Fatalf("%s /status data_plane without a fingerprint: %s (%v)", target.id, sb, err)
+	}
 	srv, err := dataplane.Listen(dataplane.Options{Addr: net.JoinHostPort(c.lab.HostIP, "0"), NodeID: "n1",
 		Logger: slog.New(slog.DiscardHandler), HeartbeatInterval: 200 * time.Millisecond, HeartbeatTimeout: time.Second})
 	if err != nil {
@@ -494,7 +506,7 @@ func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
 	defer srv.Close()
 	wrong := make([]byte, 32)
 	_, _ = rand.Read(wrong)
-	m, err := srv.Join(job, wrong, map[string]string{"n3": target.dataAddress()})
+	m, err := srv.Join(job, wrong, map[string]dataplane.Peer{"n3": {Addr: target.dataAddress(), Fingerprint: pre.DataPlane.Fingerprint}})
 	if err != nil {
 		t.Fatalf("Join: %v", err)
 	}
@@ -503,12 +515,12 @@ func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
 	defer cancel()
 	if s, err := m.Send(ctx, "n3", "intruder", "intruder"); err == nil {
 		_ = s.Close()
-		t.Fatal("a link with a wrong secret came up")
+		t.Fatal("a link with an unpinned key came up")
 	} else if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, dataplane.ErrLinkBroken) {
-		t.Logf("Send with a wrong secret: %v", err)
+		t.Logf("Send with an unpinned key: %v", err)
 	}
 	if m.Up("n3") {
-		t.Fatal("the link to n3 is up with a wrong secret")
+		t.Fatal("the link to n3 is up with an unpinned key")
 	}
 	for _, ms := range srv.Status().Jobs {
 		t.Logf("intruder's view of the mesh %s: %+v", ms.Job, ms.Links)
@@ -524,7 +536,7 @@ func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
 					lines = append(lines, l)
 				}
 			}
-			t.Fatalf("%s: svc_dataplane_connections_refused_total{reason=bad_secret} %v, before %v; samples: %v", target.id, after, before, lines)
+			t.Fatalf("%s: svc_dataplane_connections_refused_total{reason=tls} %v, before %v; samples: %v", target.id, after, before, lines)
 		}
 		time.Sleep(100 * time.Millisecond)
 		after, _ = target.metric(t, "svc_dataplane_connections_refused_total", refused)
@@ -542,7 +554,7 @@ func refuseWrongSecret(t *testing.T, c *splitCluster, job string) {
 	if st.DataPlane == nil || st.DataPlane.Refused < 1 {
 		t.Fatalf("%s /status data_plane %+v: want connections_refused >= 1 (%s)", target.id, st.DataPlane, b)
 	}
-	t.Logf("%s refused %v connection(s) with a wrong secret; /status data_plane: address %s, %d refused, jobs %+v",
+	t.Logf("%s refused %v connection(s) from an unpinned key; /status data_plane: address %s, %d refused, jobs %+v",
 		target.id, after-before, st.DataPlane.Address, st.DataPlane.Refused, st.DataPlane.Jobs)
 }
 

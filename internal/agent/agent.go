@@ -67,6 +67,9 @@ type Options struct {
 	// plane (engine.Options.DataPlane): a node whose data plane is not
 	// listening is never offered a split job.
 	DataAddress string
+	// DataFingerprint is advertised with DataAddress; New takes it from
+	// the Engine's data plane (its certificate's fingerprint).
+	DataFingerprint string
 	// StateDir is the node's state directory; the Agent keeps its own
 	// state under StateDir/agent.
 	StateDir string
@@ -212,6 +215,10 @@ func New(o Options) (*Agent, error) {
 	if o.Engine == nil || o.Engine.DataPlane() == nil {
 		o.DataAddress = ""
 	}
+	o.DataFingerprint = ""
+	if o.DataAddress != "" {
+		o.DataFingerprint = o.Engine.DataPlane().Fingerprint()
+	}
 	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand), credential: cred}
 	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil)
 	a.c = &client{
@@ -263,7 +270,7 @@ func capabilities(components []string, dataAddress string, jobs bool) []string {
 func (a *Agent) registerBody() wire.RegisterRequest {
 	return wire.RegisterRequest{
 		NodeID: a.o.NodeID, BootID: a.o.BootID, Version: a.o.Version, ProtocolVersion: wire.ProtocolVersion,
-		Capabilities: a.caps, DataAddress: a.o.DataAddress,
+		Capabilities: a.caps, DataAddress: a.o.DataAddress, DataFingerprint: a.o.DataFingerprint,
 		LeaseTTLMS: a.o.LeaseTTL.Milliseconds(), SessionTTLMS: a.o.SessionTTL.Milliseconds(),
 		NodeCredential: a.credential,
 	}
@@ -412,7 +419,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		}
 		var resp wire.HeartbeatResponse
-		err = a.c.call(ctx, http.MethodPost, "/agent/heartbeat", wire.HeartbeatRequest{BootID: a.o.BootID, Capabilities: a.caps, DataAddress: a.o.DataAddress}, &resp, 0)
+		err = a.c.call(ctx, http.MethodPost, "/agent/heartbeat", wire.HeartbeatRequest{BootID: a.o.BootID, Capabilities: a.caps, DataAddress: a.o.DataAddress, DataFingerprint: a.o.DataFingerprint}, &resp, 0)
 		switch {
 		case ctx.Err() != nil:
 			return

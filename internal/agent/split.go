@@ -23,6 +23,7 @@ func (d JobDesire) withSplit(p wire.JobCommand) JobDesire {
 		return d
 	}
 	d.TaskNodes, d.NodeDataPorts, d.DataSecret = maps.Clone(p.TaskNodes), maps.Clone(p.NodeDataPorts), p.DataSecret
+	d.NodeDataFingerprints = maps.Clone(p.NodeDataFingerprints)
 	return d
 }
 
@@ -41,6 +42,7 @@ func (d JobDesire) applySplit(h *engine.HubJob) error {
 		return errDataSecret
 	}
 	h.TaskNodes, h.DataAddresses, h.DataSecret = maps.Clone(d.TaskNodes), maps.Clone(d.NodeDataPorts), secret
+	h.DataFingerprints = maps.Clone(d.NodeDataFingerprints)
 	return nil
 }
 

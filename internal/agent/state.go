@@ -55,12 +55,14 @@ type JobDesire struct {
 	CommandID string          `json:"command_id,omitempty"`
 
 	// The split placement of a running job (job_start's task_nodes,
-	// node_data_ports and data_secret; since version 3), absent for a
-	// colocated one. DataSecret is base64url as the Hub sent it: a
-	// credential, kept only in this 0600 file, never logged or reported.
-	TaskNodes     map[string]string `json:"task_nodes,omitempty"`
-	NodeDataPorts map[string]string `json:"node_data_ports,omitempty"`
-	DataSecret    string            `json:"data_secret,omitempty"`
+	// node_data_ports and data_secret; since version 3; and
+	// node_data_fingerprints), absent for a colocated one. DataSecret is
+	// base64url as the Hub sent it: a credential, kept only in this 0600
+	// file, never logged or reported.
+	TaskNodes            map[string]string `json:"task_nodes,omitempty"`
+	NodeDataPorts        map[string]string `json:"node_data_ports,omitempty"`
+	NodeDataFingerprints map[string]string `json:"node_data_fingerprints,omitempty"`
+	DataSecret           string            `json:"data_secret,omitempty"`
 }
 
 // Outcome is the final result of one executed command, kept so that a

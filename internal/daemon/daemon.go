@@ -116,7 +116,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics := telemetry.NewRegistry()
 	// The data plane is closed last, after the engine stopped the jobs
 	// that use it.
-	dp, err := engine.ListenDataPlane(hc, nodeID, log, metrics)
+	dp, err := engine.ListenDataPlane(hc, nodeID, stateDir, log, metrics)
 	if err != nil {
 		log.Error("start-up failed", "err", err)
 		return ErrFailed

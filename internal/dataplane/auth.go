@@ -10,7 +10,7 @@ import (
 	"net"
 )
 
-// The handshake, on a fresh connection, before any stream frame:
+// The handshake, inside the TLS channel, before any stream frame:
 //
 //	dialer   → acceptor  hello     version, job, from, to, nonce_d
 //	acceptor → dialer    challenge nonce_a, proof(acceptor)
@@ -20,17 +20,32 @@ import (
 // proof(p) = HMAC-SHA256(secret, nonce_d | nonce_a | job | p | other), the
 // strings length-prefixed, so each end proves it holds the job's secret for
 // this connection and this direction: neither proof can be replayed on
-// another connection nor reflected back at its maker. Either end may answer
-// a refuse frame with a reason instead, then closes.
+// another connection nor reflected back at its maker. The acceptor also
+// requires the TLS client certificate to be the one pinned for the node the
+// hello names. An acceptor that refuses answers every refusal the same way
+// (a challenge with a random proof, then a refuse frame saying "refused"
+// after the dialer's proof): the bytes never tell a job that does not exist
+// from a node that is not in it or a wrong secret.
 
 // Refuse reasons, the values of svc_dataplane_connections_refused_total's
-// reason label.
+// reason label: a bounded set, never a peer-supplied value.
 const (
 	reasonUnknownJob  = "unknown_job"
 	reasonBadSecret   = "bad_secret"
 	reasonUnknownNode = "unknown_node"
 	reasonProtocol    = "protocol"
+	// reasonTLS: the TLS handshake failed, the client certificate among
+	// them is not pinned by any joined job.
+	reasonTLS = "tls"
+	// reasonCapacity: over MaxHandshakes or MaxHandshakesPerHost, closed
+	// at accept.
+	reasonCapacity = "capacity"
+	// reasonTimeout: the handshake did not end within handshakeTimeout.
+	reasonTimeout = "timeout"
 )
+
+// refusedWire is the one reason an acceptor ever sends.
+const refusedWire = "refused"
 
 // refusal is a handshake that failed for a reason worth counting.
 type refusal struct {
@@ -138,8 +153,8 @@ func dialHandshake(conn net.Conn, dec *decoder, job, self, peer string, secret [
 		return err
 	}
 	if !hmac.Equal(got, proof(secret, nd, na, job, peer, self)) {
-		refuse(conn, reasonBadSecret)
-		return &refusal{reason: reasonBadSecret, err: fmt.Errorf("node %q did not prove the job's secret", peer)}
+		refuse(conn, refusedWire)
+		return &refusal{reason: reasonBadSecret, err: fmt.Errorf("node %q did not prove the job's secret (it has not joined the job yet, or holds another secret)", peer)}
 	}
 	if err := writeFrame(conn, 0, typeProof, proof(secret, nd, na, job, self, peer)); err != nil {
 		return err
@@ -149,46 +164,64 @@ func dialHandshake(conn net.Conn, dec *decoder, job, self, peer string, secret [
 }
 
 // acceptHandshake runs the acceptor's side on conn: lookup finds the mesh
-// of the hello's job. It returns the mesh and the dialer's node id, or a
-// *refusal after telling the dialer why.
-func acceptHandshake(conn net.Conn, dec *decoder, self string, lookup func(job string) *mesh) (*mesh, string, error) {
+// of the hello's job, fp is the fingerprint of the TLS client certificate,
+// which must be the one pinned for the dialer's node when pinned. It
+// returns the mesh and the dialer's node id, or a *refusal after telling
+// the dialer, uniformly, that it is refused.
+func acceptHandshake(conn net.Conn, dec *decoder, self, fp string, pinned bool, lookup func(job string) *mesh) (*mesh, string, error) {
 	p, err := expect(dec, typeHello)
 	if err != nil {
 		return nil, "", &refusal{reason: reasonProtocol, err: err}
 	}
 	h, err := parseHello(p)
 	if err != nil {
-		refuse(conn, reasonProtocol)
+		refuse(conn, refusedWire)
 		return nil, "", &refusal{reason: reasonProtocol, err: err}
 	}
+	// Why the connection will be refused, if it will: decided now, told
+	// only after the dialer's proof, the same way for every reason.
+	var why *refusal
 	m := lookup(h.job)
-	if m == nil {
-		refuse(conn, reasonUnknownJob)
-		return nil, "", &refusal{reason: reasonUnknownJob, err: fmt.Errorf("job %q not joined", h.job)}
+	var pr *peer
+	if m != nil {
+		pr = m.peers[h.from]
 	}
-	if _, ok := m.peers[h.from]; !ok || h.to != self || h.from == self {
-		refuse(conn, reasonUnknownNode)
-		return nil, "", &refusal{reason: reasonUnknownNode, err: fmt.Errorf("node %q to %q is not a peer of job %q", h.from, h.to, h.job)}
-	}
-	if !(h.from < self) {
-		refuse(conn, reasonProtocol)
-		return nil, "", &refusal{reason: reasonProtocol, err: fmt.Errorf("node %q dialed %q, which dials it", h.from, self)}
+	switch {
+	case m == nil:
+		why = &refusal{reason: reasonUnknownJob, err: fmt.Errorf("job %q not joined", h.job)}
+	case pr == nil || h.to != self || h.from == self:
+		why = &refusal{reason: reasonUnknownNode, err: fmt.Errorf("node %q to %q is not a peer of job %q", h.from, h.to, h.job)}
+	case pinned && pr.fp != fp:
+		why = &refusal{reason: reasonUnknownNode, err: fmt.Errorf("node %q of job %q presented certificate %s, pinned %s", h.from, h.job, fp, pr.fp)}
+	case !(h.from < self):
+		why = &refusal{reason: reasonProtocol, err: fmt.Errorf("node %q dialed %q, which dials it", h.from, self)}
 	}
 	na := newNonce()
-	challenge := append(na, proof(m.secret, h.nonce, na, h.job, self, h.from)...)
-	if err := writeFrame(conn, 0, typeChallenge, challenge); err != nil {
+	var mine []byte
+	if why == nil {
+		mine = proof(m.secret, h.nonce, na, h.job, self, h.from)
+	} else {
+		mine = make([]byte, proofLen) // random: proves nothing
+		_, _ = rand.Read(mine)
+	}
+	if err := writeFrame(conn, 0, typeChallenge, append(na, mine...)); err != nil {
 		return nil, "", &refusal{reason: reasonProtocol, err: err}
 	}
 	got, err := expect(dec, typeProof)
-	if err != nil {
-		if errors.Is(err, errPeerRefused) {
-			// The dialer refused our proof: its secret differs.
-			return nil, "", &refusal{reason: reasonBadSecret, err: err}
+	switch {
+	case why != nil:
+		if err == nil {
+			refuse(conn, refusedWire)
 		}
+		return nil, "", why
+	case errors.Is(err, errPeerRefused):
+		// The dialer refused our proof: its secret differs.
+		return nil, "", &refusal{reason: reasonBadSecret, err: err}
+	case err != nil:
 		return nil, "", &refusal{reason: reasonProtocol, err: err}
 	}
 	if !hmac.Equal(got, proof(m.secret, h.nonce, na, h.job, h.from, self)) {
-		refuse(conn, reasonBadSecret)
+		refuse(conn, refusedWire)
 		return nil, "", &refusal{reason: reasonBadSecret, err: fmt.Errorf("node %q did not prove the secret of job %q", h.from, h.job)}
 	}
 	if err := writeFrame(conn, 0, typeAccept, nil); err != nil {

@@ -54,6 +54,20 @@ type Options struct {
 	// HeartbeatInterval, default 1 s; HeartbeatTimeout, default 5 s.
 	HeartbeatInterval time.Duration
 	HeartbeatTimeout  time.Duration
+	// Identity is the node's data-plane key pair (LoadIdentity); nil
+	// makes one for the life of the process.
+	Identity *Identity
+	// MaxHandshakes bounds the accepted connections in their handshake
+	// at once (default 64) and MaxHandshakesPerHost those from one remote
+	// IP address (default 8). A connection beyond either is closed at once,
+	// as sshd's MaxStartups does, so a flood costs neither memory nor the
+	// handshakes of the others for long.
+	MaxHandshakes        int
+	MaxHandshakesPerHost int
+
+	// plaintext turns TLS off: only the package's tests set it, to show
+	// what TLS hides.
+	plaintext bool
 }
 
 // Server is a node's data plane: the listener and the meshes joined on it.
@@ -71,11 +85,24 @@ func (s *Server) Addr() string { return s.impl.addr() }
 // Close closes the listener and every mesh.
 func (s *Server) Close() error { return s.impl.close() }
 
+// Fingerprint is the fingerprint of this node's certificate, which its
+// peers pin (the node advertises it with its data address).
+func (s *Server) Fingerprint() string { return s.impl.opts.Identity.Fingerprint() }
+
+// Peer is another node of a job as the Hub placed it: the address its
+// data plane listens on and its certificate's fingerprint.
+type Peer struct {
+	Addr        string // host:port
+	Fingerprint string // as FingerprintOf writes it
+}
+
 // Join makes this node a member of job's mesh: secret authenticates its
-// links, peers maps each other node of the job to its data address
-// (host:port; this node's own entry, if any, is ignored). Joining a job
-// already joined replaces its mesh: the old one is closed first.
-func (s *Server) Join(job string, secret []byte, peers map[string]string) (*Mesh, error) {
+// links, peers maps each other node of the job to its address and
+// fingerprint (this node's own entry, if any, is ignored). A peer without
+// a valid fingerprint is refused: links are never made without TLS.
+// Joining a job already joined replaces its mesh: the old one is closed
+// first.
+func (s *Server) Join(job string, secret []byte, peers map[string]Peer) (*Mesh, error) {
 	return s.impl.join(job, secret, peers)
 }
 
@@ -84,10 +111,14 @@ func (s *Server) Status() Status { return s.impl.status() }
 
 // Status of a node's data plane.
 type Status struct {
-	Address string       `json:"address"`
-	Jobs    []MeshStatus `json:"jobs"`
+	Address string `json:"address"`
+	// Fingerprint is the node's data-plane certificate fingerprint.
+	Fingerprint string       `json:"fingerprint"`
+	Jobs        []MeshStatus `json:"jobs"`
 	// Refused counts connections refused since start.
 	Refused int64 `json:"connections_refused"`
+	// Handshakes is the number of connections in their handshake now.
+	Handshakes int `json:"handshakes"`
 }
 
 // MeshStatus is one job's links.

@@ -101,8 +101,25 @@ type decoder struct {
 	hdr      [headerLen]byte
 }
 
+// Read buffer sizes: a connection reads its handshake through a small
+// buffer (a handshake frame is under 1 KiB) and gets the large one only
+// once its peer is authenticated, so a connection that never authenticates
+// costs little.
+const (
+	handshakeBuffer = 1 << 10
+	linkBuffer      = 64 << 10
+)
+
 func newDecoder(r io.Reader, maxFrame int) *decoder {
-	return &decoder{r: bufio.NewReaderSize(r, 64<<10), maxFrame: maxFrame}
+	return &decoder{r: bufio.NewReaderSize(r, handshakeBuffer), maxFrame: maxFrame}
+}
+
+// authenticated raises the decoder's bounds for a link: frames up to
+// maxFrame, read through the large buffer (which drains the small one
+// first: nothing read ahead is lost).
+func (d *decoder) authenticated(maxFrame int) {
+	d.maxFrame = maxFrame
+	d.r = bufio.NewReaderSize(d.r, linkBuffer)
 }
 
 // readHeader reads and checks the next frame header. io.EOF means the

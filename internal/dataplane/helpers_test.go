@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -23,7 +24,7 @@ func testOpts(id string, reg prometheus.Registerer) Options {
 		NodeID:            id,
 		Registerer:        reg,
 		HeartbeatInterval: 50 * time.Millisecond,
-		HeartbeatTimeout:  400 * time.Millisecond,
+		HeartbeatTimeout:  time.Second,
 	}
 }
 
@@ -53,7 +54,7 @@ func newPair(t testing.TB, mod func(*Options)) *pair {
 		mod(&ob)
 	}
 	p := &pair{a: startServer(t, oa), b: startServer(t, ob), reg: reg}
-	peers := map[string]string{"a": p.a.Addr(), "b": p.b.Addr()}
+	peers := peersOf(p.a, p.b)
 	var err error
 	if p.mb, err = p.b.Join(testJob, testSecret, peers); err != nil {
 		t.Fatal(err)
@@ -128,16 +129,48 @@ func metricValue(t testing.TB, reg *prometheus.Registry, name string, labels map
 	return -1
 }
 
-// rawDial connects to addr and sends a hello for job from from to to; it
-// returns the connection and a decoder reading it.
-func rawDial(t testing.TB, addr, job, from, to string) (net.Conn, *decoder, []byte) {
+// peersOf maps each server's node id to its address and fingerprint, as
+// the Hub's job_start does.
+func peersOf(ss ...*Server) map[string]Peer {
+	out := make(map[string]Peer, len(ss))
+	for _, s := range ss {
+		out[s.impl.opts.NodeID] = Peer{Addr: s.Addr(), Fingerprint: s.Fingerprint()}
+	}
+	return out
+}
+
+func testIdentity(t testing.TB) *Identity {
+	t.Helper()
+	id, err := NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// dialAs connects to addr over TLS as a client holding id, pinning the
+// server certificate pin; the TLS handshake is done.
+func dialAs(t testing.TB, addr string, id *Identity, pin string) net.Conn {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	tc := tls.Client(conn, clientTLS(id, pin))
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// rawDial connects to s over TLS as a client holding id and sends a hello
+// for job from from to to; it returns the connection and a decoder
+// reading it.
+func rawDial(t testing.TB, s *Server, id *Identity, job, from, to string) (net.Conn, *decoder, []byte) {
+	t.Helper()
+	conn := dialAs(t, s.Addr(), id, s.Fingerprint())
 	nd := newNonce()
 	if err := writeFrame(conn, 0, typeHello, hello{job: job, from: from, to: to, nonce: nd}.payload()); err != nil {
 		t.Fatal(err)

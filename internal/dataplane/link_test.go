@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,31 +13,34 @@ import (
 )
 
 // fakeAcceptor accepts one connection as node "b" of testJob, completes
-// the handshake, and hands the connection to then.
-func fakeAcceptor(t *testing.T, then func(net.Conn, *decoder)) string {
+// the handshake, and hands the connection to then. It returns b's peer
+// entry.
+func fakeAcceptor(t *testing.T, then func(net.Conn, *decoder)) Peer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
+	idB := testIdentity(t)
 	fake := &mesh{secret: testSecret, peers: map[string]*peer{"a": {}}}
 	go func() {
-		conn, err := ln.Accept()
+		raw, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		defer raw.Close()
+		_ = raw.SetDeadline(time.Now().Add(5 * time.Second))
+		conn := tls.Server(raw, serverTLS(idB, func(string) bool { return true }))
 		dec := newDecoder(conn, 1<<20)
-		if _, _, err := acceptHandshake(conn, dec, "b", func(string) *mesh { return fake }); err != nil {
+		if _, _, err := acceptHandshake(conn, dec, "b", "", false, func(string) *mesh { return fake }); err != nil {
 			t.Errorf("fake acceptor handshake: %v", err)
 			return
 		}
-		_ = conn.SetDeadline(time.Time{})
+		_ = raw.SetDeadline(time.Time{})
 		then(conn, dec)
 	}()
-	return ln.Addr().String()
+	return Peer{Addr: ln.Addr().String(), Fingerprint: idB.Fingerprint()}
 }
 
 // TestHeartbeatTimeout: a peer that completed the handshake and then went
@@ -48,7 +52,7 @@ func TestHeartbeatTimeout(t *testing.T) {
 	defer close(release)
 	opts := testOpts("a", nil)
 	a := startServer(t, opts)
-	ma, err := a.Join(testJob, testSecret, map[string]string{"b": addr})
+	ma, err := a.Join(testJob, testSecret, map[string]Peer{"b": addr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,16 +123,12 @@ func TestProtocolErrors(t *testing.T) {
 			o := testOpts("b", nil)
 			o.MaxFrame = 1 << 20
 			b := startServer(t, o)
-			mb, err := b.Join(testJob, testSecret, map[string]string{"a": "127.0.0.1:1"})
+			idA := testIdentity(t)
+			mb, err := b.Join(testJob, testSecret, map[string]Peer{"a": {Addr: "127.0.0.1:1", Fingerprint: idA.Fingerprint()}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			conn, err := net.Dial("tcp", b.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			conn := dialAs(t, b.Addr(), idA, b.Fingerprint())
 			dec := newDecoder(conn, 1<<20)
 			if err := dialHandshake(conn, dec, testJob, "a", "b", testSecret); err != nil {
 				t.Fatal(err)
@@ -175,14 +175,14 @@ func TestRedial(t *testing.T) {
 	}
 
 	ob := testOpts("b", nil)
-	ob.Addr = addrB
+	ob.Addr, ob.Identity = addrB, p.b.impl.opts.Identity // a restart keeps the key
 	var b2 *Server
 	waitFor(t, 5*time.Second, "the port free again", func() bool {
 		b2, err = Listen(ob)
 		return err == nil
 	})
 	defer b2.Close()
-	mb2, err := b2.Join(testJob, testSecret, map[string]string{"a": p.a.Addr(), "b": addrB})
+	mb2, err := b2.Join(testJob, testSecret, peersOf(p.a, b2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestMeshRejoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.b.Join(testJob, testSecret, map[string]string{"a": p.a.Addr()}); err != nil {
+	if _, err := p.b.Join(testJob, testSecret, peersOf(p.a)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Recv(ctxT(t, 5*time.Second)); !errors.Is(err, ErrClosed) {

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -34,7 +35,8 @@ type peer struct {
 	m    *mesh
 	id   string
 	addr string
-	dial bool // this node's id sorts first: it dials
+	fp   string // its certificate's fingerprint, pinned
+	dial bool   // this node's id sorts first: it dials
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
@@ -46,7 +48,7 @@ type peer struct {
 	pending map[string]*receiver // claimed while no link was up
 }
 
-func (s *server) join(job string, secret []byte, peers map[string]string) (*Mesh, error) {
+func (s *server) join(job string, secret []byte, peers map[string]Peer) (*Mesh, error) {
 	switch {
 	case job == "" || len(job) > maxID:
 		return nil, fmt.Errorf("dataplane: job id %q", job)
@@ -56,15 +58,19 @@ func (s *server) join(job string, secret []byte, peers map[string]string) (*Mesh
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &mesh{srv: s, job: job, secret: append([]byte(nil), secret...), peers: make(map[string]*peer), ctx: ctx, cancel: cancel}
 	now := time.Now()
-	for id, addr := range peers {
+	for id, pe := range peers {
 		if id == s.opts.NodeID {
 			continue
 		}
-		if id == "" || len(id) > maxID {
+		switch {
+		case id == "" || len(id) > maxID:
 			cancel()
 			return nil, fmt.Errorf("dataplane: node id %q", id)
+		case !ValidFingerprint(pe.Fingerprint) && !s.opts.plaintext:
+			cancel()
+			return nil, fmt.Errorf("dataplane: node %q has no data-plane certificate fingerprint: links are never made without TLS", id)
 		}
-		m.peers[id] = &peer{m: m, id: id, addr: addr, dial: s.opts.NodeID < id, upc: make(chan struct{}), since: now, pending: make(map[string]*receiver)}
+		m.peers[id] = &peer{m: m, id: id, addr: pe.Addr, fp: pe.Fingerprint, dial: s.opts.NodeID < id, upc: make(chan struct{}), since: now, pending: make(map[string]*receiver)}
 	}
 	for {
 		s.mu.Lock()
@@ -366,20 +372,36 @@ func (p *peer) dialOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dec, dc := s.newConnDecoder(conn)
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	err = dialHandshake(conn, dec, p.m.job, s.opts.NodeID, p.id, p.m.secret)
-	if !stop() {
-		err = ctx.Err()
+	_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	var cfg *tls.Config
+	if s.tls != nil {
+		cfg = clientTLS(s.opts.Identity, p.fp)
 	}
+	c, err := s.secure(conn, cfg, false)
 	if err != nil {
-		_ = conn.Close()
-		var ref *refusal
-		if errors.As(err, &ref) {
-			s.countRefused(ref)
+		err = fmt.Errorf("TLS with node %q: %w", p.id, err)
+	} else {
+		dec, dc := s.newConnDecoder(c)
+		if err = dialHandshake(c, dec, p.m.job, s.opts.NodeID, p.id, p.m.secret); err == nil {
+			if !stop() {
+				_ = conn.Close()
+				return ctx.Err()
+			}
+			_ = conn.SetReadDeadline(time.Time{})
+			s.endHandshake(c, dc, dec)
+			return p.serve(c, dec)
 		}
-		return err
+		if errors.Is(err, errPeerRefused) || isTLSAlert(err) {
+			err = fmt.Errorf("%w (node %q does not pin this node's certificate for the job yet, or refused its proof)", err, p.id)
+		}
 	}
-	s.endHandshake(conn, dc, dec)
-	return p.serve(conn, dec)
+	// The dialer's failures are its link's last error, not refusals of
+	// this node's listener.
+	stop()
+	_ = conn.Close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	backpressure *prometheus.CounterVec // job, channel
 	links        *prometheus.GaugeVec   // state
 	refused      *prometheus.CounterVec // reason
+	handshakes   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,8 +42,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"state"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "svc_dataplane_connections_refused_total",
-			Help: "Data-plane connections refused, by reason (unknown_job, bad_secret, unknown_node, protocol).",
+			Help: "Data-plane connections refused by this node's listener, by reason (capacity, timeout, tls, unknown_job, unknown_node, bad_secret, protocol).",
 		}, []string{"reason"}),
+		handshakes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "svc_dataplane_handshakes",
+			Help: "Accepted data-plane connections in their handshake (TLS and job proof) now.",
+		}),
 	}
 	if reg != nil {
 		m.bytes = telemetry.Register(reg, m.bytes)
@@ -51,6 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.backpressure = telemetry.Register(reg, m.backpressure)
 		m.links = telemetry.Register(reg, m.links)
 		m.refused = telemetry.Register(reg, m.refused)
+		m.handshakes = telemetry.Register(reg, m.handshakes)
 	}
 	return m
 }

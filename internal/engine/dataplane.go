@@ -28,14 +28,21 @@ type DataPlaneStatus = dataplane.Status
 // data_host is not an address of this host (EADDRNOTAVAIL: a NAT, load
 // balancer or relay address that forwards to it) it binds every interface
 // on data_port instead, with a warning: the data plane still refuses any
-// connection that does not prove the job's secret. The caller closes it,
-// after the engine that uses it stopped.
-func ListenDataPlane(hc config.HealthCheck, nodeID string, log *slog.Logger, reg prometheus.Registerer) (*DataPlane, error) {
+// connection that does not pass TLS with a pinned certificate and prove
+// the job's secret. Its key pair is kept in stateDir
+// (dataplane.IdentityFile, created once, 0600): its fingerprint, which
+// the Agent advertises, stays the same across restarts. The caller closes
+// it, after the engine that uses it stopped.
+func ListenDataPlane(hc config.HealthCheck, nodeID, stateDir string, log *slog.Logger, reg prometheus.Registerer) (*DataPlane, error) {
 	if hc.DataPort == 0 {
 		return nil, nil
 	}
+	id, err := dataplane.LoadIdentity(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("data plane (health_check.data_port): %w", err)
+	}
 	port := strconv.Itoa(hc.DataPort)
-	opts := dataplane.Options{Addr: net.JoinHostPort(hc.DataHost, port), NodeID: nodeID, Logger: log, Registerer: reg}
+	opts := dataplane.Options{Addr: net.JoinHostPort(hc.DataHost, port), NodeID: nodeID, Logger: log, Registerer: reg, Identity: id}
 	dp, err := dataplane.Listen(opts)
 	if err != nil && notLocal(hc.DataHost, err) {
 		wildcard := net.JoinHostPort("", port)
@@ -47,7 +54,7 @@ func ListenDataPlane(hc config.HealthCheck, nodeID string, log *slog.Logger, reg
 	if err != nil {
 		return nil, fmt.Errorf("data plane (health_check.data_port): %w", err)
 	}
-	log.Info("data plane listening", "address", dp.Addr(), "data_address", net.JoinHostPort(hc.DataHost, port))
+	log.Info("data plane listening", "address", dp.Addr(), "data_address", net.JoinHostPort(hc.DataHost, port), "data_fingerprint", dp.Fingerprint())
 	return dp, nil
 }
 

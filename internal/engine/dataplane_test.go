@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,39 @@ func TestSplitHubJobMesh(t *testing.T) {
 	}
 	if joined() {
 		t.Errorf("removed split job still in the data plane's status %+v", dp.Status())
+	}
+}
+
+// TestSplitHubJobPeerWithoutFingerprint: a split job whose other node has
+// no data-plane fingerprint (a node of an earlier release) fails to start
+// with ErrSplitPlacement naming the node: links never go without TLS.
+func TestSplitHubJobPeerWithoutFingerprint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dp, err := dataplane.Listen(dataplane.Options{Addr: "127.0.0.1:0", NodeID: "a"})
+	if err != nil {
+		t.Fatalf("dataplane.Listen: %v", err)
+	}
+	t.Cleanup(func() { _ = dp.Close() })
+	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second, NodeID: "a", DataPlane: dp})
+	t.Cleanup(func() { e.Shutdown(context.Background()) })
+	cfg := materialize(t, countJob("split", t.TempDir(), "5ms", 0, 1))
+	plan, ps := job.Build("jobs[0]", cfg.Jobs[0])
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	tasks := map[string]string{}
+	for i, tk := range plan.Tasks {
+		tasks[tk.ID] = []string{"a", "b"}[i%2]
+	}
+	h := engine.HubJob{Spec: cfg.Jobs[0], Generation: 1, TaskNodes: tasks,
+		DataAddresses:    map[string]string{"a": dp.Addr(), "b": "127.0.0.1:1"},
+		DataFingerprints: map[string]string{"a": dp.Fingerprint()}, DataSecret: testDataSecret}
+	err = e.StartHubJob(ctx, h)
+	if !errors.Is(err, engine.ErrSplitPlacement) || !strings.Contains(err.Error(), "no data-plane certificate fingerprint for nodes b") {
+		t.Fatalf("StartHubJob = %v, want ErrSplitPlacement naming node b", err)
+	}
+	if slices.ContainsFunc(dp.Status().Jobs, func(m dataplane.MeshStatus) bool { return m.Job == "split" }) {
+		t.Error("the job joined a mesh with a peer it cannot pin")
 	}
 }

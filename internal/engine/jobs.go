@@ -231,12 +231,14 @@ type HubJob struct {
 	Recovery string
 	Restore  *kernel.ArtifactRef
 	// Split placement: TaskNodes maps every task of the plan to its node,
-	// DataAddresses every node involved to its data address, DataSecret
-	// authenticates the job's links. Empty TaskNodes: the job runs whole
-	// here.
-	TaskNodes     map[string]string
-	DataAddresses map[string]string
-	DataSecret    []byte
+	// DataAddresses every node involved to its data address and
+	// DataFingerprints to its data-plane certificate fingerprint (which
+	// the links pin), DataSecret authenticates the job's links. Empty
+	// TaskNodes: the job runs whole here.
+	TaskNodes        map[string]string
+	DataAddresses    map[string]string
+	DataFingerprints map[string]string
+	DataSecret       []byte
 }
 
 // StartHubJob (re)defines a Hub job from h.Spec and starts it; a running

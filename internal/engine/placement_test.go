@@ -12,15 +12,18 @@ import (
 // TestSplitCheck: a split placement is refused, with the sentinel callers
 // branch on and a message naming what is wrong, unless it places exactly
 // the plan's tasks, at least one of them on this node, every other node
-// has a data address, and the secret is long enough; never with the
+// has a data address and a data-plane fingerprint (a link never goes
+// without TLS), and the secret is long enough; never with the
 // secret in the message.
 func TestSplitCheck(t *testing.T) {
 	plan := &job.Plan{Tasks: []job.Task{{ID: "src#0"}, {ID: "counts#0"}, {ID: "counts#1"}}}
 	secret := []byte("0123456789abcdef-the-data-secret")
+	fpA, fpB := dataplane.FingerprintOf([]byte("a")), dataplane.FingerprintOf([]byte("b"))
 	good := func() *split {
 		return &split{
 			taskNodes:     map[string]string{"src#0": "a", "counts#0": "a", "counts#1": "b"},
 			dataAddresses: map[string]string{"a": "10.0.0.1:7000", "b": "10.0.0.2:7000"},
+			fingerprints:  map[string]string{"a": fpA, "b": fpB},
 			secret:        secret,
 		}
 	}
@@ -45,6 +48,9 @@ func TestSplitCheck(t *testing.T) {
 		{"unknown task", func(s *split) { s.taskNodes["counts#2"] = "b" }, dp, "a", ErrSplitPlacement, "plan does not have: counts#2"},
 		{"peer without address", func(s *split) { delete(s.dataAddresses, "b") }, dp, "a", ErrSplitPlacement, "no data address for nodes b"},
 		{"none here", nil, dp, "c", ErrSplitPlacement, `none of its tasks is placed on this node "c"`},
+		{"own fingerprint not needed", func(s *split) { delete(s.fingerprints, "b") }, dp, "b", nil, ""},
+		{"peer without fingerprint", func(s *split) { delete(s.fingerprints, "b") }, dp, "a", ErrSplitPlacement, "no data-plane certificate fingerprint for nodes b"},
+		{"peer with a malformed fingerprint", func(s *split) { s.fingerprints["b"] = "md5:00" }, dp, "a", ErrSplitPlacement, "no data-plane certificate fingerprint for nodes b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/kernel"
 )
@@ -18,7 +19,8 @@ var ErrNoDataPlane = errors.New("no data plane")
 // ErrSplitPlacement is wrapped by StartHubJob's error for a split placement
 // that does not fit the job's plan or this node: a task of the plan not
 // placed, a task placed that the plan does not have, a node without a data
-// address, no task on this node, or no data secret.
+// address or a data-plane fingerprint, no task on this node, or no data
+// secret.
 var ErrSplitPlacement = errors.New("invalid split placement")
 
 // MinDataSecret is the shortest data secret a split job is accepted with,
@@ -39,6 +41,7 @@ func (e *splitError) Unwrap() error { return e.kind }
 type split struct {
 	taskNodes     map[string]string
 	dataAddresses map[string]string
+	fingerprints  map[string]string
 	secret        []byte
 }
 
@@ -47,7 +50,8 @@ func splitOf(h HubJob) *split {
 	if len(h.TaskNodes) == 0 {
 		return nil
 	}
-	return &split{taskNodes: maps.Clone(h.TaskNodes), dataAddresses: maps.Clone(h.DataAddresses), secret: slices.Clone(h.DataSecret)}
+	return &split{taskNodes: maps.Clone(h.TaskNodes), dataAddresses: maps.Clone(h.DataAddresses),
+		fingerprints: maps.Clone(h.DataFingerprints), secret: slices.Clone(h.DataSecret)}
 }
 
 // maxNamed bounds the ids one split error lists.
@@ -83,7 +87,7 @@ func (s *split) check(jobID string, plan *job.Plan, dp *DataPlane, self string) 
 	if len(missing) > 0 {
 		return fail(ErrSplitPlacement, "is placed split over nodes but task_nodes does not place its tasks %s", named(missing))
 	}
-	var unknown, unreachable []string
+	var unknown, unreachable, unpinned []string
 	for _, id := range slices.Sorted(maps.Keys(s.taskNodes)) {
 		if !inPlan[id] {
 			unknown = append(unknown, id)
@@ -99,6 +103,24 @@ func (s *split) check(jobID string, plan *job.Plan, dp *DataPlane, self string) 
 	}
 	if len(unreachable) > 0 {
 		return fail(ErrSplitPlacement, "is placed split over nodes but node_data_ports has no data address for nodes %s", named(unreachable))
+	}
+	// Every node this one would link to: those of the tasks and those
+	// with an address.
+	linked := slices.Sorted(maps.Keys(s.dataAddresses))
+	for _, n := range slices.Sorted(maps.Values(s.taskNodes)) {
+		if !slices.Contains(linked, n) {
+			linked = append(linked, n)
+		}
+	}
+	slices.Sort(linked)
+	for _, n := range linked {
+		if n != self && !dataplane.ValidFingerprint(s.fingerprints[n]) && !slices.Contains(unpinned, n) {
+			unpinned = append(unpinned, n)
+		}
+	}
+	if len(unpinned) > 0 {
+		// Fail closed: a link is never made without TLS.
+		return fail(ErrSplitPlacement, "is placed split over nodes but node_data_fingerprints has no data-plane certificate fingerprint for nodes %s: nodes of an earlier release, or a placement made before they advertised one; upgrade them and move the job", named(unpinned))
 	}
 	if mine == 0 {
 		return fail(ErrSplitPlacement, "is placed split over nodes but none of its tasks is placed on this node %q", self)
@@ -121,7 +143,11 @@ func (e *Engine) joinSplit(jobID string, plan *job.Plan, s *split) (*kernel.Spli
 	if err := s.check(jobID, plan, e.opts.DataPlane, e.opts.NodeID); err != nil {
 		return nil, err
 	}
-	mesh, err := e.opts.DataPlane.Join(jobID, s.secret, maps.Clone(s.dataAddresses))
+	peers := make(map[string]dataplane.Peer, len(s.dataAddresses))
+	for n, addr := range s.dataAddresses {
+		peers[n] = dataplane.Peer{Addr: addr, Fingerprint: s.fingerprints[n]}
+	}
+	mesh, err := e.opts.DataPlane.Join(jobID, s.secret, peers)
 	if err != nil {
 		return nil, fmt.Errorf("job %q: join the data plane: %w", jobID, err)
 	}

@@ -132,6 +132,7 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 		probs = append(probs, httpapi.FieldProblem{Path: "node_credential",
 			Message: fmt.Sprintf("%d to %d characters: the node's own secret, generated once in its state directory", minCredentialLen, maxCredentialLen)})
 	}
+	probs = append(probs, checkDataFingerprint(req.DataFingerprint)...)
 	lease := defaultLeaseTTL
 	if req.LeaseTTLMS != 0 {
 		lease = time.Duration(req.LeaseTTLMS) * time.Millisecond
@@ -168,7 +169,7 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	caps = slices.Compact(caps)
 	cred := credentialDigest(req.NodeCredential)
 	reg := store.Registration{NodeID: req.NodeID, BootID: req.BootID, Version: req.Version, ProtocolVersion: req.ProtocolVersion,
-		Capabilities: caps, DataAddress: req.DataAddress, SessionToken: token, SessionExpiresAt: now.Add(sess),
+		Capabilities: caps, DataAddress: req.DataAddress, DataFingerprint: req.DataFingerprint, SessionToken: token, SessionExpiresAt: now.Add(sess),
 		LeaseExpiresAt: now.Add(lease), LeaseTTL: lease, CredentialDigest: cred, SessionBinding: h.sessionBinding(cred), Now: now}
 	switch err := h.st.RegisterNode(r.Context(), reg); {
 	case errors.Is(err, store.ErrIdentityMismatch):
@@ -188,6 +189,16 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 		SessionTTLMS: sess.Milliseconds(), LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
 }
 
+// checkDataFingerprint checks an advertised data_fingerprint ("" is none:
+// the node's split jobs then fail on its peers, which never link without
+// TLS).
+func checkDataFingerprint(fp string) []httpapi.FieldProblem {
+	if fp == "" || wire.ValidDataFingerprint(fp) {
+		return nil
+	}
+	return []httpapi.FieldProblem{{Path: "data_fingerprint", Message: `"sha256:" and 64 lowercase hex digits`}}
+}
+
 func newSessionToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
@@ -204,19 +215,22 @@ func (h *Hub) postHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Capabilities) > maxCapabilities {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "capabilities", Message: fmt.Sprintf("at most %d", maxCapabilities)}})
 	}
+	if probs := checkDataFingerprint(req.DataFingerprint); len(probs) > 0 {
+		return httpapi.Validation(probs)
+	}
 	id := agentNode(r)
 	now := h.opts.Now()
 	caps := slices.Clone(req.Capabilities)
 	slices.Sort(caps)
 	caps = slices.Compact(caps)
-	until, came, changed := h.fleet.Heartbeat(id, caps, req.DataAddress, now)
+	until, came, changed := h.fleet.Heartbeat(id, caps, req.DataAddress, req.DataFingerprint, now)
 	// Leases live in memory; only a change of what the node advertises is
 	// written.
 	if changed {
-		if err := h.st.Heartbeat(r.Context(), id, caps, req.DataAddress, until); err != nil {
+		if err := h.st.Heartbeat(r.Context(), id, caps, req.DataAddress, req.DataFingerprint, until); err != nil {
 			return h.storeFailed(err)
 		}
-		h.fleet.Advertise(id, caps, req.DataAddress)
+		h.fleet.Advertise(id, caps, req.DataAddress, req.DataFingerprint)
 		h.nudge()
 	}
 	if came {

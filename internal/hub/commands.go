@@ -19,8 +19,8 @@ func commandOf(e store.OutboxEntry, split *store.JobSplit, attemptID string, exp
 }
 
 // commandFromIntent is the command of an intent's attempt. A job_start of
-// a split job gets the job's split placement (task_nodes, node_data_ports
-// and data_secret) here, at dispatch, from the jobs row: the secret is
+// a split job gets the job's split placement (task_nodes, node_data_ports,
+// node_data_fingerprints and data_secret) here, at dispatch, from the jobs row: the secret is
 // never part of the stored intent.
 func commandFromIntent(i store.Intent, split *store.JobSplit, attemptID string, expires time.Time) wire.Command {
 	if configKind(i.Kind) {
@@ -38,6 +38,7 @@ func commandFromIntent(i store.Intent, split *store.JobSplit, attemptID string, 
 		_ = json.Unmarshal(i.Payload, &p)
 		if split != nil && i.Kind == store.KindJob && i.Operation == wire.CommandJobStart {
 			p.TaskNodes, p.NodeDataPorts, p.DataSecret = split.TaskNodes, split.NodeDataPorts, split.DataSecret
+			p.NodeDataFingerprints = split.NodeDataFingerprints
 		}
 		return wire.Command{CommandID: i.ID, AttemptID: attemptID, Operation: i.Operation, NodeID: i.NodeID, ResourceID: i.ResourceID,
 			Generation: i.Generation, ActionID: i.ActionID, ExpiresAt: wire.At(expires), Payload: p}

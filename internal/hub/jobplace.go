@@ -69,7 +69,7 @@ func (h *Hub) candidates(ctx context.Context) ([]placement.Candidate, error) {
 	out := make([]placement.Candidate, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, placement.Candidate{NodeID: n.NodeID, Status: n.Status, Mode: n.Mode,
-			Capabilities: n.Capabilities, Jobs: load[n.NodeID], DataAddress: n.DataAddress})
+			Capabilities: n.Capabilities, Jobs: load[n.NodeID], DataAddress: n.DataAddress, DataFingerprint: n.DataFingerprint})
 	}
 	slices.SortFunc(out, func(a, b placement.Candidate) int { return cmpString(a.NodeID, b.NodeID) })
 	return out, nil

@@ -53,13 +53,17 @@ func (h *Hub) placeSplit(ctx context.Context, m *materialized, requested, exclud
 			"a split placement needs at least two eligible nodes (online, active, advertising network_shuffle and a data address); name one node in node_ids to split over it alone")
 	}
 	ids := make([]string, len(eligible))
-	addr := map[string]string{}
+	byID := map[string]placement.Candidate{}
 	for i, c := range eligible {
-		ids[i], addr[c.NodeID] = c.NodeID, c.DataAddress
+		ids[i], byID[c.NodeID] = c.NodeID, c
 	}
-	sp := splitPlacement{strategy: strategy, split: store.JobSplit{TaskNodes: placement.Split(m.plan, ids), NodeDataPorts: map[string]string{}}}
+	sp := splitPlacement{strategy: strategy, split: store.JobSplit{TaskNodes: placement.Split(m.plan, ids),
+		NodeDataPorts: map[string]string{}, NodeDataFingerprints: map[string]string{}}}
 	for _, n := range sp.split.TaskNodes {
-		sp.split.NodeDataPorts[n] = addr[n]
+		sp.split.NodeDataPorts[n] = byID[n].DataAddress
+		if fp := byID[n].DataFingerprint; fp != "" {
+			sp.split.NodeDataFingerprints[n] = fp
+		}
 	}
 	sp.coordinator = m.plan.Coordinator(sp.split.TaskNodes)
 	if sp.split.DataSecret, err = newDataSecret(); err != nil {

@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -28,7 +30,7 @@ func newSplitAgent(t *testing.T, th *testHub, nodeID string) *jobAgent {
 	a := &jobAgent{testAgent: newTestAgent(th, nodeID), jobs: map[string]wire.JobObservation{}}
 	r := a.call(t, "POST", "/register", wire.RegisterRequest{NodeID: nodeID, BootID: a.bootID, Version: "test",
 		ProtocolVersion: wire.ProtocolVersion, Capabilities: append(slices.Clone(jobCaps), wire.CapabilityNetworkShuffle),
-		DataAddress: dataAddr(nodeID), LeaseTTLMS: time.Minute.Milliseconds(), NodeCredential: credentialOf(nodeID)}, nodeTokenFor(testToken))
+		DataAddress: dataAddr(nodeID), DataFingerprint: dataFingerprint(nodeID), LeaseTTLMS: time.Minute.Milliseconds(), NodeCredential: credentialOf(nodeID)}, nodeTokenFor(testToken))
 	if r.status != http.StatusOK {
 		t.Fatalf("register: %d %s", r.status, r.body)
 	}
@@ -38,6 +40,13 @@ func newSplitAgent(t *testing.T, th *testHub, nodeID string) *jobAgent {
 }
 
 func dataAddr(nodeID string) string { return "127.0.0.1:7" + strings.TrimPrefix(nodeID, "n") + "00" }
+
+// dataFingerprint is a fingerprint of the node's own, as its data plane's
+// certificate would give it.
+func dataFingerprint(nodeID string) string {
+	sum := sha256.Sum256([]byte(nodeID))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
 
 // only returns the commands of job id among cmds.
 func only(cmds []wire.Command, id string) []wire.Command {
@@ -86,6 +95,7 @@ func TestJobSplit(t *testing.T) {
 		`{"spec": `+spec+`, "desired_state": "running", "placement": "split"}`, http.StatusAccepted))
 	wantTasks := map[string]string{"src#0": "n1", "counts#0": "n2", "counts#1": "n3"}
 	wantPorts := map[string]string{"n1": dataAddr("n1"), "n2": dataAddr("n2"), "n3": dataAddr("n3")}
+	wantFingerprints := map[string]string{"n1": dataFingerprint("n1"), "n2": dataFingerprint("n2"), "n3": dataFingerprint("n3")}
 	if created.NodeID != "n1" {
 		t.Fatalf("coordinator %s, want n1 (the node of src#0)", created.NodeID)
 	}
@@ -99,6 +109,9 @@ func TestJobSplit(t *testing.T) {
 		c := cmds[0].Payload
 		if !cmp.Equal(c.TaskNodes, wantTasks) || !cmp.Equal(c.NodeDataPorts, wantPorts) || len(c.DataSecret) != 43 {
 			t.Fatalf("%s: job_start payload task_nodes %v node_data_ports %v secret length %d", id, c.TaskNodes, c.NodeDataPorts, len(c.DataSecret))
+		}
+		if !cmp.Equal(c.NodeDataFingerprints, wantFingerprints) {
+			t.Fatalf("%s: job_start node_data_fingerprints %v, want %v", id, c.NodeDataFingerprints, wantFingerprints)
 		}
 		if secret != "" && c.DataSecret != secret {
 			t.Fatalf("%s: another data secret", id)
@@ -264,5 +277,45 @@ func TestJobSplitOneNode(t *testing.T) {
 		if !cmp.Equal(got, tc.want) {
 			t.Errorf("%s: network_shuffle checks %v, want %v", tc.placement, got, tc.want)
 		}
+	}
+}
+
+// TestDataFingerprintChecked: a data_fingerprint that is not "sha256:" and
+// 64 lowercase hex digits is a 422 at register and heartbeat; a valid one
+// is the node's, in its view, and follows a heartbeat's change.
+func TestDataFingerprintChecked(t *testing.T) {
+	th := serve(t, dbPath(t), testToken, true)
+	a := newTestAgent(th, "n1")
+	bad := []string{"sha256:XYZ", "md5:" + strings.Repeat("0", 64), strings.Repeat("a", 71), "sha256:" + strings.Repeat("A", 64)}
+	for _, fp := range bad {
+		r := a.call(t, "POST", "/register", wire.RegisterRequest{NodeID: "n1", BootID: a.bootID, Version: "test",
+			ProtocolVersion: wire.ProtocolVersion, DataAddress: dataAddr("n1"), DataFingerprint: fp}, nodeTokenFor(testToken))
+		if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), "data_fingerprint") {
+			t.Fatalf("register with data_fingerprint %q: %d %s", fp, r.status, r.body)
+		}
+	}
+	a2 := newSplitAgent(t, th, "n1")
+	nodeView := func() NodeView {
+		t.Helper()
+		r := th.do(t, "GET", APIPrefix+"/nodes/n1", "", "Authorization", "Bearer "+testToken)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET node: %d %s", r.status, r.body)
+		}
+		return decode[NodeView](t, r)
+	}
+	if view := nodeView(); view.DataFingerprint != dataFingerprint("n1") {
+		t.Fatalf("node view data_fingerprint %q, want %q", view.DataFingerprint, dataFingerprint("n1"))
+	}
+	hb := wire.HeartbeatRequest{BootID: a2.bootID, Capabilities: append(slices.Clone(jobCaps), wire.CapabilityNetworkShuffle), DataAddress: dataAddr("n1")}
+	hb.DataFingerprint = bad[0]
+	if r := a2.call(t, "POST", "/heartbeat", hb, a2.session); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("heartbeat with a bad data_fingerprint: %d %s", r.status, r.body)
+	}
+	hb.DataFingerprint = dataFingerprint("n1-rekeyed")
+	if r := a2.call(t, "POST", "/heartbeat", hb, a2.session); r.status != http.StatusOK {
+		t.Fatalf("heartbeat: %d %s", r.status, r.body)
+	}
+	if view := nodeView(); view.DataFingerprint != hb.DataFingerprint {
+		t.Fatalf("node view data_fingerprint %q after the heartbeat, want %q", view.DataFingerprint, hb.DataFingerprint)
 	}
 }

@@ -26,6 +26,7 @@ type NodeView struct {
 	BootID           string             `json:"boot_id,omitempty"`
 	Capabilities     []string           `json:"capabilities"`
 	DataAddress      string             `json:"data_address,omitempty"`
+	DataFingerprint  string             `json:"data_fingerprint,omitempty"`
 	ConfigVersion    string             `json:"config_version,omitempty"`
 	RegisteredAt     wire.Time          `json:"registered_at,omitzero"`
 	LeaseTTLMS       int64              `json:"lease_ttl_ms,omitempty"`
@@ -44,7 +45,7 @@ type NodeView struct {
 func nodeView(n fleet.Node) NodeView {
 	v := NodeView{NodeID: n.NodeID, Status: n.Status, Mode: n.Mode, Version: n.Version,
 		ProtocolVersion: n.ProtocolVersion, BootID: n.BootID, Capabilities: n.Capabilities,
-		DataAddress: n.DataAddress, ConfigVersion: n.ConfigVersion, RegisteredAt: wire.At(n.RegisteredAt),
+		DataAddress: n.DataAddress, DataFingerprint: n.DataFingerprint, ConfigVersion: n.ConfigVersion, RegisteredAt: wire.At(n.RegisteredAt),
 		LeaseTTLMS: n.LeaseTTL.Milliseconds(), SessionExpiresAt: wire.At(n.SessionExpiresAt),
 		LastReportAt: wire.At(n.ReportedAt), ReportSeq: n.ReportSeq, Restarts: n.Restarts, Streams: len(n.Observed),
 		QueuedCommands: n.Queued, InFlight: n.Active, Metrics: n.Metrics}

@@ -53,9 +53,11 @@ type splitNode struct {
 	state string
 }
 
-func newSplitNode(t *testing.T, id, addr string) *splitNode {
+// newSplitNode starts node id's data plane on addr with identity key (nil:
+// a new one; a restarted node keeps its own).
+func newSplitNode(t *testing.T, id, addr string, key *dataplane.Identity) *splitNode {
 	t.Helper()
-	srv, err := dataplane.Listen(dataplane.Options{Addr: addr, NodeID: id, HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Second})
+	srv, err := dataplane.Listen(dataplane.Options{Addr: addr, NodeID: id, HeartbeatInterval: 100 * time.Millisecond, HeartbeatTimeout: time.Second, Identity: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func newSplitNode(t *testing.T, id, addr string) *splitNode {
 
 // start builds and runs node's share of the job; the returned channel
 // gets Run's result.
-func (n *splitNode) start(t *testing.T, ctx context.Context, spec config.Job, p *job.Plan, secret []byte, taskNodes, addrs map[string]string) (*kernel.Job, <-chan error) {
+func (n *splitNode) start(t *testing.T, ctx context.Context, spec config.Job, p *job.Plan, secret []byte, taskNodes map[string]string, addrs map[string]dataplane.Peer) (*kernel.Job, <-chan error) {
 	t.Helper()
 	mesh, err := n.srv.Join(p.JobID, secret, addrs)
 	if err != nil {
@@ -109,9 +111,13 @@ func TestSplitJobExactlyOnce(t *testing.T) {
 	spec, p := countJob(t, "split", n, outDir, store, 30)
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	a := newSplitNode(t, "a", "127.0.0.1:0")
-	b := newSplitNode(t, "b", "127.0.0.1:0")
-	addrs := map[string]string{"a": a.srv.Addr(), "b": b.srv.Addr()}
+	keyB, err := dataplane.NewIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newSplitNode(t, "a", "127.0.0.1:0", nil)
+	b := newSplitNode(t, "b", "127.0.0.1:0", keyB)
+	addrs := map[string]dataplane.Peer{"a": {Addr: a.srv.Addr(), Fingerprint: a.srv.Fingerprint()}, "b": {Addr: b.srv.Addr(), Fingerprint: b.srv.Fingerprint()}}
 	taskNodes := map[string]string{}
 	for _, task := range p.Tasks {
 		taskNodes[task.ID] = []string{"a", "b"}[task.Subtask]
@@ -144,7 +150,7 @@ func TestSplitJobExactlyOnce(t *testing.T) {
 	}
 	addr := b.srv.Addr()
 	b.srv.Close()
-	b2 := newSplitNode(t, "b", addr)
+	b2 := newSplitNode(t, "b", addr, keyB)
 	_, b2Done := b2.start(t, ctx, spec, p, secret, taskNodes, addrs)
 	if err := wait(t, "the coordinator", leaderDone); err != nil {
 		t.Fatal(err)
@@ -161,12 +167,12 @@ func TestSplitJobExactlyOnce(t *testing.T) {
 // TestSplitFollowerRefusesCheckpoints: only the coordinator takes them.
 func TestSplitFollowerRefusesCheckpoints(t *testing.T) {
 	spec, p := countJob(t, "split", 10, t.TempDir(), t.TempDir(), 30)
-	b := newSplitNode(t, "b", "127.0.0.1:0")
+	b := newSplitNode(t, "b", "127.0.0.1:0", nil)
 	taskNodes := map[string]string{}
 	for _, task := range p.Tasks {
 		taskNodes[task.ID] = []string{"a", "b"}[task.Subtask]
 	}
-	mesh, err := b.srv.Join(p.JobID, []byte("0123456789abcdef0123456789abcdef"), map[string]string{"a": "127.0.0.1:1"})
+	mesh, err := b.srv.Join(p.JobID, []byte("0123456789abcdef0123456789abcdef"), map[string]dataplane.Peer{"a": {Addr: "127.0.0.1:1", Fingerprint: dataplane.FingerprintOf([]byte("a"))}})
 	if err != nil {
 		t.Fatal(err)
 	}

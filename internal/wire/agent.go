@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Agent protocol (API.md "Agent protocol"), under {api_prefix}/agent.
 
@@ -26,6 +29,10 @@ type RegisterRequest struct {
 	ProtocolVersion int      `json:"protocol_version"`
 	Capabilities    []string `json:"capabilities"`
 	DataAddress     string   `json:"data_address,omitempty"`
+	// DataFingerprint is the SHA-256 of the node's data-plane certificate
+	// ("sha256:" and 64 lowercase hex digits), sent with DataAddress: the
+	// peers of its split jobs pin it.
+	DataFingerprint string `json:"data_fingerprint,omitempty"`
 	// LeaseTTLMS and SessionTTLMS are the node's agent_lease_ttl_ms and
 	// agent_session_ttl_ms; zero means the defaults (15000, 3600000).
 	LeaseTTLMS   int64 `json:"lease_ttl_ms,omitempty"`
@@ -51,9 +58,25 @@ type RegisterResponse struct {
 // HeartbeatRequest is the body of POST agent/heartbeat: it renews the lease
 // and re-asserts capabilities and data address.
 type HeartbeatRequest struct {
-	BootID       string   `json:"boot_id"`
-	Capabilities []string `json:"capabilities"`
-	DataAddress  string   `json:"data_address,omitempty"`
+	BootID          string   `json:"boot_id"`
+	Capabilities    []string `json:"capabilities"`
+	DataAddress     string   `json:"data_address,omitempty"`
+	DataFingerprint string   `json:"data_fingerprint,omitempty"`
+}
+
+// ValidDataFingerprint reports whether s is a data-plane certificate
+// fingerprint: "sha256:" and 64 lowercase hex digits.
+func ValidDataFingerprint(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // HeartbeatResponse tells the Agent when its lease ends.

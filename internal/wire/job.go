@@ -92,7 +92,7 @@ type JobCommand struct {
 	Savepoint bool `json:"savepoint,omitempty"`
 
 	// Split placement (job_start only; absent for a colocated job). Every
-	// node involved gets the same three fields.
+	// node involved gets the same four fields.
 	//
 	// TaskNodes maps every task of the plan ("<chain>#<subtask>") to the
 	// node that runs it.
@@ -100,6 +100,10 @@ type JobCommand struct {
 	// NodeDataPorts maps every node of TaskNodes to the data address its
 	// peers dial (host:port, its advertised data_address).
 	NodeDataPorts map[string]string `json:"node_data_ports,omitempty"`
+	// NodeDataFingerprints maps every node of TaskNodes to its advertised
+	// data_fingerprint, which the links to it pin. A node given a peer
+	// without one refuses the job (links never go without TLS).
+	NodeDataFingerprints map[string]string `json:"node_data_fingerprints,omitempty"`
 	// DataSecret authenticates the job's data-plane links (base64url, 32
 	// random bytes, one per job). It is a credential: never logged,
 	// evented, audited or shown in an operation.

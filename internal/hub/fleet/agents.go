@@ -78,6 +78,7 @@ func (f *Fleet) Register(reg store.Registration) (came, rebooted bool) {
 	f.cacheSessionLocked(sessionKey(reg.SessionToken), Session{NodeID: reg.NodeID, ExpiresAt: reg.SessionExpiresAt})
 	n.node.NodeID, n.node.BootID, n.node.Version, n.node.ProtocolVersion = reg.NodeID, reg.BootID, reg.Version, reg.ProtocolVersion
 	n.node.Capabilities, n.node.DataAddress, n.node.RegisteredAt, n.node.SessionExpiresAt = reg.Capabilities, reg.DataAddress, reg.Now, reg.SessionExpiresAt
+	n.node.DataFingerprint = reg.DataFingerprint
 	n.leaseTTL = reg.LeaseTTL
 	came = n.renewLocked(reg.Now)
 	rebooted = n.fresh && n.reportBoot != reg.BootID
@@ -130,24 +131,24 @@ func (n *node) renewLocked(now time.Time) bool {
 }
 
 // Heartbeat renews node id's lease from now. It returns the lease's end,
-// whether the node came online, and whether caps (sorted) or addr differ
-// from what the node advertised: then the caller writes them and calls
-// Advertise.
-func (f *Fleet) Heartbeat(id string, caps []string, addr string, now time.Time) (until time.Time, came, changed bool) {
+// whether the node came online, and whether caps (sorted), addr or fp (its
+// data-plane fingerprint) differ from what the node advertised: then the
+// caller writes them and calls Advertise.
+func (f *Fleet) Heartbeat(id string, caps []string, addr, fp string, now time.Time) (until time.Time, came, changed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.nodeLocked(id)
-	changed = !slices.Equal(caps, n.node.Capabilities) || addr != n.node.DataAddress
+	changed = !slices.Equal(caps, n.node.Capabilities) || addr != n.node.DataAddress || fp != n.node.DataFingerprint
 	came = n.renewLocked(now)
 	return n.leaseUntil, came, changed
 }
 
 // Advertise records what node id advertises, as the store holds it now.
-func (f *Fleet) Advertise(id string, caps []string, addr string) {
+func (f *Fleet) Advertise(id string, caps []string, addr, fp string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.nodeLocked(id)
-	n.node.Capabilities, n.node.DataAddress = caps, addr
+	n.node.Capabilities, n.node.DataAddress, n.node.DataFingerprint = caps, addr, fp
 }
 
 // ExpireLeases marks the nodes whose lease lapsed at now unavailable (what

@@ -138,6 +138,7 @@ type Node struct {
 	ProtocolVersion  int
 	Capabilities     []string // a copy, sorted
 	DataAddress      string
+	DataFingerprint  string
 	Mode             string
 	RegisteredAt     time.Time // zero: the node never registered (it only has state the Hub keeps for it)
 	SessionExpiresAt time.Time
@@ -164,7 +165,7 @@ type Node struct {
 // snapshot copies n. f.mu is held.
 func (n *node) snapshot() Node {
 	return Node{NodeID: n.node.NodeID, BootID: n.node.BootID, Version: n.node.Version, ProtocolVersion: n.node.ProtocolVersion,
-		Capabilities: slices.Clone(n.node.Capabilities), DataAddress: n.node.DataAddress, Mode: n.node.Mode,
+		Capabilities: slices.Clone(n.node.Capabilities), DataAddress: n.node.DataAddress, DataFingerprint: n.node.DataFingerprint, Mode: n.node.Mode,
 		RegisteredAt: n.node.RegisteredAt, SessionExpiresAt: n.node.SessionExpiresAt, Restarts: n.node.Restarts,
 		Status: n.status(), Online: n.online, Observing: n.observing(), LeaseTTL: n.leaseTTL, LeaseUntil: n.leaseUntil,
 		ReportSeq: n.reportSeq, ReportedAt: n.reportedAt, ConfigVersion: n.cfgVersion, Observed: n.observed,

@@ -214,11 +214,11 @@ func TestLeases(t *testing.T) {
 	if !f.Observing("a") {
 		t.Fatal("not observing after an accepted report")
 	}
-	until, came, changed := f.Heartbeat("a", nil, "", t0.Add(5*time.Second))
+	until, came, changed := f.Heartbeat("a", nil, "", "", t0.Add(5*time.Second))
 	if came || changed || !until.Equal(t0.Add(15*time.Second)) {
 		t.Fatalf("heartbeat: until %v came %v changed %v", until, came, changed)
 	}
-	if _, _, changed := f.Heartbeat("a", []string{"stream_control"}, "", t0.Add(5*time.Second)); !changed {
+	if _, _, changed := f.Heartbeat("a", []string{"stream_control"}, "", "", t0.Add(5*time.Second)); !changed {
 		t.Fatal("a new capability is not a change")
 	}
 	if gone := f.ExpireLeases(t0.Add(15*time.Second - time.Millisecond)); len(gone) != 0 {
@@ -230,7 +230,7 @@ func TestLeases(t *testing.T) {
 	if n, _ := f.Node("a"); n.Online || n.Observing || n.Status != reconcile.StatusUnavailable {
 		t.Fatalf("after expiry: %+v", n)
 	}
-	if _, came, _ := f.Heartbeat("a", nil, "", t0.Add(time.Minute)); !came {
+	if _, came, _ := f.Heartbeat("a", nil, "", "", t0.Add(time.Minute)); !came {
 		t.Fatal("a heartbeat after expiry did not bring the node back")
 	}
 	if f.Observing("a") {
@@ -284,7 +284,7 @@ func TestReceive(t *testing.T) {
 			}
 			if tt.expire {
 				f.ExpireLeases(t0.Add(time.Hour))
-				f.Heartbeat("a", nil, "", t0.Add(time.Hour))
+				f.Heartbeat("a", nil, "", "", t0.Add(time.Hour))
 			}
 			tt.r.NodeID = "a"
 			got := f.Receive(tt.r)
@@ -330,7 +330,7 @@ func TestRestore(t *testing.T) {
 // TestCopies: what the fleet returns is a copy.
 func TestCopies(t *testing.T) {
 	f := registered("a")
-	f.Advertise("a", []string{"job_control", "stream_control"}, "")
+	f.Advertise("a", []string{"job_control", "stream_control"}, "", "")
 	n, _ := f.Node("a")
 	n.Capabilities[0] = "changed"
 	f.ReconcileNode("a").Capabilities[0] = "changed"

@@ -23,8 +23,10 @@ type Candidate struct {
 	Capabilities []string
 	Jobs         int
 	// DataAddress is the host:port the node's data plane listens on ("":
-	// none); a split placement needs it.
-	DataAddress string
+	// none); a split placement needs it. DataFingerprint is its
+	// certificate's fingerprint, which the job's links pin.
+	DataAddress     string
+	DataFingerprint string
 }
 
 // Request is one placement decision's input. Requested, when not empty,

@@ -398,19 +398,20 @@ func (s *Store) JobSplits(ctx context.Context, jobIDs []string) (map[string]JobS
 		return nil, err
 	}
 	err = s.read(ctx, func(q querier) error {
-		rows, err := q.QueryContext(ctx, `SELECT job_id, task_nodes, node_data_ports, data_secret FROM jobs
+		rows, err := q.QueryContext(ctx, `SELECT job_id, task_nodes, node_data_ports, data_secret, node_data_fingerprints FROM jobs
 			WHERE placement = ? AND job_id IN (SELECT value FROM json_each(?))`, wire.PlacementSplit, string(ids))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var id, taskNodes, ports string
+			var id, taskNodes, ports, fps string
 			var sp JobSplit
-			if err := rows.Scan(&id, &taskNodes, &ports, &sp.DataSecret); err != nil {
+			if err := rows.Scan(&id, &taskNodes, &ports, &sp.DataSecret, &fps); err != nil {
 				return err
 			}
-			if err := errors.Join(optUnmarshal(taskNodes, &sp.TaskNodes), optUnmarshal(ports, &sp.NodeDataPorts)); err != nil {
+			if err := errors.Join(optUnmarshal(taskNodes, &sp.TaskNodes), optUnmarshal(ports, &sp.NodeDataPorts),
+				optUnmarshal(fps, &sp.NodeDataFingerprints)); err != nil {
 				return fmt.Errorf("job %q placement: %w", id, err)
 			}
 			out[id] = sp

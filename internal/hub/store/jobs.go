@@ -76,12 +76,13 @@ func (j Job) Nodes() []string {
 
 // JobSplit is a split placement as a write sets it and as a job_start
 // command carries it: the task -> node map, each node's data address and
-// the job's data-plane secret (a credential: never logged, evented,
-// audited or shown).
+// data-plane certificate fingerprint, and the job's data-plane secret (a
+// credential: never logged, evented, audited or shown).
 type JobSplit struct {
-	TaskNodes     map[string]string
-	NodeDataPorts map[string]string
-	DataSecret    string
+	TaskNodes            map[string]string
+	NodeDataPorts        map[string]string
+	NodeDataFingerprints map[string]string
+	DataSecret           string
 }
 
 // JobVersion is one stored version of a job: the spec as submitted and the

@@ -216,9 +216,13 @@ func (s *Store) writeJobRecords(ctx context.Context, q querier, w JobWrite, j *J
 		if err != nil {
 			return err
 		}
+		fps, err := json.Marshal(nonNilMap(sp.NodeDataFingerprints))
+		if err != nil {
+			return err
+		}
 		// The secret goes to this row only (see migration 0006).
-		if _, err := q.ExecContext(ctx, `UPDATE jobs SET placement = ?, task_nodes = ?, node_data_ports = ?, data_secret = ?
-			WHERE job_id = ?`, wire.PlacementSplit, string(taskNodes), string(ports), sp.DataSecret, j.ID); err != nil {
+		if _, err := q.ExecContext(ctx, `UPDATE jobs SET placement = ?, task_nodes = ?, node_data_ports = ?, data_secret = ?,
+			node_data_fingerprints = ? WHERE job_id = ?`, wire.PlacementSplit, string(taskNodes), string(ports), sp.DataSecret, string(fps), j.ID); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,7 @@ type Node struct {
 	ProtocolVersion  int
 	Capabilities     []string
 	DataAddress      string
+	DataFingerprint  string
 	RegisteredAt     time.Time
 	LeaseExpiresAt   time.Time
 	Mode             string
@@ -50,6 +51,7 @@ type Registration struct {
 	ProtocolVersion  int
 	Capabilities     []string
 	DataAddress      string
+	DataFingerprint  string
 	SessionToken     string
 	SessionExpiresAt time.Time
 	LeaseExpiresAt   time.Time
@@ -89,15 +91,15 @@ func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
 		now := ms(r.Now)
 		if _, err := q.ExecContext(ctx, `INSERT INTO nodes (node_id, boot_id, version, protocol_version, capabilities,
 			data_address, registered_at, lease_expires_at, session_hash, session_expires_at, lease_ttl_ms,
-			credential_digest, session_binding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+			credential_digest, session_binding, data_fingerprint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT (node_id) DO UPDATE SET boot_id = excluded.boot_id, version = excluded.version,
 			protocol_version = excluded.protocol_version, capabilities = excluded.capabilities,
-			data_address = excluded.data_address, registered_at = excluded.registered_at,
+			data_address = excluded.data_address, data_fingerprint = excluded.data_fingerprint, registered_at = excluded.registered_at,
 			lease_expires_at = excluded.lease_expires_at, session_hash = excluded.session_hash,
 			session_expires_at = excluded.session_expires_at, lease_ttl_ms = excluded.lease_ttl_ms,
 			credential_digest = excluded.credential_digest, session_binding = excluded.session_binding`,
 			r.NodeID, r.BootID, r.Version, r.ProtocolVersion, string(caps), r.DataAddress, now, ms(r.LeaseExpiresAt),
-			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds(), r.CredentialDigest, r.SessionBinding); err != nil {
+			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds(), r.CredentialDigest, r.SessionBinding, r.DataFingerprint); err != nil {
 			return err
 		}
 		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "")
@@ -155,16 +157,16 @@ func (s *Store) LookupSession(ctx context.Context, token string, now time.Time) 
 	return out, err
 }
 
-// Heartbeat renews a node's lease and re-asserts its capabilities and data
-// address. An unknown node returns ErrNotFound.
-func (s *Store) Heartbeat(ctx context.Context, nodeID string, capabilities []string, dataAddress string, leaseExpiresAt time.Time) error {
+// Heartbeat renews a node's lease and re-asserts its capabilities, data
+// address and data-plane fingerprint. An unknown node returns ErrNotFound.
+func (s *Store) Heartbeat(ctx context.Context, nodeID string, capabilities []string, dataAddress, dataFingerprint string, leaseExpiresAt time.Time) error {
 	caps, err := json.Marshal(nonNil(capabilities))
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, q querier) error {
-		r, err := q.ExecContext(ctx, `UPDATE nodes SET lease_expires_at = ?, capabilities = ?, data_address = ? WHERE node_id = ?`,
-			ms(leaseExpiresAt), string(caps), dataAddress, nodeID)
+		r, err := q.ExecContext(ctx, `UPDATE nodes SET lease_expires_at = ?, capabilities = ?, data_address = ?, data_fingerprint = ? WHERE node_id = ?`,
+			ms(leaseExpiresAt), string(caps), dataAddress, dataFingerprint, nodeID)
 		if err != nil {
 			return err
 		}
@@ -227,7 +229,7 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 
 const nodeCols = `node_id, boot_id, version, protocol_version, capabilities, data_address, registered_at, lease_expires_at,
 	mode, session_expires_at, report_boot_id, report_seq, reported_at, config_version, metrics, restarts, lease_ttl_ms,
-	config_node_version, config_hub_version, config_generation, config_reported_at`
+	config_node_version, config_hub_version, config_generation, config_reported_at, data_fingerprint`
 
 func scanNode(r scanner) (Node, error) {
 	var n Node
@@ -235,7 +237,7 @@ func scanNode(r scanner) (Node, error) {
 	var reg, lease, sx, rep, ttl, cgen, cat int64
 	if err := r.Scan(&n.NodeID, &n.BootID, &n.Version, &n.ProtocolVersion, &caps, &n.DataAddress, &reg, &lease, &n.Mode,
 		&sx, &n.ReportBootID, &n.ReportSeq, &rep, &n.ConfigVersion, &metrics, &n.Restarts, &ttl,
-		&cnv, &chv, &cgen, &cat); err != nil {
+		&cnv, &chv, &cgen, &cat, &n.DataFingerprint); err != nil {
 		return n, err
 	}
 	n.Config = observedConfig(cnv, chv, cgen, cat)

@@ -43,7 +43,7 @@ func TestNodesAndSessions(t *testing.T) {
 	if _, err := s.LookupSession(ctx, tok1, t0.Add(time.Minute)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("replaced session still valid: %v", err)
 	}
-	if err := s.Heartbeat(ctx, "n1", []string{"a", "b"}, "", t0.Add(2*time.Minute)); err != nil {
+	if err := s.Heartbeat(ctx, "n1", []string{"a", "b"}, "", "", t0.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := s.GetNode(ctx, "n1")
@@ -55,7 +55,7 @@ func TestNodesAndSessions(t *testing.T) {
 	if d := cmp.Diff(want, n); d != "" {
 		t.Errorf("node (-want +got):\n%s", d)
 	}
-	if err := s.Heartbeat(ctx, "nx", nil, "", t0); !errors.Is(err, ErrNotFound) {
+	if err := s.Heartbeat(ctx, "nx", nil, "", "", t0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("heartbeat unknown: %v", err)
 	}
 	if err := s.SetNodeMode(ctx, ModeChange{NodeID: "n1", Mode: "bogus", Now: t0}); !errors.Is(err, ErrInvalid) {
