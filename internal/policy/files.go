@@ -72,6 +72,16 @@ func lexicallyBeneath(root, clean string) bool {
 // prefix must resolve without leaving root.
 func inRoot(root, rel, name string) error {
 	r, err := os.OpenRoot(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Nothing beneath a root that does not exist yet can be a link:
+		// what is written is what gets created, unless it holds "..".
+		for el := range strings.SplitSeq(rel, string(filepath.Separator)) {
+			if el == ".." {
+				return fmt.Errorf("%s %w", name, ErrEscapes)
+			}
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s is %w (the root %s cannot be opened)", name, ErrOutsideRoots, root)
 	}

@@ -77,6 +77,18 @@ func TestWithinRelative(t *testing.T) {
 	}
 }
 
+// TestWithinMissingRoot: beneath a root not made yet, a path is allowed
+// as written, without "..".
+func TestWithinMissingRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "not-yet")
+	if err := Within([]string{root}, filepath.Join(root, "out", "x.jsonl")); err != nil {
+		t.Errorf("beneath a missing root: %v", err)
+	}
+	if err := Within([]string{root}, root+"/a/../b"); !errors.Is(err, ErrEscapes) {
+		t.Error("dot-dot beneath a missing root allowed")
+	}
+}
+
 // TestWithinNoRoots: without roots nothing is allowed.
 func TestWithinNoRoots(t *testing.T) {
 	if err := Within(nil, t.TempDir()); !errors.Is(err, ErrOutsideRoots) {
