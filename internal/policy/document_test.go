@@ -57,3 +57,21 @@ func TestDocument(t *testing.T) {
 		t.Errorf("denial = %v", ds)
 	}
 }
+
+// TestDefault: without a remote_policy section the state directory is the
+// one file root and both kinds of command run.
+func TestDefault(t *testing.T) {
+	dir := t.TempDir()
+	p := Default(dir)
+	if !p.JobControl() || !p.ConfigControl() {
+		t.Errorf("job control %v, config control %v; want both", p.JobControl(), p.ConfigControl())
+	}
+	if got := p.Roots(); !slices.Equal(got, []string{dir}) {
+		t.Errorf("roots %v, want [%s]", got, dir)
+	}
+	rp := config.Default().RemotePolicy
+	rp.FileRoots = []string{"/srv/a/", "/srv/b"}
+	if got := New(rp, dir).Roots(); !slices.Equal(got, []string{"/srv/a", "/srv/b"}) {
+		t.Errorf("roots %v, want the listed ones, cleaned", got)
+	}
+}
