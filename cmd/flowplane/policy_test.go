@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/hub"
+	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -138,6 +139,14 @@ func TestPolicyRemoteWork(t *testing.T) {
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the http sink received %d requests", n)
+	}
+	// The Hub's audit keeps the node's refusal.
+	var audit wire.Page[store.AuditRecord]
+	h.call(t, "GET", "/audit?resource_id=passwd", "", http.StatusOK, &audit)
+	if !slices.ContainsFunc(audit.Items, func(r store.AuditRecord) bool {
+		return r.Outcome == store.OutcomeRejected && r.FailureCode == "policy_denied" && r.NodeID == "node-p"
+	}) {
+		t.Errorf("no rejected audit record with policy_denied for job passwd: %+v", audit.Items)
 	}
 
 	// Configuration commands.
