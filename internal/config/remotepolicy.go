@@ -19,24 +19,19 @@ var hostName = regexp.MustCompile(`^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-
 func (p RemotePolicy) validate() []Problem {
 	const at0 = RemotePolicySection
 	var ps []Problem
-	names := func(field string, list []string) {
-		for i, n := range list {
-			if !refName.MatchString(n) {
-				ps = append(ps, at(at0+"."+field+"["+itoa(i)+"]", "%q is not a variable name: use letters, digits and _", n))
+	// each checks every entry of a list with ok; why completes "%q ...".
+	each := func(field string, list []string, ok func(string) bool, why string) {
+		for i, v := range list {
+			if !ok(v) {
+				ps = append(ps, at(at0+"."+field+"["+itoa(i)+"]", "%q "+why, v))
 			}
 		}
 	}
-	names("env", p.Env)
-	names("secrets", p.Secrets)
-	abs := func(field string, list []string) {
-		for i, f := range list {
-			if !filepath.IsAbs(f) {
-				ps = append(ps, at(at0+"."+field+"["+itoa(i)+"]", "%q is not an absolute path", f))
-			}
-		}
-	}
-	abs("files", p.Files)
-	abs("file_roots", p.FileRoots)
+	const notName, notAbs = "is not a variable name: use letters, digits and _", "is not an absolute path"
+	each("env", p.Env, refName.MatchString, notName)
+	each("secrets", p.Secrets, refName.MatchString, notName)
+	each("files", p.Files, filepath.IsAbs, notAbs)
+	each("file_roots", p.FileRoots, filepath.IsAbs, notAbs)
 	for i, a := range p.OutboundAllow {
 		if _, _, err := ParseOutbound(a); err != nil {
 			ps = append(ps, at(at0+".outbound_allow["+itoa(i)+"]", "%v", err))
