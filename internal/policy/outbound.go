@@ -27,10 +27,13 @@ var deniedNames = map[string]bool{
 }
 
 // AddressAllowed decides one destination address: with an allow-list
-// (allow not empty) only addresses within it; without, any address but
+// (listSet) only addresses within allow; without, any address but
 // link-local and cloud metadata ones. why says what refused it.
 func AddressAllowed(a netip.Addr, allow []netip.Prefix, listSet bool) (ok bool, why string) {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("") // a zoned address is contained in no prefix
+	if !a.IsValid() {
+		return false, "an invalid address"
+	}
 	if listSet {
 		for _, p := range allow {
 			if p.Contains(a) {

@@ -24,6 +24,7 @@ func TestAddressAllowed(t *testing.T) {
 		{"169.254.1.1", nil, false, false},
 		{"::ffff:169.254.169.254", nil, false, false},
 		{"fe80::1", nil, false, false},
+		{"fe80::1%eth0", nil, false, false},
 		{"fd00:ec2::254", nil, false, false},
 		{"fd00:ec2::253", nil, false, true},
 		{"10.1.2.3", lan, true, true},
@@ -105,4 +106,26 @@ func TestDestination(t *testing.T) {
 			t.Errorf("Destination(%q) = %v, want allowed %v", tt.value, err, tt.ok)
 		}
 	}
+}
+
+// FuzzDestination: whatever a delivered value holds, reading its hosts
+// and deciding them never panics, and an address literal among them is
+// decided as AddressAllowed decides it.
+func FuzzDestination(f *testing.F) {
+	for _, s := range []string{"http://169.254.169.254/", "u:p@tcp([fe80::1%eth0]:1)/d", "host=a hostaddr=b", "s3://b?endpoint=%zz", "a,b,,[::1]:9", "://", "file://x"} {
+		f.Add(s)
+	}
+	p := Default(f.TempDir()).WithLookup(func(context.Context, string) ([]netip.Addr, error) {
+		return nil, errors.New("no lookups here")
+	})
+	f.Fuzz(func(t *testing.T, value string) {
+		err := p.Destination(context.Background(), value)
+		for _, h := range Hosts(value) {
+			if a, perr := netip.ParseAddr(h); perr == nil {
+				if ok, _ := AddressAllowed(a, nil, false); !ok && err == nil {
+					t.Errorf("%q names %s, refused alone, but the value is allowed", value, a)
+				}
+			}
+		}
+	})
 }
