@@ -361,6 +361,12 @@ func (a *Agent) reapply(ctx context.Context) {
 // A split job starts its share again on its recorded placement. Jobs the
 // Hub wants stopped are not started.
 func (a *Agent) reapplyJobs(ctx context.Context) {
+	if a.o.Policy != nil && !a.o.Policy.JobControl() {
+		if n := len(a.st.jobs.all()); n > 0 {
+			a.log.Warn("not re-applying the Hub's jobs: remote_policy.job_control is false", "jobs", n)
+		}
+		return
+	}
 	for id, d := range a.st.jobs.all() {
 		if d.State != jobDesiredRunning {
 			continue

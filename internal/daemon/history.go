@@ -52,10 +52,13 @@ func bootVersion(hist *history.Store, v history.Version, file history.Version, p
 }
 
 // allowed reports whether the remote policy lets the Hub version v run:
-// its ${env:} and ${file:} references and, materialized, its files and
+// configuration control on, its ${env:} and ${file:} references and, materialized, its files and
 // destinations. A text that does not materialize counts as allowed:
 // materialize reports it.
 func allowed(v, file history.Version, pol *policy.Policy) bool {
+	if !pol.ConfigControl() {
+		return false // the node no longer takes configurations from the Hub
+	}
 	tree, err := config.Tree(v.Content, v.Format)
 	if err != nil {
 		return true
