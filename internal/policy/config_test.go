@@ -21,7 +21,9 @@ func TestConfig(t *testing.T) {
 	p := Default(root).WithLookup(func(context.Context, string) ([]netip.Addr, error) {
 		return nil, errors.New("no lookups here")
 	})
-	comp := func(typ string, fields map[string]any) config.Component { return config.Component{Type: typ, Fields: fields} }
+	comp := func(typ string, fields map[string]any) config.Component {
+		return config.Component{Type: typ, Fields: fields}
+	}
 	cfg := &config.Config{
 		Logging: config.Logging{FilePath: "/var/log/flowplane.log"},
 		Streams: []config.Stream{{
