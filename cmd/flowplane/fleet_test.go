@@ -295,8 +295,8 @@ func newFleetNode(t *testing.T, dir, id string, hubURLs []string, extra string) 
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "logging: {level: info}\nhealth_check:\n  address: %q\n  hub_urls: %s\n  node_id: %s\n  node_token: \"${env:%s}\"\n%s\nstreams:\n",
-		n.addr, urls, id, hub.EnvNodeToken, extra)
+	fmt.Fprintf(&b, "logging: {level: info}\nhealth_check:\n  address: %q\n  hub_urls: %s\n  node_id: %s\n  node_token: \"${env:%s}\"\n%s\n%sstreams:\n",
+		n.addr, urls, id, hub.EnvNodeToken, extra, tempRootsPolicy())
 	for _, s := range fleetStreams {
 		fmt.Fprintf(&b, "  - id: %s\n    input: {type: generate, context: '{\"n\": {{count}}}', interval: 50ms}\n    pipeline: {processors: []}\n    output: {type: drop}\n", s)
 	}
@@ -304,6 +304,13 @@ func newFleetNode(t *testing.T, dir, id string, hubURLs []string, extra string) 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// tempRootsPolicy is the remote_policy section of test nodes whose Hub
+// work writes under t.TempDir() rather than the node's state directory
+// (the default file root).
+func tempRootsPolicy() string {
+	return fmt.Sprintf("remote_policy: {file_roots: [%q]}\n", os.TempDir())
 }
 
 func (n *fleetNode) base() string { return "http://" + n.addr }

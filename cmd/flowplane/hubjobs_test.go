@@ -58,8 +58,8 @@ func hubJobSpec(v int, out, store string) string {
 func newJobNode(t *testing.T, dir, id string, hubURL string) *fleetNode {
 	t.Helper()
 	n := &fleetNode{owner: t, id: id, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), conf: filepath.Join(dir, id+".yaml"), state: filepath.Join(dir, id)}
-	conf := fmt.Sprintf("logging: {level: info}\nhealth_check:\n  address: %q\n  hub_urls: [%q]\n  node_id: %s\n  node_token: \"${env:%s}\"\n  agent_lease_ttl_ms: 2000\nstreams: []\n",
-		n.addr, hubURL, id, hub.EnvNodeToken)
+	conf := fmt.Sprintf("logging: {level: info}\nhealth_check:\n  address: %q\n  hub_urls: [%q]\n  node_id: %s\n  node_token: \"${env:%s}\"\n  agent_lease_ttl_ms: 2000\n%sstreams: []\n",
+		n.addr, hubURL, id, hub.EnvNodeToken, tempRootsPolicy())
 	if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,13 @@ const rolloutSecret = "s3cr3t-rollout-value-5b1e"
 // returns it unstarted.
 func rolloutNode(t *testing.T, dir, id, hubURL string) *fleetNode {
 	t.Helper()
+	return policyNode(t, dir, id, hubURL, tempRootsPolicy())
+}
+
+// policyNode is rolloutNode with the remote_policy section given (a YAML
+// line ending in a newline).
+func policyNode(t *testing.T, dir, id, hubURL, remotePolicy string) *fleetNode {
+	t.Helper()
 	n := &fleetNode{owner: t, id: id, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), conf: filepath.Join(dir, id+".yaml"), state: filepath.Join(dir, id)}
 	conf := fmt.Sprintf(`logging: {level: info}
 health_check:
@@ -38,12 +45,12 @@ health_check:
   node_id: %s
   node_token: "${env:%s}"
   agent_lease_ttl_ms: 3000
-streams:
+%sstreams:
   - id: base
     input: {type: generate, context: '{"n": 1}', interval: 200ms}
     pipeline: {processors: []}
     output: {type: drop}
-`, n.addr, hubURL, id, hub.EnvNodeToken)
+`, n.addr, hubURL, id, hub.EnvNodeToken, remotePolicy)
 	if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

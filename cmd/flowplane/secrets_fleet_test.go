@@ -57,7 +57,9 @@ func TestSecretFragmentsNotInHubValidateResult(t *testing.T) {
 	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db"),
 		env: []string{"SVC_SECRET_LEAK_HUB=" + leakSecretValue}}
 	h.start(t)
-	n := rolloutNode(t, dir, "node-1", h.url())
+	// The node lets the Hub's work read this environment variable and
+	// file: what is checked is that their values never come back.
+	n := policyNode(t, dir, "node-1", h.url(), fmt.Sprintf("remote_policy: {env: [FLOWPLANE_LEAK_ENV], files: [%q]}\n", file))
 	n.env = []string{"FLOWPLANE_LEAK_ENV=" + leakEnvValue}
 	n.start(t)
 	h.waitStatus(t, "node-1", "online")
@@ -142,10 +144,13 @@ func TestNodeLocalSecretResolvesOnTheNode(t *testing.T) {
 	dir := t.TempDir()
 	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
 	h.start(t)
-	n1 := rolloutNode(t, dir, "node-1", h.url())
+	// Both nodes let the Hub's work resolve their own secrets
+	// (remote_policy's default refuses them).
+	local := fmt.Sprintf("remote_policy: {file_roots: [%q], allow_local_secrets: true}\n", os.TempDir())
+	n1 := policyNode(t, dir, "node-1", h.url(), local)
 	n1.env = []string{"SVC_SECRET_NODE_LOCAL=" + nodeLocalSecret}
 	n1.start(t)
-	n2 := rolloutNode(t, dir, "node-2", h.url())
+	n2 := policyNode(t, dir, "node-2", h.url(), local)
 	n2.start(t)
 	h.waitStatus(t, "node-1", "online")
 	h.waitStatus(t, "node-2", "online")

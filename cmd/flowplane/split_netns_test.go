@@ -134,8 +134,8 @@ health_check:
   agent_lease_ttl_ms: 2000
   data_port: %d
   data_host: %q
-streams: []
-`, n.addr, splitAPIToken, hubURL, n.id, hub.EnvNodeToken, splitDataPort, n.dataHost)
+%sstreams: []
+`, n.addr, splitAPIToken, hubURL, n.id, hub.EnvNodeToken, splitDataPort, n.dataHost, tempRootsPolicy())
 	if err := os.WriteFile(n.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

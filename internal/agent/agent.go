@@ -18,6 +18,7 @@ import (
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -31,7 +32,7 @@ type Node interface {
 	AdoptHubDesire(id, state string, generation int64, actionID string) error
 	WaitOperation(ctx context.Context, id string) (wire.Operation, error)
 	// Configuration commands (node/hub.go).
-	ValidateHub(doc node.Document, secrets map[string]string) node.Report
+	ValidateHub(doc node.Document, secrets map[string]string) (node.Report, error)
 	ApplyHub(ctx context.Context, doc node.Document, secrets map[string]string, hubVersion string, req node.Request) (wire.ConfigApplyResult, error)
 	ReapplyVersion(ctx context.Context, versionID string, req node.Request) (wire.ConfigApplyResult, error)
 	DiffTexts(from, to wire.ConfigDiffSide) (node.DiffReport, error)
@@ -115,6 +116,11 @@ type Options struct {
 	Registry *component.Registry
 	Resolver secretref.Resolver
 	Secrets  *config.Redactor
+	// Policy is the node's remote policy: job specs meet it before they
+	// materialize, and the capabilities it switches off are neither
+	// advertised nor executed. nil checks nothing and switches nothing
+	// off (tests); a node process always sets one.
+	Policy *policy.Policy
 }
 
 // ConfigOptions are the Options a node's health_check section gives.
@@ -220,7 +226,7 @@ func New(o Options) (*Agent, error) {
 		o.DataFingerprint = o.Engine.DataPlane().Fingerprint()
 	}
 	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand), credential: cred}
-	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil)
+	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil, o.Policy)
 	a.c = &client{
 		urls: o.HubURLs, bases: bases, nodeToken: o.NodeToken, httpc: o.HTTPClient, log: log, now: o.Now,
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
@@ -230,7 +236,7 @@ func New(o Options) (*Agent, error) {
 	a.x = &executor{
 		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{},
 		post:   func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
-		nodeID: o.NodeID, jobTail: map[string]chan struct{}{}, triggers: map[string]taken{}, taking: map[string]int{},
+		nodeID: o.NodeID, policy: o.Policy, jobTail: map[string]chan struct{}{}, triggers: map[string]taken{}, taking: map[string]int{},
 		streamLedger: ledger[Desire]{table: st.streams, unposted: map[string]*held[Desire]{}, wake: a.rep.wakeNow,
 			unwritten: "agent state not written; a restart may report an older generation", idKey: "resource_id"},
 		jobLedger: ledger[JobDesire]{table: st.jobs, unposted: map[string]*held[JobDesire]{}, wakeAlways: true,
@@ -254,10 +260,14 @@ func New(o Options) (*Agent, error) {
 
 // capabilities is what the Agent advertises: stream and configuration
 // control, job control with a job engine, the component set (kind:name, as GET /system lists
-// it) and, with a data address, the network shuffle.
-func capabilities(components []string, dataAddress string, jobs bool) []string {
-	caps := []string{wire.CapabilityStreamControl, wire.CapabilityConfigControl}
-	if jobs {
+// it) and, with a data address, the network shuffle. The remote policy
+// may switch configuration and job control off.
+func capabilities(components []string, dataAddress string, jobs bool, pol *policy.Policy) []string {
+	caps := []string{wire.CapabilityStreamControl}
+	if pol == nil || pol.ConfigControl() {
+		caps = append(caps, wire.CapabilityConfigControl)
+	}
+	if jobs && (pol == nil || pol.JobControl()) {
 		caps = append(caps, wire.CapabilityJobControl)
 	}
 	caps = append(caps, components...)
@@ -378,11 +388,17 @@ func (a *Agent) reapply(ctx context.Context) {
 // A split job starts its share again on its recorded placement. Jobs the
 // Hub wants stopped are not started.
 func (a *Agent) reapplyJobs(ctx context.Context) {
+	if a.o.Policy != nil && !a.o.Policy.JobControl() {
+		if n := len(a.st.jobs.all()); n > 0 {
+			a.log.Warn("not re-applying the Hub's jobs: remote_policy.job_control is false", "jobs", n)
+		}
+		return
+	}
 	for id, d := range a.st.jobs.all() {
 		if d.State != jobDesiredRunning {
 			continue
 		}
-		cfg, probs := a.x.materializeJob(d.Spec)
+		cfg, probs, _ := a.x.materializeJob(d.Spec)
 		if len(probs) > 0 {
 			a.log.Error("could not re-apply the Hub's job: its spec no longer materializes", "job_id", id, "generation", d.Generation, "problems", problemsMessage(probs))
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -48,6 +49,7 @@ type executor struct {
 	// triggers, taking and takes are guarded by mu.
 	jobs     *jobControl
 	nodeID   string
+	policy   *policy.Policy           // the node's remote policy; nil checks nothing
 	jobTail  map[string]chan struct{} // job id -> closed when its last queued command ended
 	triggers map[string]taken         // "<job id>/<artifact id>" -> what took it, for artifacts taken by commands
 	taking   map[string]int           // job id -> artifact commands (checkpoint, savepoint, stop with savepoint) until their outcome is posted
@@ -197,6 +199,17 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 		defer close(acked)
 		x.post(ctx, cmd.CommandID, wire.CommandResult{AttemptID: cmd.AttemptID, State: wire.ResultAcknowledged})
 	})
+	if f := x.switchedOff(cmd.Operation); f != nil {
+		out := Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: f}
+		x.background(func() {
+			if isJobCommand(cmd.Operation) {
+				x.jobLedger.finish(ctx, x, cmd, out, nil, acked, nil)
+			} else {
+				x.streamLedger.finish(ctx, x, cmd, out, nil, acked, nil)
+			}
+		})
+		return
+	}
 	if isJobCommand(cmd.Operation) {
 		x.queueJob(ctx, cmd, acked)
 		return
@@ -226,6 +239,22 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 		}
 		x.streamLedger.finish(ctx, x, cmd, out, desire, acked, nil)
 	})
+}
+
+// switchedOff is the failure of a command whose capability the node's
+// remote policy switched off (nil when it may run): it fails before
+// anything runs.
+func (x *executor) switchedOff(op string) *wire.Failure {
+	if x.policy == nil {
+		return nil
+	}
+	switch {
+	case isJobCommand(op) && !x.policy.JobControl():
+		return permanentFailure(codeIncompatibleCapability, "this node does not take job commands from the Hub (%s is false); %s is not advertised", policy.RuleJobControl, wire.CapabilityJobControl)
+	case isConfigCommand(op) && !x.policy.ConfigControl():
+		return permanentFailure(codeIncompatibleCapability, "this node does not take configuration commands from the Hub (%s is false); %s is not advertised", policy.RuleConfigControl, wire.CapabilityConfigControl)
+	}
+	return nil
 }
 
 // submit checks a command and queues its node operation. It returns the

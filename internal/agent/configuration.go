@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/node"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -137,8 +138,13 @@ func (x *executor) runConfig(ctx context.Context, cmd wire.Command) (out Outcome
 			return fail(classPermanent, codeInvalidPayload, "%v", err)
 		}
 		// An invalid configuration is a successful validation: the report
-		// says valid false.
-		result(x.node.ValidateHub(doc, p.Secrets))
+		// says valid false. One the node's policy refuses fails, its
+		// report listing the refusals.
+		rep, err := x.node.ValidateHub(doc, p.Secrets)
+		if errors.Is(err, policy.ErrDenied) {
+			out, _, _ = fail(classPermanent, policy.Code, "%v", err)
+		}
+		result(rep)
 		return out, nil, true
 	case wire.CommandConfigDiff:
 		if p.From == nil || p.To == nil {
@@ -179,10 +185,15 @@ func (x *executor) runConfig(ctx context.Context, cmd wire.Command) (out Outcome
 	}
 	var ve *node.ValidationError
 	var ae *node.ApplyError
+	var pe *policy.Error
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		return out, nil, false
+	case errors.As(err, &pe):
+		out, _, _ = fail(classPermanent, policy.Code, "%v", pe)
+		result(node.Report{Errors: pe.Problems()})
+		return out, nil, true
 	case errors.As(err, &ve):
 		// The report goes back so that the operator sees every problem.
 		out, _, _ = fail(classPermanent, codeValidationFailed, "%s", ve.Error())

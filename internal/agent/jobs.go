@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -55,26 +56,72 @@ func isJobCommand(op string) bool {
 // the node materializes its configuration: a document holding that one
 // job, through config.Materialize with the node's registry and secret
 // resolver, then the deep build. Problems are named under "spec" and
-// never hold a resolved secret value.
-func (x *executor) materializeJob(spec json.RawMessage) (*config.Config, []config.Problem) {
+// never hold a resolved secret value. The node's remote policy sees the
+// spec first (its references, before any resolves) and the materialized
+// job next (its files and destinations); code is policy.Code when it
+// refused the spec, else codeInvalidSpec.
+func (x *executor) materializeJob(spec json.RawMessage) (cfg *config.Config, probs []config.Problem, code string) {
 	if len(spec) == 0 {
-		return nil, []config.Problem{{Path: specPath, Message: "the command carries no job spec"}}
+		return nil, []config.Problem{{Path: specPath, Message: "the command carries no job spec"}}, codeInvalidSpec
 	}
 	doc, err := json.Marshal(map[string]any{"streams": []any{}, "jobs": []json.RawMessage{spec}})
 	if err != nil {
-		return nil, []config.Problem{{Path: specPath, Message: "the spec is not a JSON object"}}
+		return nil, []config.Problem{{Path: specPath, Message: "the spec is not a JSON object"}}, codeInvalidSpec
 	}
-	cfg, err := config.Materialize(doc, config.JSON, x.jobs.reg, x.jobs.resolver)
+	if ps := x.policyDocument(doc); len(ps) > 0 {
+		return nil, ps, policy.Code
+	}
+	cfg, err = config.Materialize(doc, config.JSON, x.jobs.reg, x.jobs.resolver)
 	if ps := config.Problems(err); len(ps) > 0 {
-		return cfg, specProblems(ps)
+		return cfg, specProblems(ps), codeInvalidSpec
 	}
 	if ps := cfg.Redact(engine.Check(cfg, x.jobs.reg)); len(ps) > 0 {
-		return cfg, specProblems(ps)
+		return cfg, specProblems(ps), codeInvalidSpec
 	}
 	if x.jobs.secrets != nil {
 		x.jobs.secrets.Merge(cfg.Redactor())
 	}
-	return cfg, nil
+	if ps := x.policyConfig(cfg); len(ps) > 0 {
+		return cfg, ps, policy.Code
+	}
+	return cfg, nil, ""
+}
+
+// policyDocument is the remote policy's refusals of a job document's
+// text (named under spec), before any reference resolves. The Hub
+// substituted the ${secret:} values it holds: a reference left is the
+// node's to resolve.
+func (x *executor) policyDocument(doc []byte) []config.Problem {
+	if x.policy == nil {
+		return nil
+	}
+	tree, err := config.Tree(doc, config.JSON)
+	if err != nil {
+		return nil // materializing reports it
+	}
+	return policyProblems(x.policy.Document(tree, nil), x.jobs.redact)
+}
+
+// policyConfig is the remote policy's refusals of a materialized job's
+// files and destinations, named under spec and redacted.
+func (x *executor) policyConfig(cfg *config.Config) []config.Problem {
+	if x.policy == nil {
+		return nil
+	}
+	return policyProblems(x.policy.Config(context.Background(), cfg), x.jobs.redact)
+}
+
+func policyProblems(ds []policy.Denial, redact func(string) string) []config.Problem {
+	if len(ds) == 0 {
+		return nil
+	}
+	ps := make([]config.Problem, len(ds))
+	for i, d := range ds {
+		p := d.Problem()
+		p.Message = redact(p.Message)
+		ps[i] = p
+	}
+	return specProblems(ps)
 }
 
 // specProblems renames the document's jobs[0] to spec.
@@ -193,13 +240,24 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 	id := cmd.ResourceID
 	switch cmd.Operation {
 	case wire.CommandJobValidate:
-		return succeed(x.validateJob(ctx, cmd.Payload.Spec), nil)
+		v := x.validateJob(ctx, cmd.Payload.Spec)
+		r := succeed(v, nil)
+		for _, c := range v.Checks {
+			if c.Check == checkPolicy && c.Status == checkFailed {
+				// A refusal fails the command; the result still lists
+				// every refusal.
+				r.out.State = wire.ResultFailed
+				r.out.Failure = permanentFailure(policy.Code, "%s", c.Path+": "+c.Message)
+				break
+			}
+		}
+		return r
 
 	case wire.CommandJobStart:
 		p := cmd.Payload.JobCommand
-		cfg, probs := x.materializeJob(p.Spec)
+		cfg, probs, code := x.materializeJob(p.Spec)
 		if len(probs) > 0 {
-			return fail(permanentFailure(codeInvalidSpec, "%s", problemsMessage(probs)))
+			return fail(permanentFailure(code, "%s", problemsMessage(probs)))
 		}
 		spec := cfg.Jobs[0]
 		if spec.ID != id {

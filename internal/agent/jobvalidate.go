@@ -35,6 +35,7 @@ const (
 	checkStateBackend  = "state_backend"
 	checkArtifactStore = "artifact_store"
 	checkSpec          = "spec"
+	checkPolicy        = "policy"
 
 	checkPassed  = "passed"
 	checkFailed  = "failed"
@@ -57,6 +58,15 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 	doc, err := json.Marshal(map[string]any{"streams": []any{}, "jobs": []json.RawMessage{spec}})
 	if len(spec) == 0 || err != nil {
 		add(checkSpec, checkFailed, specPath, "the command carries no job spec")
+		v.Valid = false
+		return v
+	}
+	// The node's remote policy before anything resolves: a refused
+	// spec is not looked at further.
+	if ps := x.policyDocument(doc); len(ps) > 0 {
+		for _, p := range ps {
+			add(checkPolicy, checkFailed, p.Path, p.Message)
+		}
 		v.Valid = false
 		return v
 	}
@@ -98,6 +108,15 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 		add(checkArtifactStore, checkSkipped, "", "the spec could not be read")
 		v.Valid = false
 		return v
+	}
+	if len(probs) == 0 {
+		for _, p := range x.policyConfig(cfg) {
+			add(checkPolicy, checkFailed, p.Path, p.Message)
+		}
+		if failed[checkPolicy] {
+			v.Valid = false
+			return v
+		}
 	}
 	j := cfg.Jobs[0]
 	switch {

@@ -146,8 +146,8 @@ func (fakeNodeForNew) WaitOperation(context.Context, string) (wire.Operation, er
 	return wire.Operation{}, nil
 }
 func (fakeNodeForNew) AdoptHubDesire(string, string, int64, string) error { return nil }
-func (fakeNodeForNew) ValidateHub(node.Document, map[string]string) node.Report {
-	return node.Report{}
+func (fakeNodeForNew) ValidateHub(node.Document, map[string]string) (node.Report, error) {
+	return node.Report{}, nil
 }
 func (fakeNodeForNew) ApplyHub(context.Context, node.Document, map[string]string, string, node.Request) (wire.ConfigApplyResult, error) {
 	return wire.ConfigApplyResult{}, nil

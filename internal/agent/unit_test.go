@@ -88,13 +88,13 @@ func TestRefreshTime(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	comps := []string{"input:generate", "output:drop"}
-	if got, want := capabilities(comps, "", false), []string{"stream_control", "config_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
+	if got, want := capabilities(comps, "", false, nil), []string{"stream_control", "config_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
 		t.Errorf("without data plane %v", got)
 	}
-	if got, want := capabilities(comps, "", true), []string{"stream_control", "config_control", "job_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
+	if got, want := capabilities(comps, "", true, nil), []string{"stream_control", "config_control", "job_control", "input:generate", "output:drop"}; !slices.Equal(got, want) {
 		t.Errorf("with job control %v", got)
 	}
-	if got := capabilities(comps, "10.0.0.1:7000", false); got[len(got)-1] != wire.CapabilityNetworkShuffle {
+	if got := capabilities(comps, "10.0.0.1:7000", false, nil); got[len(got)-1] != wire.CapabilityNetworkShuffle {
 		t.Errorf("with data plane %v", got)
 	}
 	if comps[0] != "input:generate" || len(comps) != 2 {

@@ -54,6 +54,14 @@ func TestBadConfigurations(t *testing.T) {
 			{"streams[1].pipeline.processors[0].type", `unknown processor "jsno"; did you mean "json"?`},
 			{"streams[1].pipeline.thread_nm", `unknown field; did you mean "thread_num"?`},
 		},
+		"remote_policy.bad.yaml": {
+			{"remote_policy.env[1]", `"bad-name" is not a variable name`},
+			{"remote_policy.file_roots[1]", `"data" is not an absolute path`},
+			{"remote_policy.files[0]", `"relative/key.pem" is not an absolute path`},
+			{"remote_policy.outbound_allow[3]", `"http://x/" is neither a CIDR, an IP address nor a host name`},
+			{"remote_policy.outbound_allow[4]", `"bad host" is neither a CIDR, an IP address nor a host name`},
+			{"remote_policy.secrets[0]", `"1BAD" is not a variable name`},
+		},
 		"hub_url.bad.yaml": {
 			{"health_check.hub_url", "field hub_url was removed in 0.6; use the list hub_urls instead"},
 		},

@@ -11,8 +11,14 @@ import (
 // of its own --config file.
 const NodeLocal = "health_check"
 
+// RemotePolicySection is the top-level section of the node's policy for
+// work the Hub delivers: node-local as NodeLocal is, and never taken from
+// a Hub-delivered configuration.
+const RemotePolicySection = "remote_policy"
+
 // WithNodeLocal returns doc (format f) as a JSON document whose NodeLocal
-// section is the one of local (format lf), absent when local has none.
+// and RemotePolicySection sections are the ones of local (format lf),
+// absent when local has none.
 // Every other section is doc's, as written (secret references kept), so
 // that materializing the result names the same paths as doc would.
 func WithNodeLocal(doc []byte, f Format, local []byte, lf Format) ([]byte, error) {
@@ -31,10 +37,11 @@ func WithNodeLocal(doc []byte, f Format, local []byte, lf Format) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	delete(m, NodeLocal)
-	if lm, ok := lt.(map[string]any); ok {
-		if hc, ok := lm[NodeLocal]; ok {
-			m[NodeLocal] = hc
+	lm, _ := lt.(map[string]any)
+	for _, sec := range []string{NodeLocal, RemotePolicySection} {
+		delete(m, sec)
+		if v, ok := lm[sec]; ok {
+			m[sec] = v
 		}
 	}
 	return json.Marshal(m)

@@ -13,6 +13,10 @@ type Config struct {
 	Jobs        []Job       `json:"jobs,omitempty" maxItems:"256" doc:"Declarative streaming jobs; a jobs-only configuration is valid."`
 	Logging     Logging     `json:"logging" doc:"Logging."`
 	HealthCheck HealthCheck `json:"health_check" doc:"Health-check and control-plane server."`
+	// RemotePolicy is node-local like HealthCheck: a Hub-delivered
+	// configuration must not hold it, and the node keeps the one of its
+	// --config file.
+	RemotePolicy RemotePolicy `json:"remote_policy" doc:"What work the Hub delivers (configurations, job specs, validations) may do on this node; read from the node's own --config file only. Local configuration files are not restricted."`
 
 	redactor *Redactor // secret values: resolved references and literal credentials
 	taint    *Taint    // strings holding resolved values
@@ -48,6 +52,23 @@ type HealthCheck struct {
 	DataPort          int           `json:"data_port,omitempty" min:"1" max:"65535" doc:"Data-plane listen port for cross-node shuffle."`
 	DataHost          string        `json:"data_host,omitempty" doc:"Routable host peers use to reach the data plane; goes with data_port."`
 	Observability     Observability `json:"observability" doc:"Process-level metrics and probes."`
+}
+
+// RemotePolicy restricts work the Hub delivers to this node: the
+// references it may resolve, the files its components may touch, where
+// they may connect, and which commands the node takes at all. Its zero
+// lists are the defaults: nothing beyond ${secret:} references the Hub
+// resolved, files only under the state directory, any destination but
+// link-local and cloud metadata addresses.
+type RemotePolicy struct {
+	Env               []string `json:"env" maxItems:"256" doc:"Environment variable names Hub-delivered work may read with ${env:NAME}; empty refuses every ${env:} reference."`
+	Files             []string `json:"files" maxItems:"256" doc:"Absolute file paths Hub-delivered work may read with ${file:PATH}; empty refuses every ${file:} reference."`
+	Secrets           []string `json:"secrets" maxItems:"256" doc:"Names of node-local secrets (SVC_SECRET_<NAME> on this node, not held by the Hub) Hub-delivered work may resolve with ${secret:NAME}."`
+	AllowLocalSecrets bool     `json:"allow_local_secrets" default:"false" doc:"Let Hub-delivered work resolve any node-local ${secret:NAME}, listed in secrets or not."`
+	FileRoots         []string `json:"file_roots" maxItems:"64" doc:"Absolute directories beneath which Hub-delivered components may read and write files (file input and output, sqlite paths, udf modules, state roots, file:// stores, schema and proto files, log files); empty means the node's state directory. Paths are resolved through os.Root: .. and symbolic links may not leave the root."`
+	OutboundAllow     []string `json:"outbound_allow" maxItems:"256" doc:"Hosts and CIDRs Hub-delivered components may connect to; empty allows any destination except link-local (169.254.0.0/16, fe80::/10) and cloud metadata addresses, which are refused unless listed here."`
+	JobControl        bool     `json:"job_control" default:"true" doc:"Run Hub job commands; false stops advertising job_control and refuses them with incompatible_capability."`
+	ConfigControl     bool     `json:"config_control" default:"true" doc:"Run Hub configuration commands; false stops advertising config_control and refuses them with incompatible_capability."`
 }
 
 // TLS names a PEM certificate chain and its private key.

@@ -22,6 +22,7 @@ func at(path string, format string, args ...any) Problem {
 func (c *Config) Validate(reg *component.Registry) []Problem {
 	var ps []Problem
 	ps = append(ps, c.HealthCheck.validate()...)
+	ps = append(ps, c.RemotePolicy.validate()...)
 	ids := map[string]int{}
 	for i, s := range c.Streams {
 		p := "streams[" + itoa(i) + "]"

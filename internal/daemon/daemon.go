@@ -20,6 +20,7 @@ import (
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -56,7 +57,8 @@ func Run(ctx context.Context, o Options) error {
 		return ErrFailed
 	}
 	// The file must be valid even when a later applied version will run.
-	if _, ok := materialize(o.ConfigPath, data, format, stderr); !ok {
+	fileCfg, ok := materialize(o.ConfigPath, data, format, stderr)
+	if !ok {
 		return ErrFailed
 	}
 	sd, err := node.ResolveStateDir(o.StateDir, o.ConfigPath, os.Getenv)
@@ -83,7 +85,9 @@ func Run(ctx context.Context, o Options) error {
 		fmt.Fprintf(stderr, "flowplane: configuration history: %v\n", err)
 		return ErrFailed
 	}
-	version, cfg, fallback, ok := bootVersion(hist, version, history.Version{Content: data, Format: format}, stderr)
+	// The remote policy is the --config file's, whatever version runs.
+	pol := policy.New(fileCfg.RemotePolicy, stateDir)
+	version, cfg, fallback, ok := bootVersion(hist, version, history.Version{Content: data, Format: format}, pol, stderr)
 	if !ok {
 		return ErrFailed
 	}
@@ -98,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer closer.Close()
 	if fallback != nil {
-		log.Warn("the applied configuration came from the Hub with secrets this node cannot resolve after a restart; running the latest file version until the Hub sends its configuration again",
+		log.Warn("the applied configuration came from the Hub with secrets this node cannot resolve after a restart, or the node's remote policy refuses it; running the latest file version until the Hub sends its configuration again",
 			"config_version", fallback.ID, "hub_version", fallback.HubVersion, "running", version.ID)
 	}
 	if sd.Source == node.StateDirLegacy {
@@ -150,7 +154,7 @@ func Run(ctx context.Context, o Options) error {
 	bootID := uuid.Must(uuid.NewV7()).String()
 	n := node.New(node.Options{
 		Engine: eng, Registry: component.Default, Events: events, Logger: log,
-		NodeID: nodeID, BootID: bootID, Version: o.Version, Secrets: secrets,
+		NodeID: nodeID, BootID: bootID, Version: o.Version, Secrets: secrets, Policy: pol,
 	}, cfg, version.ID)
 	n.AttachHistory(hist, secretref.Resolver{}, cfg)
 	nd.Store(n)
@@ -163,7 +167,7 @@ func Run(ctx context.Context, o Options) error {
 		ao.NodeID, ao.BootID, ao.Version, ao.StateDir = nodeID, bootID, o.Version, stateDir
 		ao.Node, ao.Events, ao.Logger = n, events, log
 		// Hub jobs run on the engine, materialized as the configuration is.
-		ao.Engine, ao.Registry, ao.Resolver, ao.Secrets = eng, component.Default, secretref.Resolver{}, secrets
+		ao.Engine, ao.Registry, ao.Resolver, ao.Secrets, ao.Policy = eng, component.Default, secretref.Resolver{}, secrets, pol
 		if ag, err = agent.New(ao); err != nil {
 			log.Error("start-up failed", "err", err)
 			return ErrFailed

@@ -10,6 +10,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	_ "github.com/flowplane/flowplane/internal/connect/all"
 	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/policy"
 )
 
 // TestBootVersion: at start-up, a Hub version whose ${secret:} references
@@ -43,7 +44,17 @@ func TestBootVersion(t *testing.T) {
 		{"hub without secrets", stream("plain"), false, "v3", false, true, ""},
 		{"hub secret with a default", stream("${secret:BOOT_TEST_TOKEN:-dflt}"), false, "v3", false, true, ""},
 		{"hub env reference unset", stream("${env:BOOT_TEST_UNSET_VAR}"), false, "v3", false, false, "BOOT_TEST_UNSET_VAR"},
+		// The node's policy (changed since the version came) refuses it.
+		{"hub env reference refused", stream("${env:BOOT_TEST_OTHER_VAR}"), false, "v1", true, true, ""},
+		{"config control off", stream("plain"), false, "v1", true, true, ""},
 	}
+	// The policy lets BOOT_TEST_UNSET_VAR resolve: the version then fails
+	// as it would have before there was a policy.
+	rp := config.Default().RemotePolicy
+	rp.Env = []string{"BOOT_TEST_UNSET_VAR"}
+	pol := policy.New(rp, t.TempDir())
+	rp.ConfigControl = false
+	off := policy.New(rp, t.TempDir())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.env {
@@ -72,7 +83,11 @@ func TestBootVersion(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stderr bytes.Buffer
-			run, cfg, fallback, ok := bootVersion(hist, applied, history.Version{Content: []byte(fileText), Format: config.YAML}, &stderr)
+			p := pol
+			if tt.name == "config control off" {
+				p = off
+			}
+			run, cfg, fallback, ok := bootVersion(hist, applied, history.Version{Content: []byte(fileText), Format: config.YAML}, p, &stderr)
 			if ok != tt.wantOK {
 				t.Fatalf("ok = %v, want %v; stderr:\n%s", ok, tt.wantOK, stderr.String())
 			}

@@ -139,6 +139,11 @@ func CheckConfigDocument(path, format, content string) []httpapi.FieldProblem {
 	if _, ok := m[config.NodeLocal]; ok {
 		return []httpapi.FieldProblem{{Path: at("content") + ": " + config.NodeLocal, Message: config.NodeLocal + " is node-local: each node keeps the one of its --config file; remove it from the document"}}
 	}
+	if _, ok := m[config.RemotePolicySection]; ok {
+		// The node would refuse it as well (policy_denied): what the
+		// Hub's work may do on a node is its owner's to say.
+		return []httpapi.FieldProblem{{Path: at("content") + ": " + config.RemotePolicySection, Message: config.RemotePolicySection + " is node-local: each node keeps the one of its --config file and the Hub cannot set it; remove it from the document"}}
+	}
 	return nil
 }
 

@@ -176,15 +176,18 @@ func (n *Node) ApplyDraft(req Request) (wire.Operation, error) {
 // from (source "rollback", rolled_back_from), since it re-applies that
 // version's text.
 func (n *Node) ApplyVersion(versionID string, req Request) (wire.Operation, error) {
-	return n.reapply(versionID, OpApply, req)
+	return n.reapply(versionID, OpApply, req, false)
 }
 
 // Rollback re-applies the text of an earlier version as a new version.
 func (n *Node) Rollback(versionID string, req Request) (wire.Operation, error) {
-	return n.reapply(versionID, OpRollback, req)
+	return n.reapply(versionID, OpRollback, req, false)
 }
 
-func (n *Node) reapply(versionID, opName string, req Request) (wire.Operation, error) {
+// reapply applies the text of version versionID again. hub says the Hub
+// asked: a version whose text the Hub gave then meets the remote policy
+// again (it may have changed since), as a new delivery would.
+func (n *Node) reapply(versionID, opName string, req Request, hub bool) (wire.Operation, error) {
 	h, err := n.history()
 	if err != nil {
 		return wire.Operation{}, err
@@ -196,20 +199,32 @@ func (n *Node) reapply(versionID, opName string, req Request) (wire.Operation, e
 	if err != nil {
 		return wire.Operation{}, err
 	}
-	return n.apply(Document{Format: v.Format, Content: v.Content}, history.SourceRollback, v.ID, opName, req)
+	doc := Document{Format: v.Format, Content: v.Content}
+	if hub && (v.Source == history.SourceHub || v.HubVersion != "") {
+		if err := n.policyDocument(doc, nil); err != nil {
+			return wire.Operation{}, err
+		}
+		n.mu.Lock()
+		res := n.conf.resolver
+		n.mu.Unlock()
+		return n.applyWith(doc, res, history.SourceRollback, history.Meta{RolledBackFrom: v.ID}, opName, req, n.policyConfig)
+	}
+	return n.apply(doc, history.SourceRollback, v.ID, opName, req)
 }
 
 func (n *Node) apply(doc Document, source, from, opName string, req Request) (wire.Operation, error) {
 	n.mu.Lock()
 	res := n.conf.resolver
 	n.mu.Unlock()
-	return n.applyWith(doc, res, source, history.Meta{RolledBackFrom: from}, opName, req)
+	return n.applyWith(doc, res, source, history.Meta{RolledBackFrom: from}, opName, req, nil)
 }
 
 // applyWith validates doc, its references resolved by res, appends it to
 // the history with meta (actor and correlation id from req) and queues
-// its application: the one apply path of every source.
-func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, meta history.Meta, opName string, req Request) (wire.Operation, error) {
+// its application: the one apply path of every source. check, when not
+// nil, is the remote policy's word on the valid configuration: its error
+// (a *policy.Error) refuses the apply before anything is kept or runs.
+func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, meta history.Meta, opName string, req Request, check func(*config.Config) error) (wire.Operation, error) {
 	h, err := n.history()
 	if err != nil {
 		return wire.Operation{}, err
@@ -217,6 +232,11 @@ func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, me
 	rep, cfg := n.validateWith(doc, res)
 	if !rep.Valid {
 		return wire.Operation{}, &ValidationError{Report: rep}
+	}
+	if check != nil {
+		if err := check(cfg); err != nil {
+			return wire.Operation{}, err
+		}
 	}
 	meta.Actor, meta.CorrelationID = req.Actor, req.CorrelationID
 	v, err := h.Append(doc.Content, doc.Format, source, meta)

@@ -29,6 +29,7 @@ import (
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/openapi/openapitest"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -146,6 +147,9 @@ type harnessOptions struct {
 	// dataPlane gives the engine a data plane on 127.0.0.1:0 (needs the
 	// real internal/dataplane); it is closed after the engine.
 	dataPlane bool
+	// policy, when set, is the node's remote policy (its state directory
+	// the harness's).
+	policy *config.RemotePolicy
 }
 
 func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
@@ -201,9 +205,13 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 			}
 		},
 	})
+	var pol *policy.Policy
+	if o.policy != nil {
+		pol = policy.New(*o.policy, dir)
+	}
 	n := node.New(node.Options{
 		Engine: eng, Registry: reg, Events: events, Logger: log, Secrets: secrets,
-		NodeID: testNodeID, BootID: uuid.Must(uuid.NewV7()).String(), Version: "test",
+		NodeID: testNodeID, BootID: uuid.Must(uuid.NewV7()).String(), Version: "test", Policy: pol,
 	}, cfg, version.ID)
 	if !o.noHistory {
 		n.AttachHistory(hist, secretref.Resolver{}, cfg)

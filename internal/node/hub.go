@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/node/history"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -63,15 +64,69 @@ func (n *Node) hubResolverFor(secrets map[string]string) secretref.Resolver {
 
 // ValidateHub validates doc as the node would apply it, its ${secret:}
 // references resolved from secrets first (the values the Hub resolved),
-// then from the node's environment. It changes nothing.
-func (n *Node) ValidateHub(doc Document, secrets map[string]string) Report {
+// then from the node's environment. It changes nothing. A document the
+// node's remote policy refuses is a *policy.Error, its references
+// checked before any resolves; the report then lists the refusals.
+func (n *Node) ValidateHub(doc Document, secrets map[string]string) (Report, error) {
 	n.addSecrets(secrets)
-	rep, _ := n.validateWith(doc, n.hubResolverFor(secrets))
+	if err := n.policyDocument(doc, secrets); err != nil {
+		return policyReport(err), err
+	}
+	rep, cfg := n.validateWith(doc, n.hubResolverFor(secrets))
+	if rep.Valid {
+		if err := n.policyConfig(cfg); err != nil {
+			return policyReport(err), err
+		}
+	}
+	return rep, nil
+}
+
+// policyDocument checks the text of work from the Hub against the node's
+// remote policy before any of its references resolves: the remote_policy
+// section, and which references it may use. A text that does not parse
+// passes: validation reports it.
+func (n *Node) policyDocument(doc Document, secrets map[string]string) error {
+	if n.opts.Policy == nil {
+		return nil
+	}
+	tree, err := config.Tree(doc.Content, doc.Format)
+	if err != nil {
+		return nil
+	}
+	return n.policyErr(n.opts.Policy.Document(tree, secrets))
+}
+
+// policyConfig checks the files and destinations of a valid configuration
+// from the Hub, its references resolved.
+func (n *Node) policyConfig(cfg *config.Config) error {
+	if n.opts.Policy == nil || cfg == nil {
+		return nil
+	}
+	return n.policyErr(n.opts.Policy.Config(context.Background(), cfg))
+}
+
+// policyErr is the *policy.Error of ds (nil without), its messages
+// redacted: a path may hold a value the Hub resolved.
+func (n *Node) policyErr(ds []policy.Denial) error {
+	for i := range ds {
+		ds[i].Message = n.redact(ds[i].Message)
+	}
+	return policy.Err(ds)
+}
+
+// policyReport is the validation report of a refused document.
+func policyReport(err error) Report {
+	rep := Report{Errors: []config.Problem{}}
+	var pe *policy.Error
+	if errors.As(err, &pe) {
+		rep.Errors = pe.Problems()
+	}
 	return rep
 }
 
 // ApplyHub validates doc (secrets resolving its ${secret:} references, as
-// in ValidateHub), appends it to the history as a version of source hub
+// in ValidateHub; the remote policy refusing it is a *policy.Error before
+// anything is kept or runs), appends it to the history as a version of source hub
 // recording hubVersion (the text as given: references kept, never the
 // values), applies it by the diff-apply (only changed streams restart)
 // and waits for the apply to finish. An invalid doc is a
@@ -80,7 +135,10 @@ func (n *Node) ValidateHub(doc Document, secrets map[string]string) Report {
 // bounds the wait only; the apply goes on once queued.
 func (n *Node) ApplyHub(ctx context.Context, doc Document, secrets map[string]string, hubVersion string, req Request) (wire.ConfigApplyResult, error) {
 	n.addSecrets(secrets)
-	rec, err := n.applyWith(doc, n.hubResolverFor(secrets), history.SourceHub, history.Meta{HubVersion: hubVersion}, OpApply, req)
+	if err := n.policyDocument(doc, secrets); err != nil {
+		return wire.ConfigApplyResult{}, err
+	}
+	rec, err := n.applyWith(doc, n.hubResolverFor(secrets), history.SourceHub, history.Meta{HubVersion: hubVersion}, OpApply, req, n.policyConfig)
 	if err != nil {
 		return wire.ConfigApplyResult{}, err
 	}
@@ -94,7 +152,7 @@ func (n *Node) ApplyHub(ctx context.Context, doc Document, secrets map[string]st
 // apply to finish: the Hub's rollback to a configuration it never gave.
 // An unknown id is ErrVersionNotFound.
 func (n *Node) ReapplyVersion(ctx context.Context, versionID string, req Request) (wire.ConfigApplyResult, error) {
-	rec, err := n.ApplyVersion(versionID, req)
+	rec, err := n.reapply(versionID, OpApply, req, true)
 	if err != nil {
 		return wire.ConfigApplyResult{}, err
 	}

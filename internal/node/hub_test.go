@@ -52,18 +52,18 @@ func TestApplyHub(t *testing.T) {
 
 	// Validation: the Hub's secrets resolve the reference; without them it
 	// does not, and the report names the reference, not a value.
-	rep := h.n.ValidateHub(hubDoc, secrets)
+	rep, _ := h.n.ValidateHub(hubDoc, secrets)
 	if !rep.Valid {
 		t.Fatalf("ValidateHub with the Hub's secrets: %+v", rep)
 	}
-	rep = h.n.ValidateHub(hubDoc, nil)
+	rep, _ = h.n.ValidateHub(hubDoc, nil)
 	if rep.Valid || !strings.Contains(mustString(t, rep), hubSecretName) {
 		t.Errorf("ValidateHub without secrets: %+v, want invalid naming %s", rep, hubSecretName)
 	}
 	// A value in a field that refuses it: the problem must not quote it.
 	bad := doc(hcLocal, "  - id: x\n    input: {type: generate, context: x, interval: '"+ref+"'}\n    pipeline: {processors: []}\n    output: {type: drop}\n")
 	badDoc := node.Document{Format: config.YAML, Content: []byte(bad)}
-	if rep := h.n.ValidateHub(badDoc, secrets); rep.Valid {
+	if rep, _ := h.n.ValidateHub(badDoc, secrets); rep.Valid {
 		t.Errorf("a secret interval validated")
 	} else {
 		leaks = append(leaks, mustString(t, rep))

@@ -13,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/policy"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -38,6 +39,10 @@ type Options struct {
 	// configuration it runs. The process logger shares it. nil: the node
 	// makes its own.
 	Secrets *config.Redactor
+	// Policy restricts the configurations the Hub delivers (ValidateHub,
+	// ApplyHub, and ReapplyVersion of a version the Hub gave); nil checks
+	// nothing (a node embedded in tests). A node process always sets one.
+	Policy *policy.Policy
 }
 
 // Errors the API maps to problems.

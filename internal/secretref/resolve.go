@@ -115,6 +115,9 @@ type walker struct {
 	// stay as written); secrets then collects NAME -> value.
 	only    string
 	secrets map[string]string
+	// visit, when set, is told every reference instead of resolving it
+	// (References).
+	visit func(ref, scheme, body string)
 }
 
 // step is a map key, or an array index when isIdx.
@@ -219,6 +222,11 @@ func (w *walker) expand(s string) string {
 	b.Grow(len(s))
 	var refs []string // resolved to a value, not a default
 	scan(s, func(text string) { b.WriteString(text) }, func(ref, scheme, body string) {
+		if w.visit != nil {
+			w.visit(ref, scheme, body)
+			b.WriteString(ref)
+			return
+		}
 		if w.only != "" && scheme != w.only {
 			b.WriteString(ref)
 			return
@@ -233,8 +241,7 @@ func (w *walker) expand(s string) string {
 			refs = append(refs, ref)
 			w.values = append(w.values, v)
 			if w.secrets != nil {
-				name, _, _ := strings.Cut(body, ":-")
-				w.secrets[name] = v
+				w.secrets[cutDefault(body)] = v
 			}
 		}
 		b.WriteString(v)
@@ -291,6 +298,12 @@ func parseRef(s string, j int) (scheme, body string, end int, ok bool) {
 		}
 	}
 	return "", "", 0, false
+}
+
+// cutDefault is an env or secret reference's body without its default.
+func cutDefault(body string) string {
+	name, _, _ := strings.Cut(body, ":-")
+	return name
 }
 
 // resolve returns the value of one reference, and whether it is the

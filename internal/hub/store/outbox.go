@@ -205,10 +205,20 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 			now, now, i.ID)
 		return err
 	case wire.OpSucceeded, wire.OpFailed:
-		_, err := q.ExecContext(ctx, `UPDATE intents SET state = ?, updated_at = ?, finished_at = ?, failure_class = ?,
+		if _, err := q.ExecContext(ctx, `UPDATE intents SET state = ?, updated_at = ?, finished_at = ?, failure_class = ?,
 			failure_code = ?, failure_message = ?, result = ? WHERE id = ?`,
-			f.State, now, now, fc, fcode, fmsg, string(f.Result), i.ID)
-		return err
+			f.State, now, now, fc, fcode, fmsg, string(f.Result), i.ID); err != nil {
+			return err
+		}
+		if f.State == wire.OpFailed && refusalCodes[fcode] {
+			// The node refused the work: audited as the Hub's own
+			// refusals are, with the node's code.
+			_, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(tm(now)), Actor: i.Actor, Action: i.Operation,
+				ResourceType: i.Kind, ResourceID: i.ResourceID, NodeID: i.NodeID, CorrelationID: i.CorrelationID,
+				Outcome: OutcomeRejected, FailureCode: fcode})
+			return err
+		}
+		return nil
 	}
 	// timed_out: retry until the intent's own expiry.
 	if !i.ExpiresAt.IsZero() && now >= ms(i.ExpiresAt) {
@@ -226,6 +236,11 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 	_, err := q.ExecContext(ctx, `INSERT INTO outbox (intent_id, node_id, created_at) VALUES (?,?,?)`, i.ID, i.NodeID, now)
 	return err
 }
+
+// refusalCodes are the failure codes with which a node refuses a command
+// (its remote policy, or a capability that policy switched off): the
+// outcome is audited, as a refusal at the Hub is.
+var refusalCodes = map[string]bool{"policy_denied": true, "incompatible_capability": true}
 
 // CodeExpired is the stable failure code of an intent past its expiry.
 const CodeExpired = "expired"
