@@ -64,7 +64,7 @@ func (a *app) completeWith(cmd *cobra.Command, list func(ctx context.Context, c 
 
 func (a *app) completeNodes(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	return a.completeWith(cmd, func(ctx context.Context, c *Client) ([]string, error) {
-		ns, err := listAll[nodeView](ctx, c, "/nodes", nil, 0)
+		ns, err := listAll[wire.NodeView](ctx, c, "/nodes", nil, 0)
 		var ids []string
 		for _, n := range ns {
 			ids = append(ids, n.NodeID)

@@ -146,7 +146,7 @@ func describeNode(ctx context.Context, c *Client, id string) (any, func(io.Write
 	if err := c.get(ctx, "/nodes/"+pathEsc(id), nil, &d.Node); err != nil {
 		return nil, nil, err
 	}
-	var n nodeView
+	var n wire.NodeView
 	if err := json.Unmarshal(d.Node, &n); err != nil {
 		return nil, nil, err
 	}

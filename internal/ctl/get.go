@@ -13,37 +13,6 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// nodeView is a node of GET /nodes: the Hub's own type lives in the Hub,
-// which a client does not import; Extra keeps every other field for -o.
-type nodeView struct {
-	NodeID         string    `json:"node_id"`
-	Status         string    `json:"status"`
-	Mode           string    `json:"mode"`
-	Version        string    `json:"version,omitempty"`
-	Capabilities   []string  `json:"capabilities"`
-	DataAddress    string    `json:"data_address,omitempty"`
-	ConfigVersion  string    `json:"config_version,omitempty"`
-	LastReportAt   wire.Time `json:"last_report_at,omitzero"`
-	Restarts       int64     `json:"restarts"`
-	Streams        int       `json:"streams"`
-	QueuedCommands int       `json:"queued_commands"`
-	InFlight       int       `json:"in_flight"`
-}
-
-// auditRecord is a row of GET /audit.
-type auditRecord struct {
-	ID            int64     `json:"id"`
-	OccurredAt    wire.Time `json:"occurred_at"`
-	Actor         string    `json:"actor,omitempty"`
-	Action        string    `json:"action"`
-	ResourceType  string    `json:"resource_type,omitempty"`
-	ResourceID    string    `json:"resource_id,omitempty"`
-	NodeID        string    `json:"node_id,omitempty"`
-	CorrelationID string    `json:"correlation_id,omitempty"`
-	Outcome       string    `json:"outcome"`
-	FailureCode   string    `json:"failure_code,omitempty"`
-}
-
 // filter is a flag of a get that becomes a query parameter.
 type filter struct {
 	flag, param, help string
@@ -166,7 +135,7 @@ func (a *app) getCommand() *cobra.Command {
 	return g
 }
 
-func nodesTable(items []nodeView, now time.Time) *table {
+func nodesTable(items []wire.NodeView, now time.Time) *table {
 	t := &table{header: []string{"NODE", "STATUS", "MODE", "STREAMS", "VERSION", "LAST REPORT"},
 		wide: []string{"CONFIG", "DATA ADDRESS", "QUEUED", "IN FLIGHT", "RESTARTS", "CAPABILITIES"}}
 	for _, n := range items {
@@ -233,7 +202,7 @@ func eventsTable(items []wire.Event, now time.Time) *table {
 	return t
 }
 
-func auditTable(items []auditRecord, now time.Time) *table {
+func auditTable(items []wire.AuditRecord, now time.Time) *table {
 	t := &table{header: []string{"ID", "AGE", "ACTOR", "ACTION", "RESOURCE", "NODE", "OUTCOME"},
 		wide: []string{"TYPE", "FAILURE", "CORRELATION"}}
 	for _, r := range items {

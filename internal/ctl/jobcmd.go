@@ -335,7 +335,7 @@ func (a *app) jobValidate(ctx context.Context, f jobFlags) error {
 	}
 	nodes := f.nodes
 	if len(nodes) == 0 {
-		all, err := listAll[nodeView](ctx, c, "/nodes", url.Values{"status": {"online"}}, 0)
+		all, err := listAll[wire.NodeView](ctx, c, "/nodes", url.Values{"status": {"online"}}, 0)
 		if err != nil {
 			return err
 		}

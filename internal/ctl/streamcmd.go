@@ -88,7 +88,7 @@ func (a *app) nodeCommand() *cobra.Command {
 				// The mode changes in the request itself: there is nothing
 				// to wait for beyond the answer.
 				return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
-					var v nodeView
+					var v wire.NodeView
 					if _, err := c.postJSON(ctx, method, "/nodes/"+pathEsc(args[0])+suffix, nil, &v); err != nil {
 						return written{}, err
 					}

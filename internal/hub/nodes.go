@@ -16,30 +16,9 @@ import (
 // CodeNodeNotFound answers a route naming a node the Hub never registered.
 const CodeNodeNotFound = "node_not_found"
 
-// NodeView is one node of GET /nodes.
-type NodeView struct {
-	NodeID           string             `json:"node_id"`
-	Status           string             `json:"status"`
-	Mode             string             `json:"mode"`
-	Version          string             `json:"version,omitempty"`
-	ProtocolVersion  int                `json:"protocol_version,omitempty"`
-	BootID           string             `json:"boot_id,omitempty"`
-	Capabilities     []string           `json:"capabilities"`
-	DataAddress      string             `json:"data_address,omitempty"`
-	DataFingerprint  string             `json:"data_fingerprint,omitempty"`
-	ConfigVersion    string             `json:"config_version,omitempty"`
-	RegisteredAt     wire.Time          `json:"registered_at,omitzero"`
-	LeaseTTLMS       int64              `json:"lease_ttl_ms,omitempty"`
-	LeaseExpiresAt   wire.Time          `json:"lease_expires_at,omitzero"`
-	SessionExpiresAt wire.Time          `json:"session_expires_at,omitzero"`
-	LastReportAt     wire.Time          `json:"last_report_at,omitzero"`
-	ReportSeq        int64              `json:"report_seq,omitempty"`
-	Restarts         int64              `json:"restarts"`
-	Streams          int                `json:"streams"`
-	QueuedCommands   int                `json:"queued_commands"`
-	InFlight         int                `json:"in_flight"`
-	Metrics          map[string]float64 `json:"metrics,omitempty"`
-}
+// NodeView is one node of GET /nodes (its type is the wire's, which
+// clients share).
+type NodeView = wire.NodeView
 
 // nodeView is the view of a registered node.
 func nodeView(n fleet.Node) NodeView {
