@@ -198,8 +198,7 @@ func TestConsole(t *testing.T) {
 	}
 	chromiumPath(t)
 	dir := t.TempDir()
-	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
-	h.start(t)
+	h := startFleetHub(t, dir)
 	nodes := map[string]*fleetNode{}
 	for _, id := range []string{"node-a", "node-b"} {
 		n := newFleetNode(t, dir, id, []string{h.url()}, "")

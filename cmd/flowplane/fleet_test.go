@@ -45,6 +45,14 @@ type fleetHub struct {
 	proc          *exec.Cmd
 }
 
+// startFleetHub starts a Hub child process on a free loopback port with
+// its SQLite file in dir.
+func startFleetHub(t *testing.T, dir string) *fleetHub {
+	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
+	h.start(t)
+	return h
+}
+
 func (h *fleetHub) url() string { return "http://" + h.addr }
 
 func (h *fleetHub) start(t *testing.T) {

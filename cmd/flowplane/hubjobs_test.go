@@ -210,8 +210,7 @@ func TestHubJobs(t *testing.T) {
 	out := filepath.Join(dir, "out", "counts.jsonl")
 	s3 := slowS3(t, 0) // shared: a checkpoint one node wrote, the other restores
 	store := s3.uri
-	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
-	h.start(t)
+	h := startFleetHub(t, dir)
 	a := newJobNode(t, dir, "node-a", h.url())
 	b := newJobNode(t, dir, "node-b", h.url())
 	a.env, b.env = s3.env, s3.env

@@ -82,8 +82,7 @@ func TestPolicyRemoteWork(t *testing.T) {
 	}))
 	defer sink.Close()
 
-	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
-	h.start(t)
+	h := startFleetHub(t, dir)
 	hostStream := "  - id: local-host\n    input: {type: file, path: /etc/hostname}\n    pipeline: {processors: []}\n    output: {type: drop}\n"
 	n := policyTestNode(t, dir, "node-p", h.url(), "", hostStream)
 	n.start(t)
@@ -227,8 +226,7 @@ func TestPolicyCapabilitiesOff(t *testing.T) {
 		t.Skip("starts a Hub and an Agent as child processes")
 	}
 	dir := t.TempDir()
-	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
-	h.start(t)
+	h := startFleetHub(t, dir)
 	n := policyTestNode(t, dir, "node-q", h.url(), "remote_policy: {job_control: false, config_control: false}\n",
 		"  - id: base\n    input: {type: generate, context: '{}', interval: 1s}\n    pipeline: {processors: []}\n    output: {type: drop}\n")
 	n.start(t)

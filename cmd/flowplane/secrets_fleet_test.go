@@ -142,8 +142,7 @@ func TestNodeLocalSecretResolvesOnTheNode(t *testing.T) {
 		t.Skip("starts a Hub and two Agents as child processes")
 	}
 	dir := t.TempDir()
-	h := &fleetHub{owner: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), storage: filepath.Join(dir, "hub.db")}
-	h.start(t)
+	h := startFleetHub(t, dir)
 	// Both nodes let the Hub's work resolve their own secrets
 	// (remote_policy's default refuses them).
 	local := fmt.Sprintf("remote_policy: {file_roots: [%q], allow_local_secrets: true}\n", os.TempDir())
