@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
@@ -311,6 +312,36 @@ func (h *memStore) messages(prefix string) (v []storage.Message, err error) {
 		return nil
 	})
 	return v, err
+}
+
+// held reports how many messages the broker holds in flight for
+// clientID (sent or queued, not yet acknowledged).
+func (h *memStore) held(clientID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for k := range h.kv {
+		if strings.HasPrefix(k, storage.InflightKey+"/"+clientID+":") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitHeld waits until the broker holds n messages for clientID. mochi
+// acknowledges a publish (PUBACK, PUBREC) before it queues the message
+// for its subscribers, so a client that resumes its session right after
+// publish returns can take the session over before the last message is
+// queued, and mochi then drops it with the old connection's state.
+func (b *broker) waitHeld(t testing.TB, clientID string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.store.held(clientID) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker holds %d messages for %s, want %d", b.store.held(clientID), clientID, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (h *memStore) StoredInflightMessages() ([]storage.Message, error) {

@@ -87,6 +87,7 @@ func TestInputPersistentSession(t *testing.T) {
 			}
 			// 2. Published while the client is away.
 			publish(t, b, topic, byte(qos), nil, seq("b", 5)...)
+			b.waitHeld(t, fmt.Sprintf("in-p%d", qos), 15)
 
 			// 3. Back: all 15 arrive; acknowledge them.
 			second := newInput(t, conf)
