@@ -215,9 +215,9 @@ type attempt struct {
 	arts          *state.Artifacts
 	nextID        int64
 
-	cancel   context.CancelCauseFunc
-	failOnce sync.Once
-	failErr  error
+	cancel  context.CancelCauseFunc
+	failMu  sync.Mutex // guards failErr: the split leader's goroutine, which outlives attempts, may fail one
+	failErr error
 
 	acks      chan taskAck
 	ended     chan string
@@ -249,10 +249,15 @@ func (r *attempt) goroutine(f func()) {
 }
 
 func (r *attempt) fail(err error) {
-	r.failOnce.Do(func() {
+	r.failMu.Lock()
+	first := r.failErr == nil
+	if first {
 		r.failErr = err
+	}
+	r.failMu.Unlock()
+	if first {
 		r.cancel(err)
-	})
+	}
 }
 
 func (r *attempt) ready() {
@@ -391,12 +396,15 @@ func (j *Job) runAttempt(ctx context.Context, r *attempt, inst *instances, mode 
 	for _, t := range r.tasks {
 		t.teardown()
 	}
-	if lead && (r.failErr != nil || ctx.Err() != nil) {
+	r.failMu.Lock()
+	failErr := r.failErr
+	r.failMu.Unlock()
+	if lead && (failErr != nil || ctx.Err() != nil) {
 		r.split.broadcast(ctlMsg{Type: msgAbort, Epoch: r.epoch})
 	}
 	switch {
-	case r.failErr != nil:
-		return outFailed, r.progressed, r.failErr
+	case failErr != nil:
+		return outFailed, r.progressed, failErr
 	case ctx.Err() != nil:
 		return outStopped, r.progressed, nil
 	}
