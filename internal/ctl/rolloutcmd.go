@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -71,12 +72,18 @@ func (a *app) rolloutCommand() *cobra.Command {
 	_ = create.RegisterFlagCompletionFunc("nodes", a.completeNodes)
 
 	watch := &cobra.Command{
-		Use: "watch [ID]", Short: "Follow a rollout (default: the newest active one) until it ends", Args: rangeArgs(0, 1, "a rollout id or nothing"),
+		Use: "watch [ID]", Short: "Follow a rollout (default: the newest active one, else the newest) until it ends", Args: rangeArgs(0, 1, "a rollout id or nothing"),
 		ValidArgsFunction: a.completeRollouts,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.wait = true
 			return a.write(cmd.Context(), func(ctx context.Context, c *Client) (written, error) {
+				// A rollout that ended between the command that steered
+				// it and this one is still the one meant: its end is
+				// reported at once.
 				id, err := rolloutID(ctx, c, args, true)
+				if errors.Is(err, errNoActiveRollout) {
+					id, err = rolloutID(ctx, c, args, false)
+				}
 				if err != nil {
 					return written{}, err
 				}
@@ -123,6 +130,10 @@ func (a *app) rolloutCommand() *cobra.Command {
 	return r
 }
 
+// errNoActiveRollout is rolloutID's answer when it looks for an active
+// rollout and none is.
+var errNoActiveRollout = errors.New("no rollout is active (flowplane ctl get rollouts lists them all)")
+
 // rolloutID is the rollout args name, else the newest one (of those still
 // active, with active).
 func rolloutID(ctx context.Context, c *Client, args []string, active bool) (string, error) {
@@ -141,7 +152,7 @@ func rolloutID(ctx context.Context, c *Client, args []string, active bool) (stri
 	}
 	if len(cands) == 0 {
 		if active {
-			return "", fmt.Errorf("no rollout is active (flowplane ctl get rollouts lists them all)")
+			return "", errNoActiveRollout
 		}
 		return "", fmt.Errorf("there is no rollout")
 	}
