@@ -193,6 +193,7 @@ func (b *browser) checkNotReloaded(what string) {
 // pending operation for an offline node cancelled, a 412 shown as "changed
 // by someone else", and a screenshot of every page.
 func TestConsole(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
 	if testing.Short() {
 		t.Skip("starts a Hub, two Agents and Chromium")
 	}

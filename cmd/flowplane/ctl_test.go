@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,13 +68,24 @@ func TestCtlScripts(t *testing.T) {
 
 // loopbackPort is a free loopback port.
 func loopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, taken := handedOut.LoadOrStore(p, true); !taken {
+			return p, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no loopback port that was not handed out before")
 }
+
+// handedOut holds the ports loopbackPort returned: tests run in parallel,
+// and a port one test was given but has not bound yet must not be given
+// to another.
+var handedOut sync.Map
 
 // waitFor polls ok every 50 ms for at most 30 s.
 func waitFor(ok func() bool) bool {
@@ -169,6 +182,7 @@ func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
 // TestCtlFollowsPages lists a collection longer than the Hub's largest
 // page (100) from a real Hub: every page, or --limit items.
 func TestCtlFollowsPages(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
 	if testing.Short() {
 		t.Skip("starts a Hub")
 	}

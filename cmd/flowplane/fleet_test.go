@@ -388,6 +388,7 @@ func kindsOf(evs []wire.Event) []string {
 // TestFleet runs the control plane end to end with real processes: a Hub
 // and three Agents, killed and restarted with SIGKILL along the way.
 func TestFleet(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
 	if testing.Short() {
 		t.Skip("starts a Hub and three Agents as child processes")
 	}

@@ -203,6 +203,7 @@ func toStrings(ns []int) []string {
 }
 
 func TestHubJobs(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
 	if testing.Short() {
 		t.Skip("starts a Hub and two Agents")
 	}

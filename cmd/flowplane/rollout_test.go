@@ -151,6 +151,7 @@ func getJSONStatus(url string, v any) (int, error) {
 }
 
 func TestRolloutFleet(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
 	if testing.Short() {
 		t.Skip("starts a Hub and five Agents as child processes")
 	}

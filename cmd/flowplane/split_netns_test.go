@@ -366,6 +366,7 @@ func committedLines(dir string) int {
 // namespaces: undisturbed, with a node SIGKILLed mid-run, and with 200 ms
 // on one link; and checks that a wrong job secret is refused.
 func TestSplitJobNetns(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
 	if testing.Short() {
 		t.Skip("starts a Hub and three Agents in network namespaces")
 	}
