@@ -123,6 +123,9 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 	if ji.hub {
 		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore
 	}
+	if ji.hub || ji.remote {
+		opts.FS, opts.Net = e.opts.Remote.FS, e.opts.Remote.Net
+	}
 	// A split job's mesh lives as long as this run: it is closed when Run
 	// returns (the job ended, was stopped, removed or restarted).
 	closeMesh := func() {}

@@ -11,6 +11,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 )
 
@@ -38,6 +39,11 @@ type Options struct {
 	// StateRoot is the directory task stores live under when the job's
 	// state.root is empty (SVC_STATE_ROOT, else the node's state dir).
 	StateRoot string
+	// FS and Net are what the job's components, task stores and file://
+	// artifact store reach files and the network through (the node's
+	// remote policy for a Hub job); zero values restrict nothing.
+	FS  sandbox.FS
+	Net sandbox.Net
 	// Recovery overrides the plan's recovery mode for this run when set
 	// (latest_checkpoint, latest_savepoint, fail, none to start empty,
 	// newest for the newest artifact of either kind, or artifact to

@@ -115,7 +115,7 @@ func (j *Job) construct() (*instances, error) {
 		chains[p.Chains[i].ID] = &p.Chains[i]
 	}
 	inst := &instances{tasks: make([]taskInstances, len(p.Tasks))}
-	res := component.Resources{StreamID: p.JobID, Logger: j.log}
+	res := component.Resources{StreamID: p.JobID, Logger: j.log, FS: j.opts.FS, Net: j.opts.Net}
 	for ti, t := range p.Tasks {
 		if !j.local(t.ID) {
 			continue // another node builds it

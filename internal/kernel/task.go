@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -220,10 +219,10 @@ func (t *task) flush(ctx context.Context) error {
 func (t *task) open(ctx context.Context) error {
 	r := t.r
 	if len(t.stateful) > 0 && r.p.State != nil {
-		if err := os.RemoveAll(t.dir); err != nil {
+		if err := t.r.j.opts.FS.RemoveAll(t.dir); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		if err := t.r.j.opts.FS.MkdirAll(t.dir, 0o700); err != nil {
 			return err
 		}
 		// Restoring at the same parallelism, the one old task's snapshot
@@ -300,10 +299,10 @@ func (t *task) open(ctx context.Context) error {
 // task's key groups and copies that part into the fresh store.
 func (t *task) restoreState(ctx context.Context) error {
 	base := filepath.Join(t.dir, "restore")
-	defer os.RemoveAll(base)
+	defer t.r.j.opts.FS.RemoveAll(base)
 	dirs := make([]string, len(t.restore))
-	_ = os.RemoveAll(base)
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	_ = t.r.j.opts.FS.RemoveAll(base)
+	if err := t.r.j.opts.FS.MkdirAll(base, 0o700); err != nil {
 		return err
 	}
 	for i, a := range t.restore {
@@ -627,10 +626,10 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 	var dir string
 	if t.store != nil {
 		dir = filepath.Join(t.dir, "checkpoints", strconv.FormatInt(b.id, 10))
-		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		if err := t.r.j.opts.FS.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return err
 		}
-		_ = os.RemoveAll(dir)
+		_ = t.r.j.opts.FS.RemoveAll(dir)
 		if err := t.store.Checkpoint(dir); err != nil {
 			return fmt.Errorf("checkpoint %d of the state store: %w", b.id, err)
 		}
@@ -644,7 +643,7 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 		if dir != "" {
 			prefix := r.artifactPath(b, t.spec)
 			n, err := r.arts.Upload(ctx, prefix, dir)
-			_ = os.RemoveAll(dir)
+			_ = r.j.opts.FS.RemoveAll(dir)
 			ack.err = err
 			ack.artifact = &state.TaskArtifact{
 				Task: t.spec.ID, Operators: t.stateful, Subtask: t.spec.Subtask,
