@@ -140,8 +140,11 @@ func Permanent(err error) error {
 	return &permanentError{err: err}
 }
 
-// IsPermanent reports whether err was marked by Permanent.
+// IsPermanent reports whether err was marked by Permanent, or is a
+// refusal by the node's remote policy at use (sandbox.ErrDenied): the
+// policy does not change while the work runs, so retrying only repeats
+// the refusal.
 func IsPermanent(err error) bool {
 	var p *permanentError
-	return errors.As(err, &p)
+	return errors.As(err, &p) || errors.Is(err, sandbox.ErrDenied)
 }

@@ -249,7 +249,7 @@ func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, me
 			OperationID: opID, IntentID: opID, Operation: opName, NodeID: n.opts.NodeID, ResourceID: ConfigResource,
 			Convergence: wire.ConvergencePending, CorrelationID: req.CorrelationID, Actor: req.Actor,
 		},
-		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req) },
+		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req, check != nil) },
 	}
 	rec := n.ops.submit(o)
 	data := map[string]any{"operation": opName, "config_version": v.ID}
@@ -273,7 +273,10 @@ type ApplyResult struct {
 	Unchanged     []string `json:"unchanged"`
 }
 
-func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Config, req Request) (any, error) {
+// runApply runs cfg; remote says the Hub delivered it: its streams and
+// jobs then reach files and destinations through the engine's remote
+// sandbox (the remote policy at use).
+func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Config, req Request, remote bool) (any, error) {
 	n.mu.Lock()
 	old := n.conf.current
 	n.mu.Unlock()
@@ -281,7 +284,7 @@ func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Conf
 	res.ConfigVersion = v.ID
 	// Before the engine runs it: its streams may log or fail at once.
 	n.opts.Secrets.Merge(cfg.Redactor())
-	applyErr := n.opts.Engine.Apply(ctx, cfg)
+	applyErr := n.opts.Engine.ApplyWith(ctx, cfg, engine.ApplyOptions{Remote: remote})
 	if err := n.conf.hist.MarkApplied(v.ID); err != nil {
 		return res, err
 	}
