@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -265,4 +267,34 @@ func (f FS) Rename(oldname, newname string) error {
 		return fmt.Errorf("rename %s to %s: the two are beneath different file roots", oldname, newname)
 	}
 	return f.done(r, "rename", oldname, r.Rename(oldRel, newRel))
+}
+
+// Pin opens the directory dir through f (so it must be, now, a directory
+// within a root) and returns a path that names that very directory, for
+// code that opens files by path itself (SQLite, gocloud's fileblob): on
+// Linux /proc/self/fd/<n> of the open directory, so that the directory,
+// or one above it, swapped for a link after Pin is not followed. What is
+// inside the pinned directory is resolved by that code, not by os.Root: a
+// link placed in the directory itself is still followed. The path holds
+// until release is called. Unconfined, or where /proc does not name open
+// directories, the path is dir itself (checked, not pinned).
+func (f FS) Pin(dir string) (path string, release func() error, err error) {
+	if !f.Confined() {
+		return dir, func() error { return nil }, nil
+	}
+	d, err := f.Open(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		d.Close()
+		return "", nil, fmt.Errorf("pin %s: not a directory", dir)
+	}
+	if runtime.GOOS == "linux" {
+		p := "/proc/self/fd/" + strconv.Itoa(int(d.Fd()))
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			return p, d.Close, nil
+		}
+	}
+	return dir, d.Close, nil
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"syscall"
+	"time"
 )
 
 // AllowFunc decides one connection: host is the name or address the
@@ -45,6 +47,17 @@ func (n Net) Restricted() bool { return n.allow != nil }
 // DialFunc is the shape of net.Dialer.DialContext, which HTTP transports
 // and most client libraries accept.
 type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// DialContext calls f: a DialFunc is a mongo ContextDialer.
+func (f DialFunc) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return f(ctx, network, address)
+}
+
+// Dial calls f without a deadline beyond its net.Dialer's Timeout: a
+// DialFunc is a nats CustomDialer.
+func (f DialFunc) Dial(network, address string) (net.Conn, error) {
+	return f(context.Background(), network, address)
+}
 
 // Dial returns the dial function of d (nil: a zero net.Dialer) as n
 // restricts it. Unrestricted it is d.DialContext itself.
@@ -133,4 +146,19 @@ func describe(host, sockAddr string) string {
 		return sockAddr + " (" + host + ")"
 	}
 	return sockAddr
+}
+
+// HTTPTransport returns t (nil: a clone of http.DefaultTransport's) with
+// its connections made through n. Restricted, t also uses no proxy: a
+// proxy would connect to the destination itself, where n cannot decide
+// the address.
+func (n Net) HTTPTransport(t *http.Transport) *http.Transport {
+	if t == nil {
+		t = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if n.Restricted() {
+		t.Proxy = nil
+		t.DialContext = n.Dial(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	}
+	return t
 }

@@ -139,7 +139,7 @@ func NewHTTP(conf map[string]any, res component.Resources) (component.Output, er
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := res.Net.HTTPTransport(nil)
 	return &HTTP{
 		conf:      c,
 		host:      u.Host,
