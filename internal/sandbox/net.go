@@ -133,6 +133,9 @@ func (n Net) dial(ctx context.Context, d net.Dialer, network, address string) (n
 		if err == nil {
 			return c, nil
 		}
+		if se, ok := errors.AsType[*Error](err); ok {
+			err = se // its text says all; net.OpError's would repeat the address
+		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
