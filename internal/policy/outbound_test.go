@@ -150,7 +150,7 @@ func TestDialAllowed(t *testing.T) {
 		{def, "rebind.test", "fe80::1%eth0", false},
 		{def, "metadata.google.internal", "10.0.0.1", false},
 		{def, "rebind.test", "127.0.0.1", true},
-		{listed, "db.test", "127.0.0.1", true},       // a listed name reaches what it resolves to
+		{listed, "db.test", "127.0.0.1", true},         // a listed name reaches what it resolves to
 		{listed, "a.allowed.test", "10.200.0.1", true}, // a listed wildcard too
 		{listed, "db.test", "169.254.169.254", false},  // but not metadata
 		{metaListed, "db.test", "169.254.169.254", true},
