@@ -298,3 +298,28 @@ func (f FS) Pin(dir string) (path string, release func() error, err error) {
 	}
 	return dir, d.Close, nil
 }
+
+// WalkDir is filepath.WalkDir through f: the tree is walked inside the
+// root (fs.WalkDir over os.Root.FS), paths handed to fn as written
+// beneath dir.
+func (f FS) WalkDir(dir string, fn fs.WalkDirFunc) error {
+	r, rel, err := f.open("walk", dir, false)
+	if err != nil {
+		return err
+	}
+	if r == nil {
+		return filepath.WalkDir(dir, fn)
+	}
+	defer r.Close()
+	err = fs.WalkDir(r.FS(), filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
+		sub := strings.TrimPrefix(strings.TrimPrefix(p, filepath.ToSlash(rel)), "/")
+		if err != nil && escapes(err) {
+			err = f.deny("walk", filepath.Join(dir, sub), "leaves its file root through .. or a symbolic link")
+		}
+		return fn(filepath.Join(dir, filepath.FromSlash(sub)), d, err)
+	})
+	if err != nil && escapes(err) {
+		return f.deny("walk", dir, "leaves its file root through .. or a symbolic link")
+	}
+	return err
+}
