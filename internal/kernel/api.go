@@ -11,6 +11,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/operator"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 )
@@ -152,7 +153,8 @@ func Build(prefix string, p *job.Plan, opts Options) (*Job, error) {
 		opts.Now = time.Now
 	}
 	if opts.newOperator == nil {
-		opts.newOperator = defaultNewOperator
+		fsys := opts.FS
+		opts.newOperator = func(op *job.Operator) (operator.Operator, error) { return operator.NewIn(op, fsys) }
 	}
 	if opts.newKey == nil {
 		opts.newKey = defaultNewKey

@@ -34,8 +34,6 @@ func (e *BuildError) Unwrap() error { return &config.Error{Problems: e.Problems}
 
 type newOperatorFunc func(op *job.Operator) (operator.Operator, error)
 
-func defaultNewOperator(op *job.Operator) (operator.Operator, error) { return operator.New(op) }
-
 func defaultNewKey(expr string) (keyer, error) {
 	k, err := operator.NewKey(expr)
 	if err != nil {
