@@ -11,6 +11,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 )
 
@@ -389,7 +390,11 @@ func (e *Engine) JobArtifacts(ctx context.Context, id, kind string) ([]*state.Ma
 	if ji.conf.Checkpoint == nil {
 		return nil, kernel.ErrNoCheckpointing
 	}
-	a, err := state.OpenArtifacts(ctx, ji.conf.Checkpoint.ObjectStoreURI)
+	var fsys sandbox.FS
+	if ji.hub || ji.remote {
+		fsys = e.opts.Remote.FS
+	}
+	a, err := state.OpenArtifactsIn(ctx, ji.conf.Checkpoint.ObjectStoreURI, fsys)
 	if err != nil {
 		return nil, err
 	}

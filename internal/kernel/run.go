@@ -14,6 +14,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -192,7 +193,10 @@ func permanent(err error) bool {
 	var pe *permanentError
 	var be *BuildError
 	var ie *state.IncompatibleError
-	return errors.Is(err, state.ErrBudget) || errors.As(err, &pe) || errors.As(err, &be) || errors.As(err, &ie)
+	// A refusal by the node's remote policy at use stays a refusal on
+	// restart.
+	return errors.Is(err, state.ErrBudget) || errors.As(err, &pe) || errors.As(err, &be) || errors.As(err, &ie) ||
+		errors.Is(err, sandbox.ErrDenied)
 }
 
 type outcome int

@@ -53,6 +53,12 @@ type task struct {
 	r    *attempt
 	spec job.Task
 	dir  string // the task's directory under the state root; "" without store
+	// pinned names dir for the store, which opens its files by path
+	// itself: dir opened through the job's FS and pinned there
+	// (sandbox.FS.Pin), so a directory above it swapped for a link
+	// cannot move the store; unpin lets it go once the store is closed.
+	pinned string
+	unpin  func() error
 
 	ops     []*chainOp // chain order
 	src     *chainOp   // the source operator when the chain starts with a source
@@ -235,10 +241,16 @@ func (t *task) open(ctx context.Context) error {
 				return fmt.Errorf("download state of task %s: %w", a.Task, err)
 			}
 		}
-		s, err := state.Open(filepath.Join(t.dir, "store"))
+		pinned, unpin, err := r.j.opts.FS.Pin(t.dir)
 		if err != nil {
 			return fmt.Errorf("open state store: %w", err)
 		}
+		s, err := state.Open(filepath.Join(pinned, "store"))
+		if err != nil {
+			_ = unpin()
+			return fmt.Errorf("open state store: %w", err)
+		}
+		t.pinned, t.unpin = pinned, unpin
 		t.store = s
 		var maxBytes int64
 		if r.p.State.MaxBytes != nil {
@@ -630,7 +642,9 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 			return err
 		}
 		_ = t.r.j.opts.FS.RemoveAll(dir)
-		if err := t.store.Checkpoint(dir); err != nil {
+		// Pebble writes the checkpoint by path: through the pinned name
+		// of the same directory.
+		if err := t.store.Checkpoint(filepath.Join(t.pinned, "checkpoints", strconv.FormatInt(b.id, 10))); err != nil {
 			return fmt.Errorf("checkpoint %d of the state store: %w", b.id, err)
 		}
 		ack.stateBytes = t.store.DiskBytes() + t.budget.Used()
@@ -765,6 +779,7 @@ func (t *task) teardown() {
 	}
 	if t.store != nil {
 		_ = t.store.Close()
+		_ = t.unpin()
 		t.store = nil
 	}
 	if s, _ := t.status.Load().(string); s != "finished" && s != "failed" {

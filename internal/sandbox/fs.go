@@ -323,3 +323,22 @@ func (f FS) WalkDir(dir string, fn fs.WalkDirFunc) error {
 	}
 	return err
 }
+
+// PinParent is Pin of name's directory joined with name's last element,
+// for code that opens name itself by path: name, when it exists, must
+// resolve within its root now; its directory, and every one above it,
+// cannot be swapped afterwards. name itself is resolved by that code:
+// a link put in its place after PinParent is followed.
+func (f FS) PinParent(name string) (path string, release func() error, err error) {
+	if !f.Confined() {
+		return name, func() error { return nil }, nil
+	}
+	if _, err := f.Stat(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, err
+	}
+	dir, release, err := f.Pin(filepath.Dir(name))
+	if err != nil {
+		return "", nil, err
+	}
+	return dir + string(filepath.Separator) + filepath.Base(name), release, nil
+}

@@ -7,10 +7,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,22 +24,12 @@ import (
 
 // sqlitePath is the path SQLite opens name by. Through a confined FS
 // (the Hub's work) the file's directory is opened through the allowed
-// root and pinned (sandbox.FS.Pin), and the file itself must resolve
-// within the root now; SQLite then opens the file, and its journal, by
-// name in that directory. A link put in place of the file itself after
-// this check is the residual: SQLite follows it.
+// root and pinned (sandbox.FS.PinParent), and the file itself must
+// resolve within the root now; SQLite then opens the file, and its
+// journal, by name in that directory. A link put in place of the file
+// itself after this check is the residual: SQLite follows it.
 func sqlitePath(fsys sandbox.FS, name string) (string, func() error, error) {
-	if !fsys.Confined() {
-		return name, func() error { return nil }, nil
-	}
-	if _, err := fsys.Stat(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", nil, err
-	}
-	dir, release, err := fsys.Pin(filepath.Dir(name))
-	if err != nil {
-		return "", nil, err
-	}
-	return dir + "/" + filepath.Base(name), release, nil
+	return fsys.PinParent(name)
 }
 
 // Database types of input_type.type and output_type.type.
