@@ -166,8 +166,21 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (stoppabl
 		return objectWALFor(d.Backend, res)
 	}
 	dir := d.Path
+	release := func() error { return nil }
 	if dir == "" {
 		dir = filepath.Join(stateDir, "wal", s.ID)
+	} else if res.FS.Confined() {
+		// A path the configuration chose, for the Hub's work: made
+		// through the FS and pinned while the WAL is open, as the WAL
+		// opens its files by path itself.
+		if err := res.FS.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		pinned, unpin, err := res.FS.Pin(dir)
+		if err != nil {
+			return nil, err
+		}
+		dir, release = pinned, unpin
 	}
 	w, rec, err := wal.Open(wal.Options{
 		Dir:          dir,
@@ -177,6 +190,7 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (stoppabl
 		Logger:       res.Logger,
 	})
 	if err != nil {
+		_ = release()
 		return nil, err
 	}
 	if rec.TruncatedBytes > 0 || rec.CorruptSegment != "" {
@@ -185,7 +199,7 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (stoppabl
 	if rec.Pending > 0 {
 		res.Logger.Info("WAL replays unacknowledged batches", "pending", rec.Pending)
 	}
-	return &streamWAL{w: w, replayBytes: rec.PendingBytes}, nil
+	return &streamWAL{w: w, replayBytes: rec.PendingBytes, release: release}, nil
 }
 
 var _ stream.WAL = (*streamWAL)(nil)

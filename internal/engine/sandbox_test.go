@@ -12,6 +12,7 @@ import (
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/stream"
 )
 
 // TestHubJobSandbox: a Hub job runs in the engine's remote sandbox: its
@@ -76,4 +77,49 @@ func TestHubJobSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the local job running", func() bool { return jobOf(t, e, "local").State == kernel.Running })
+}
+
+// TestHubWALSandbox: a Hub configuration's durability.path WAL is made
+// and kept in a directory opened through the remote sandbox: beneath the
+// root it works (its files where the path names them), through a link
+// out of the root the stream fails naming the path and the rule. Applied
+// as local work, the same configuration runs.
+func TestHubWALSandbox(t *testing.T) {
+	ctx := context.Background()
+	root, outside := t.TempDir(), t.TempDir()
+	const rule = "remote_policy.file_roots"
+	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second,
+		Remote: engine.Sandbox{FS: sandbox.Confine([]string{root}, rule)}})
+	t.Cleanup(func() { e.Shutdown(context.Background()) })
+	if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	durable := func(id, path string) string {
+		return `
+  - id: ` + id + `
+    input: {type: memory, messages: ['x', 'y']}
+    pipeline: {processors: []}
+    output: {type: drop}
+    durability: {path: ` + path + `}
+`
+	}
+	inside, linked := filepath.Join(root, "wal", "in"), filepath.Join(root, "linked", "wal")
+	doc := "streams:" + durable("in", inside) + durable("out", linked)
+	err := e.ApplyWith(ctx, materialize(t, doc), engine.ApplyOptions{Remote: true})
+	if err == nil || !strings.Contains(err.Error(), "streams[1].durability") || !strings.Contains(err.Error(), rule) {
+		t.Fatalf("apply = %v, want the linked WAL refused", err)
+	}
+	waitFor(t, "the stream beneath the root to complete", func() bool { s, _ := statusOf(e, "in"); return s.State == stream.StateCompleted })
+	if es, err := os.ReadDir(inside); err != nil || len(es) == 0 {
+		t.Errorf("WAL beneath the root: %v, %v", es, err)
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Fatalf("the Hub's WAL made %v outside the root", es)
+	}
+	if err := e.ApplyWith(ctx, materialize(t, doc), engine.ApplyOptions{}); err != nil {
+		t.Fatalf("the same configuration as local work: %v", err)
+	}
+	if es, _ := os.ReadDir(outside); len(es) == 0 {
+		t.Error("local work did not make its WAL through the link")
+	}
 }
