@@ -21,6 +21,7 @@ import (
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/policy"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -95,7 +96,12 @@ func Run(ctx context.Context, o Options) error {
 	// events; each configuration the node runs adds its values.
 	secrets := config.NewRedactor()
 	secrets.Merge(cfg.Redactor())
-	log, closer, err := telemetry.NewLogger(cfg.Logging, o.Stdout, secrets)
+	// A Hub configuration's log file opens as the remote policy allows.
+	var logFS sandbox.FS
+	if version.Source == history.SourceHub {
+		logFS = pol.FS()
+	}
+	log, closer, err := telemetry.NewLoggerIn(cfg.Logging, o.Stdout, secrets, logFS)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: %v\n", err)
 		return ErrFailed
