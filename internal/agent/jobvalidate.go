@@ -85,7 +85,7 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 	cfg, err := config.Materialize(doc, config.JSON, x.jobs.reg, x.jobs.resolver)
 	probs := specProblems(config.Problems(err))
 	if err == nil {
-		probs = specProblems(cfg.Redact(engine.Check(cfg, x.jobs.reg)))
+		probs = specProblems(cfg.Redact(engine.CheckIn(cfg, x.jobs.reg, x.sandbox())))
 	}
 	for _, p := range probs {
 		switch {

@@ -143,3 +143,24 @@ func TestHubPolicyAtUse(t *testing.T) {
 		return len(es) > 0, h.stream(t, "w").Observed.State
 	})
 }
+
+// TestHubPolicyBeforeBuild: a Hub configuration's files are refused by
+// the policy before its components are built: a codec whose proto_inputs
+// lie outside the roots is policy_denied, its file never compiled into a
+// report (its text could be quoted there).
+func TestHubPolicyBeforeBuild(t *testing.T) {
+	rp := config.Default().RemotePolicy
+	h := newHarness(t, doc(hcLocal, genStream("a", "a")), harnessOptions{policy: &rp})
+	secret := filepath.Join(t.TempDir(), "secret.proto")
+	if err := os.WriteFile(secret, []byte("TOPSECRET line one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := doc("", fmt.Sprintf("  - id: p\n    input: {type: generate, context: '{}', count: 1, codec: {type: protobuf, message_type: x.Y, proto_inputs: [%q]}}\n    pipeline: {processors: []}\n    output: {type: drop}\n", secret))
+	rep, err := h.n.ValidateHub(node.Document{Format: config.YAML, Content: []byte(text)}, nil)
+	if !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("ValidateHub = %v (report %+v), want policy_denied", err, rep)
+	}
+	if fmt.Sprint(rep) == "" || strings.Contains(fmt.Sprint(rep), "TOPSECRET") {
+		t.Errorf("report %+v", rep)
+	}
+}
