@@ -394,7 +394,7 @@ func (e *Engine) JobArtifacts(ctx context.Context, id, kind string) ([]*state.Ma
 	if ji.hub || ji.remote {
 		fsys = e.opts.Remote.FS
 	}
-	a, err := state.OpenArtifactsIn(ctx, ji.conf.Checkpoint.ObjectStoreURI, fsys)
+	a, err := state.OpenArtifactsIn(ctx, ji.conf.Checkpoint.ObjectStoreURI, fsys, sandbox.FS{})
 	if err != nil {
 		return nil, err
 	}

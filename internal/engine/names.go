@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wal"
@@ -94,7 +95,7 @@ var ErrWALInUse = wal.ErrInUse
 // the remote sandbox) and reads the job's fence: the store is reachable
 // and readable. The job need not exist.
 func ProbeArtifacts(ctx context.Context, jobID, uri string, sb Sandbox) error {
-	a, err := state.OpenArtifactsIn(ctx, uri, sb.FS)
+	a, err := state.OpenArtifactsIn(ctx, uri, sb.FS, sandbox.FS{})
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,9 @@ func TestHubJobSandbox(t *testing.T) {
 	defer cancel()
 	root, outside := t.TempDir(), t.TempDir()
 	const rule = "remote_policy.file_roots"
-	e := engine.New(engine.Options{StateDir: root, StopTimeout: 5 * time.Second,
+	// The node's own state directory is not among the roots: task
+	// directories beneath it are the node's, not the Hub's choice.
+	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second,
 		Remote: engine.Sandbox{FS: sandbox.Confine([]string{root}, rule)}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -36,6 +38,7 @@ func TestHubJobSandbox(t *testing.T) {
 
 	hubDir := filepath.Join(root, "hub")
 	hub := materialize(t, countJob("hubjob", hubDir, "5ms", 0, 1)).Jobs[0]
+	hub.State.Root = filepath.Join(root, "state") // the task stores through the sandbox
 	if err := e.StartHubJob(ctx, engine.HubJob{Spec: hub, Generation: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +58,17 @@ func TestHubJobSandbox(t *testing.T) {
 	}
 	if partLines(t, hubDir) == 0 {
 		t.Error("the hub job committed no part file beneath the root")
+	}
+	if _, err := os.Stat(filepath.Join(root, "state", "hubjob")); err != nil {
+		t.Errorf("the hub job's state.root: %v", err)
+	}
+	own := materialize(t, countJob("ownstate", filepath.Join(root, "own"), "5ms", 0, 1)).Jobs[0]
+	if err := e.StartHubJob(ctx, engine.HubJob{Spec: own, Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a hub job in the node's own state directory running", func() bool { return jobOf(t, e, "ownstate").State == kernel.Running })
+	if _, err := e.CheckpointJob(ctx, "ownstate"); err != nil {
+		t.Errorf("checkpoint of a hub job in the node's own state directory: %v", err)
 	}
 
 	linked := filepath.Join(root, "linked")

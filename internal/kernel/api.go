@@ -297,7 +297,7 @@ func (j *Job) artifacts(ctx context.Context) (*state.Artifacts, error) {
 		return nil, ErrNoCheckpointing
 	}
 	j.artsOnce.Do(func() {
-		j.arts, j.artsErr = state.OpenArtifactsIn(ctx, j.plan.Checkpoint.ObjectStoreURI, j.opts.FS)
+		j.arts, j.artsErr = state.OpenArtifactsIn(ctx, j.plan.Checkpoint.ObjectStoreURI, j.opts.FS, j.stateFS())
 	})
 	return j.arts, j.artsErr
 }

@@ -274,6 +274,16 @@ func (r *attempt) artifactPath(b barrier, spec job.Task) string {
 	return strings.TrimSuffix(state.Prefix(r.p.JobID, b.kind(), b.id), "/") + "/" + spec.Chain + "/" + strconv.Itoa(spec.Subtask)
 }
 
+// stateFS is how the job's task directories are reached: through the
+// job's FS when its state.root came with it (a Hub job's choice), plainly
+// when they live under the node's own state root.
+func (j *Job) stateFS() sandbox.FS {
+	if s := j.plan.State; s != nil && s.Root != "" {
+		return j.opts.FS
+	}
+	return sandbox.FS{}
+}
+
 // stateRoot is the directory the job's task stores live under.
 func (j *Job) stateRoot() string {
 	root := j.opts.StateRoot

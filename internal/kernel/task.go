@@ -225,10 +225,10 @@ func (t *task) flush(ctx context.Context) error {
 func (t *task) open(ctx context.Context) error {
 	r := t.r
 	if len(t.stateful) > 0 && r.p.State != nil {
-		if err := t.r.j.opts.FS.RemoveAll(t.dir); err != nil {
+		if err := t.r.j.stateFS().RemoveAll(t.dir); err != nil {
 			return err
 		}
-		if err := t.r.j.opts.FS.MkdirAll(t.dir, 0o700); err != nil {
+		if err := t.r.j.stateFS().MkdirAll(t.dir, 0o700); err != nil {
 			return err
 		}
 		// Restoring at the same parallelism, the one old task's snapshot
@@ -241,7 +241,7 @@ func (t *task) open(ctx context.Context) error {
 				return fmt.Errorf("download state of task %s: %w", a.Task, err)
 			}
 		}
-		pinned, unpin, err := r.j.opts.FS.Pin(t.dir)
+		pinned, unpin, err := r.j.stateFS().Pin(t.dir)
 		if err != nil {
 			return fmt.Errorf("open state store: %w", err)
 		}
@@ -311,10 +311,10 @@ func (t *task) open(ctx context.Context) error {
 // task's key groups and copies that part into the fresh store.
 func (t *task) restoreState(ctx context.Context) error {
 	base := filepath.Join(t.dir, "restore")
-	defer t.r.j.opts.FS.RemoveAll(base)
+	defer t.r.j.stateFS().RemoveAll(base)
 	dirs := make([]string, len(t.restore))
-	_ = t.r.j.opts.FS.RemoveAll(base)
-	if err := t.r.j.opts.FS.MkdirAll(base, 0o700); err != nil {
+	_ = t.r.j.stateFS().RemoveAll(base)
+	if err := t.r.j.stateFS().MkdirAll(base, 0o700); err != nil {
 		return err
 	}
 	for i, a := range t.restore {
@@ -638,10 +638,10 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 	var dir string
 	if t.store != nil {
 		dir = filepath.Join(t.dir, "checkpoints", strconv.FormatInt(b.id, 10))
-		if err := t.r.j.opts.FS.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		if err := t.r.j.stateFS().MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return err
 		}
-		_ = t.r.j.opts.FS.RemoveAll(dir)
+		_ = t.r.j.stateFS().RemoveAll(dir)
 		// Pebble writes the checkpoint by path: through the pinned name
 		// of the same directory.
 		if err := t.store.Checkpoint(filepath.Join(t.pinned, "checkpoints", strconv.FormatInt(b.id, 10))); err != nil {
@@ -657,7 +657,7 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 		if dir != "" {
 			prefix := r.artifactPath(b, t.spec)
 			n, err := r.arts.Upload(ctx, prefix, dir)
-			_ = r.j.opts.FS.RemoveAll(dir)
+			_ = r.j.stateFS().RemoveAll(dir)
 			ack.err = err
 			ack.artifact = &state.TaskArtifact{
 				Task: t.spec.ID, Operators: t.stateful, Subtask: t.spec.Subtask,

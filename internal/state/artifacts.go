@@ -40,7 +40,7 @@ const transfers = 4
 type Artifacts struct {
 	bucket *blob.Bucket
 	uri    string // for errors; without the query, which may hold secrets
-	// fs is how the task directories uploaded from and downloaded into
+	// fs is how the local directories uploaded from and downloaded into
 	// are reached; release lets go of what the bucket holds open.
 	fs      sandbox.FS
 	release func() error
@@ -53,14 +53,16 @@ type Artifacts struct {
 // OpenArtifacts opens the store at uri (file:// or s3://), as OpenBucket
 // does with create set.
 func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
-	return OpenArtifactsIn(ctx, uri, sandbox.FS{})
+	return OpenArtifactsIn(ctx, uri, sandbox.FS{}, sandbox.FS{})
 }
 
 // OpenArtifactsIn is OpenArtifacts for a job whose files are reached
-// through fsys (a Hub job's: the node's remote policy at use): a file://
-// store as OpenBucketIn opens it, the task directories uploaded and
-// downloaded through fsys.
-func OpenArtifactsIn(ctx context.Context, uri string, fsys sandbox.FS) (*Artifacts, error) {
+// through a sandbox (a Hub job's: the node's remote policy at use): a
+// file:// store as OpenBucketIn opens it with store, the local
+// directories Upload reads and Download writes through files (a Hub
+// job's task directories: confined when its state.root came with it, not
+// when they are the node's own).
+func OpenArtifactsIn(ctx context.Context, uri string, store, files sandbox.FS) (*Artifacts, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, fmt.Errorf("state: object store uri: %w", err)
@@ -69,11 +71,11 @@ func OpenArtifactsIn(ctx context.Context, uri string, fsys sandbox.FS) (*Artifac
 	if u.Scheme != fileblob.Scheme && u.Scheme != s3blob.Scheme {
 		return nil, fmt.Errorf("state: object store uri %s: scheme %q is not file or s3", shown, u.Scheme)
 	}
-	b, dir, release, err := openBucket(ctx, u, true, fsys)
+	b, dir, release, err := openBucket(ctx, u, true, store)
 	if err != nil {
 		return nil, fmt.Errorf("state: open object store %s: %w", shown, err)
 	}
-	return &Artifacts{bucket: b, uri: shown, fs: fsys, release: release, root: dir}, nil
+	return &Artifacts{bucket: b, uri: shown, fs: files, release: release, root: dir}, nil
 }
 
 // private narrows a file:// object just written to 0600: checkpoints hold
