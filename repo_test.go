@@ -138,6 +138,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/hub", true, append([]string{"internal/engine", "internal/node", "internal/agent"}, runtime...), "the Hub knows nodes only by the wire"},
 		{"internal/ctl", true, append([]string{"internal/hub", "internal/engine", "internal/node", "internal/agent", "internal/daemon"}, runtime...), "the client knows the Hub only by HTTP and the wire"},
 		{"internal/policy", false, append([]string{"internal/engine", "internal/node", "internal/agent", "internal/hub"}, runtime...), "the remote policy decides over a configuration and runs nothing"},
+		{"internal/sandbox", false, []string{"internal"}, "the sandbox is a leaf: components, the kernel and the policy all use it"},
 		{"internal/openapi", false, []string{"internal/hub", "internal/node", "internal/agent", "internal/engine"}, "openapi builds documents of any surface and knows none"},
 	}
 	for _, rule := range rules {

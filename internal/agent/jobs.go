@@ -75,14 +75,16 @@ func (x *executor) materializeJob(spec json.RawMessage) (cfg *config.Config, pro
 	if ps := config.Problems(err); len(ps) > 0 {
 		return cfg, specProblems(ps), codeInvalidSpec
 	}
-	if ps := cfg.Redact(engine.Check(cfg, x.jobs.reg)); len(ps) > 0 {
-		return cfg, specProblems(ps), codeInvalidSpec
-	}
 	if x.jobs.secrets != nil {
 		x.jobs.secrets.Merge(cfg.Redactor())
 	}
+	// The policy's word on the files and destinations before the deep
+	// build, which then builds the components in the remote sandbox.
 	if ps := x.policyConfig(cfg); len(ps) > 0 {
 		return cfg, ps, policy.Code
+	}
+	if ps := cfg.Redact(engine.CheckIn(cfg, x.jobs.reg, x.sandbox())); len(ps) > 0 {
+		return cfg, specProblems(ps), codeInvalidSpec
 	}
 	return cfg, nil, ""
 }
@@ -501,4 +503,13 @@ func artifactLocation(storeURI, key string) string {
 	}
 	base := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 	return strings.TrimSuffix(base, "/") + "/" + key
+}
+
+// sandbox is what a Hub job's components are built in when it is checked:
+// the node's remote policy at use (none without a policy).
+func (x *executor) sandbox() engine.Sandbox {
+	if x.policy == nil {
+		return engine.Sandbox{}
+	}
+	return engine.Sandbox{FS: x.policy.FS(), Net: x.policy.Net()}
 }

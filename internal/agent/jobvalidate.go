@@ -85,7 +85,7 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 	cfg, err := config.Materialize(doc, config.JSON, x.jobs.reg, x.jobs.resolver)
 	probs := specProblems(config.Problems(err))
 	if err == nil {
-		probs = specProblems(cfg.Redact(engine.Check(cfg, x.jobs.reg)))
+		probs = specProblems(cfg.Redact(engine.CheckIn(cfg, x.jobs.reg, x.sandbox())))
 	}
 	for _, p := range probs {
 		switch {
@@ -140,7 +140,7 @@ func (x *executor) validateJob(ctx context.Context, spec json.RawMessage) wire.J
 	}
 	if j.Checkpoint == nil {
 		add(checkArtifactStore, checkSkipped, "", "the job has no checkpoint configuration")
-	} else if err := probeStore(ctx, j.ID, j.Checkpoint.ObjectStoreURI); err != nil {
+	} else if err := probeStore(ctx, j.ID, j.Checkpoint.ObjectStoreURI, x.sandbox()); err != nil {
 		add(checkArtifactStore, checkFailed, specPath+".checkpoint.object_store_uri", cfg.Redactor().String(x.jobs.redact(err.Error())))
 	} else {
 		add(checkArtifactStore, checkPassed, "", "")
@@ -191,8 +191,8 @@ func reason(err error) error {
 
 // probeStore opens the job's artifact store and reads its fence: the
 // store is reachable and readable.
-func probeStore(ctx context.Context, jobID, uri string) error {
+func probeStore(ctx context.Context, jobID, uri string, sb engine.Sandbox) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return engine.ProbeArtifacts(ctx, jobID, uri)
+	return engine.ProbeArtifacts(ctx, jobID, uri, sb)
 }

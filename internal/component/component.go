@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // Kind is the role a component plays in a stream.
@@ -32,6 +33,13 @@ type Resources struct {
 	// that uses one looks it up in its constructor and fails the build,
 	// naming the field, when it is missing.
 	Temporary func(name string) (Temporary, bool)
+	// FS is how the component opens, creates and removes files; Net is
+	// how it connects to destinations (its clients' dialer). Their zero
+	// values are the host's own; for work the Hub delivered they are
+	// the node's remote policy at the moment of use (package sandbox), so
+	// a component must never reach files or the network around them.
+	FS  sandbox.FS
+	Net sandbox.Net
 }
 
 // Input produces batches.
@@ -132,8 +140,11 @@ func Permanent(err error) error {
 	return &permanentError{err: err}
 }
 
-// IsPermanent reports whether err was marked by Permanent.
+// IsPermanent reports whether err was marked by Permanent, or is a
+// refusal by the node's remote policy at use (sandbox.ErrDenied): the
+// policy does not change while the work runs, so retrying only repeats
+// the refusal.
 func IsPermanent(err error) bool {
 	var p *permanentError
-	return errors.As(err, &p)
+	return errors.As(err, &p) || errors.Is(err, sandbox.ErrDenied)
 }

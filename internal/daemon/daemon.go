@@ -21,6 +21,7 @@ import (
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/policy"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -95,7 +96,12 @@ func Run(ctx context.Context, o Options) error {
 	// events; each configuration the node runs adds its values.
 	secrets := config.NewRedactor()
 	secrets.Merge(cfg.Redactor())
-	log, closer, err := telemetry.NewLogger(cfg.Logging, o.Stdout, secrets)
+	// A Hub configuration's log file opens as the remote policy allows.
+	var logFS sandbox.FS
+	if version.Source == history.SourceHub {
+		logFS = pol.FS()
+	}
+	log, closer, err := telemetry.NewLoggerIn(cfg.Logging, o.Stdout, secrets, logFS)
 	if err != nil {
 		fmt.Fprintf(stderr, "flowplane: %v\n", err)
 		return ErrFailed
@@ -142,6 +148,9 @@ func Run(ctx context.Context, o Options) error {
 		Metrics:   metrics,
 		DataPlane: dp,
 		NodeID:    nodeID,
+		// The Hub's work reaches files and destinations only as the
+		// remote policy allows, checked again at each use.
+		Remote: engine.Sandbox{FS: pol.FS(), Net: pol.Net()},
 		OnState: func(id string, st engine.StreamState) {
 			if n := nd.Load(); n != nil {
 				n.OnStreamState(id, st)
@@ -196,7 +205,7 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	events.Append(wire.Event{Kind: wire.EventNodeStarted, NodeID: nodeID, Message: "node started with configuration " + version.ID, Data: map[string]any{"config_version": version.ID, "version": o.Version}})
 	// Streams the Hub last wanted stopped stay stopped, Hub or no Hub.
-	if err := eng.ApplyStopped(ctx, cfg, held); err != nil {
+	if err := eng.ApplyWith(ctx, cfg, engine.ApplyOptions{Stopped: held, Remote: version.Source == history.SourceHub}); err != nil {
 		log.Error("a stream failed to start", "err", err)
 		// A WAL directory another process writes to is the same mistake as
 		// a shared state directory: refuse to run rather than serve half.

@@ -118,9 +118,18 @@ func buildStream(reg *component.Registry, prefix string, s config.Stream, res co
 // and returns every problem with its path. It starts nothing and binds
 // nothing.
 func Check(cfg *config.Config, reg *component.Registry) []config.Problem {
+	return CheckIn(cfg, reg, Sandbox{})
+}
+
+// CheckIn is Check building the components in sb: a configuration or job
+// from the Hub is checked in the remote sandbox, so that a constructor
+// that reads a file (a codec's proto_inputs or schema_path) reads it as
+// the node's remote policy allows, before the policy's own check of the
+// configuration has run.
+func CheckIn(cfg *config.Config, reg *component.Registry, sb Sandbox) []config.Problem {
 	var ps []config.Problem
 	for i, s := range cfg.Streams {
-		b, sp := buildStream(reg, fmt.Sprintf("streams[%d]", i), s, component.Resources{StreamID: s.ID})
+		b, sp := buildStream(reg, fmt.Sprintf("streams[%d]", i), s, component.Resources{StreamID: s.ID, FS: sb.FS, Net: sb.Net})
 		ps = append(ps, sp...)
 		if b != nil {
 			b.close(context.Background())
@@ -130,7 +139,7 @@ func Check(cfg *config.Config, reg *component.Registry) []config.Problem {
 		_, jp := job.Build(fmt.Sprintf("jobs[%d]", i), j)
 		ps = append(ps, jp...)
 		for k, src := range j.Sources {
-			if in, err := reg.NewInput(src.InputType, src.Config, component.Resources{}); err != nil {
+			if in, err := reg.NewInput(src.InputType, src.Config, component.Resources{FS: sb.FS, Net: sb.Net}); err != nil {
 				if !isUnknown(err) { // unknown types are reported by validation
 					ps = append(ps, config.Problem{Path: fmt.Sprintf("jobs[%d].sources[%d].config", i, k), Message: err.Error()})
 				}
@@ -139,7 +148,7 @@ func Check(cfg *config.Config, reg *component.Registry) []config.Problem {
 			}
 		}
 		for k, snk := range j.Sinks {
-			if out, err := reg.NewOutput(snk.OutputType, snk.Config, component.Resources{}); err != nil {
+			if out, err := reg.NewOutput(snk.OutputType, snk.Config, component.Resources{FS: sb.FS, Net: sb.Net}); err != nil {
 				if !isUnknown(err) {
 					ps = append(ps, config.Problem{Path: fmt.Sprintf("jobs[%d].sinks[%d].config", i, k), Message: err.Error()})
 				}
@@ -166,8 +175,21 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (stoppabl
 		return objectWALFor(d.Backend, res)
 	}
 	dir := d.Path
+	release := func() error { return nil }
 	if dir == "" {
 		dir = filepath.Join(stateDir, "wal", s.ID)
+	} else if res.FS.Confined() {
+		// A path the configuration chose, for the Hub's work: made
+		// through the FS and pinned while the WAL is open, as the WAL
+		// opens its files by path itself.
+		if err := res.FS.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		pinned, unpin, err := res.FS.Pin(dir)
+		if err != nil {
+			return nil, err
+		}
+		dir, release = pinned, unpin
 	}
 	w, rec, err := wal.Open(wal.Options{
 		Dir:          dir,
@@ -177,6 +199,7 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (stoppabl
 		Logger:       res.Logger,
 	})
 	if err != nil {
+		_ = release()
 		return nil, err
 	}
 	if rec.TruncatedBytes > 0 || rec.CorruptSegment != "" {
@@ -185,7 +208,7 @@ func walFor(s config.Stream, stateDir string, res component.Resources) (stoppabl
 	if rec.Pending > 0 {
 		res.Logger.Info("WAL replays unacknowledged batches", "pending", rec.Pending)
 	}
-	return &streamWAL{w: w, replayBytes: rec.PendingBytes}, nil
+	return &streamWAL{w: w, replayBytes: rec.PendingBytes, release: release}, nil
 }
 
 var _ stream.WAL = (*streamWAL)(nil)

@@ -13,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/stream"
 )
 
@@ -39,6 +40,30 @@ type Options struct {
 	DataPlane *DataPlane
 	// NodeID is this node's id: which tasks of a split job run here.
 	NodeID string
+	// Remote is the file system and network of the Hub's work: the
+	// components of a configuration applied with ApplyOptions.Remote and
+	// of Hub jobs reach files and destinations only through them (the
+	// node's remote policy, enforced at use). Its zero value restricts
+	// nothing.
+	Remote Sandbox
+}
+
+// Sandbox is what the components of some work reach files and the
+// network through.
+type Sandbox struct {
+	FS  sandbox.FS
+	Net sandbox.Net
+}
+
+// ApplyOptions say how ApplyWith applies a configuration.
+type ApplyOptions struct {
+	// Stopped names new streams and jobs that are configured but not
+	// started (see ApplyStopped).
+	Stopped []string
+	// Remote marks the configuration as the Hub's: its streams and jobs
+	// run in Options.Remote. A stream or job kept from a configuration of
+	// the other origin is restarted.
+	Remote bool
 }
 
 // ErrStreamNotFound is returned for an unknown stream id.
@@ -115,10 +140,18 @@ func (e *Engine) Apply(ctx context.Context, cfg *config.Config) error {
 // until Start. A Hub-managed node uses it at start-up for the streams its
 // Hub wants stopped, so that they never run.
 func (e *Engine) ApplyStopped(ctx context.Context, cfg *config.Config, stopped []string) error {
+	return e.ApplyWith(ctx, cfg, ApplyOptions{Stopped: stopped})
+}
+
+// ApplyWith is Apply with options: streams and jobs held stopped, the
+// configuration's origin.
+func (e *Engine) ApplyWith(ctx context.Context, cfg *config.Config, o ApplyOptions) error {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
-	errs := e.streamKind().apply(ctx, e, cfg.Streams, stopped)
-	errs = append(errs, e.jobKind().apply(ctx, e, cfg.Jobs, stopped)...)
+	sk, jk := e.streamKind(), e.jobKind()
+	sk.remote, jk.remote = o.Remote, o.Remote
+	errs := sk.apply(ctx, e, cfg.Streams, o.Stopped)
+	errs = append(errs, jk.apply(ctx, e, cfg.Jobs, o.Stopped)...)
 	e.notify()
 	return errors.Join(errs...)
 }
@@ -156,6 +189,9 @@ func (e *Engine) start(in *instance) error {
 		log.Warn("window buffer state not declared; its contents are not recovered", "buffer", in.conf.Buffer.Type)
 	}
 	res := component.Resources{StreamID: in.conf.ID, Logger: log}
+	if in.remote {
+		res.FS, res.Net = e.opts.Remote.FS, e.opts.Remote.Net
+	}
 	b, ps := buildStream(e.opts.Registry, in.path, in.conf, res)
 	if len(ps) > 0 {
 		in.err = &config.Error{Problems: ps}

@@ -11,6 +11,7 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 )
 
@@ -122,6 +123,9 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 	}
 	if ji.hub {
 		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore
+	}
+	if ji.hub || ji.remote {
+		opts.FS, opts.Net = e.opts.Remote.FS, e.opts.Remote.Net
 	}
 	// A split job's mesh lives as long as this run: it is closed when Run
 	// returns (the job ended, was stopped, removed or restarted).
@@ -386,7 +390,11 @@ func (e *Engine) JobArtifacts(ctx context.Context, id, kind string) ([]*state.Ma
 	if ji.conf.Checkpoint == nil {
 		return nil, kernel.ErrNoCheckpointing
 	}
-	a, err := state.OpenArtifacts(ctx, ji.conf.Checkpoint.ObjectStoreURI)
+	var fsys sandbox.FS
+	if ji.hub || ji.remote {
+		fsys = e.opts.Remote.FS
+	}
+	a, err := state.OpenArtifactsIn(ctx, ji.conf.Checkpoint.ObjectStoreURI, fsys, sandbox.FS{})
 	if err != nil {
 		return nil, err
 	}

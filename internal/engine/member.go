@@ -16,6 +16,10 @@ type member struct {
 	cancel  context.CancelFunc // set while it runs and nobody asked it to stop
 	done    chan struct{}      // closed when its run returned, or at once when it never ran
 	err     error              // the build error, or the run's result once done
+	// remote is set for the Hub's work (a configuration applied with
+	// ApplyOptions.Remote, a Hub job): its components reach files and the
+	// network through Options.Remote.
+	remote bool
 }
 
 func (m *member) base() *member { return m }
@@ -78,6 +82,10 @@ type kind[C any, M configured[C]] struct {
 	// an error leaves that member out (not configured, not started) and
 	// is returned with the others.
 	refuse func(id, path string) error
+	// remote is whether the configuration applied is the Hub's: members
+	// it creates are remote, and a member kept from a configuration of the
+	// other origin is started again under this one's sandbox.
+	remote bool
 }
 
 // apply makes the members match confs: unchanged ones keep running,
@@ -97,7 +105,7 @@ func (k kind[C, M]) apply(ctx context.Context, e *Engine, confs []C, held []stri
 		e.mu.Lock()
 		m := k.byID[id]
 		e.mu.Unlock()
-		if i, keep := want[id]; keep && reflect.DeepEqual(m.config(), confs[i]) {
+		if i, keep := want[id]; keep && m.base().remote == k.remote && reflect.DeepEqual(m.config(), confs[i]) {
 			continue
 		}
 		k.stop(ctx, m)
@@ -129,6 +137,7 @@ func (k kind[C, M]) apply(ctx context.Context, e *Engine, confs []C, held []stri
 			continue
 		}
 		m := k.create(c, path)
+		m.base().remote = k.remote
 		k.byID[id] = m
 		fresh = append(fresh, m)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/flowplane/flowplane/internal/kernel"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wal"
@@ -90,10 +91,11 @@ var ErrJobEnded = kernel.ErrNotRunning
 // another process writes to.
 var ErrWALInUse = wal.ErrInUse
 
-// ProbeArtifacts opens a job's artifact store (uri) and reads the job's
-// fence: the store is reachable and readable. The job need not exist.
-func ProbeArtifacts(ctx context.Context, jobID, uri string) error {
-	a, err := state.OpenArtifacts(ctx, uri)
+// ProbeArtifacts opens a job's artifact store (uri) in sb (a Hub job's:
+// the remote sandbox) and reads the job's fence: the store is reachable
+// and readable. The job need not exist.
+func ProbeArtifacts(ctx context.Context, jobID, uri string, sb Sandbox) error {
+	a, err := state.OpenArtifactsIn(ctx, uri, sb.FS, sandbox.FS{})
 	if err != nil {
 		return err
 	}

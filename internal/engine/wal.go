@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/wal"
@@ -12,7 +13,8 @@ import (
 type streamWAL struct {
 	w           *wal.WAL
 	replayBytes int64
-	rd          *wal.Reader // created by the first Read; used by the stream's feeder only
+	rd          *wal.Reader  // created by the first Read; used by the stream's feeder only
+	release     func() error // lets go of the pinned directory (walFor)
 }
 
 func (s *streamWAL) Append(b message.Batch) (uint64, int64, <-chan error) {
@@ -77,5 +79,9 @@ func (s *streamWAL) Close() error {
 	if s.rd != nil {
 		s.rd.Close()
 	}
-	return s.w.Close()
+	err := s.w.Close()
+	if s.release != nil {
+		err = errors.Join(err, s.release())
+	}
+	return err
 }

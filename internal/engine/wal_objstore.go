@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"path"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/state"
 	"github.com/flowplane/flowplane/internal/stream"
 	"github.com/flowplane/flowplane/internal/wal"
 	"github.com/flowplane/flowplane/internal/wal/objstore"
@@ -30,6 +33,8 @@ type objectWAL struct {
 	// fill every PUT worker's segment, since a PUT takes far longer than
 	// an fsync.
 	depth int
+	// release lets go of a confined file:// bucket's pinned directory.
+	release func() error
 }
 
 // maxAppendDepth bounds the appends a stream keeps in flight to an
@@ -71,7 +76,14 @@ func (s *objectWAL) Read(ctx context.Context, from, limit uint64) (uint64, messa
 	return seq, b, int64(len(data)), true, nil
 }
 
-func (s *objectWAL) Close() error { return s.w.Close() }
+// Close closes the WAL, then lets go of what the bucket's open held.
+func (s *objectWAL) Close() error {
+	err := s.w.Close()
+	if s.release != nil {
+		err = errors.Join(err, s.release())
+	}
+	return err
+}
 
 // openTimeout bounds opening and recovering an object-store WAL.
 const openTimeout = 60 * time.Second
@@ -86,7 +98,12 @@ func objectWALFor(b *config.WALBackend, res component.Resources) (*objectWAL, er
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	var bk *blob.Bucket
-	if b.URL != "" {
+	release := func() error { return nil }
+	if u, perr := url.Parse(b.URL); b.URL != "" && perr == nil && u.Scheme == "file" && res.FS.Confined() {
+		// The Hub's work: the bucket's directory through the FS, pinned
+		// while the WAL is open.
+		bk, release, err = state.OpenBucketIn(ctx, u, true, res.FS)
+	} else if b.URL != "" {
 		bk, err = objstore.OpenURL(ctx, b.URL)
 	} else {
 		bk, err = objstore.OpenS3(ctx, objstore.S3{
@@ -102,6 +119,7 @@ func objectWALFor(b *config.WALBackend, res component.Resources) (*objectWAL, er
 	w, rec, err := objstore.Open(ctx, opts)
 	if err != nil {
 		_ = bk.Close()
+		_ = release()
 		return nil, fmt.Errorf("backend: %w", err)
 	}
 	if rec.CorruptSegments > 0 {
@@ -111,7 +129,7 @@ func objectWALFor(b *config.WALBackend, res component.Resources) (*objectWAL, er
 		res.Logger.Info("WAL replays unacknowledged batches", "pending", rec.Pending, "cursor", rec.Cursor)
 	}
 	depth := min(max(opts.MaxEntries*max(opts.Workers, 1), 4), maxAppendDepth)
-	return &objectWAL{w: w, replayBytes: rec.PendingBytes, depth: depth}, nil
+	return &objectWAL{w: w, replayBytes: rec.PendingBytes, depth: depth, release: release}, nil
 }
 
 // objectWALOptions resolves a backend's settings: segment_tuning (a preset

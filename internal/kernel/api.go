@@ -11,6 +11,8 @@ import (
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/operator"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 )
 
@@ -38,6 +40,11 @@ type Options struct {
 	// StateRoot is the directory task stores live under when the job's
 	// state.root is empty (SVC_STATE_ROOT, else the node's state dir).
 	StateRoot string
+	// FS and Net are what the job's components, task stores and file://
+	// artifact store reach files and the network through (the node's
+	// remote policy for a Hub job); zero values restrict nothing.
+	FS  sandbox.FS
+	Net sandbox.Net
 	// Recovery overrides the plan's recovery mode for this run when set
 	// (latest_checkpoint, latest_savepoint, fail, none to start empty,
 	// newest for the newest artifact of either kind, or artifact to
@@ -146,7 +153,8 @@ func Build(prefix string, p *job.Plan, opts Options) (*Job, error) {
 		opts.Now = time.Now
 	}
 	if opts.newOperator == nil {
-		opts.newOperator = defaultNewOperator
+		fsys := opts.FS
+		opts.newOperator = func(op *job.Operator) (operator.Operator, error) { return operator.NewIn(op, fsys) }
 	}
 	if opts.newKey == nil {
 		opts.newKey = defaultNewKey
@@ -289,7 +297,7 @@ func (j *Job) artifacts(ctx context.Context) (*state.Artifacts, error) {
 		return nil, ErrNoCheckpointing
 	}
 	j.artsOnce.Do(func() {
-		j.arts, j.artsErr = state.OpenArtifacts(ctx, j.plan.Checkpoint.ObjectStoreURI)
+		j.arts, j.artsErr = state.OpenArtifactsIn(ctx, j.plan.Checkpoint.ObjectStoreURI, j.opts.FS, j.stateFS())
 	})
 	return j.arts, j.artsErr
 }

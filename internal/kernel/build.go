@@ -34,8 +34,6 @@ func (e *BuildError) Unwrap() error { return &config.Error{Problems: e.Problems}
 
 type newOperatorFunc func(op *job.Operator) (operator.Operator, error)
 
-func defaultNewOperator(op *job.Operator) (operator.Operator, error) { return operator.New(op) }
-
 func defaultNewKey(expr string) (keyer, error) {
 	k, err := operator.NewKey(expr)
 	if err != nil {
@@ -115,7 +113,7 @@ func (j *Job) construct() (*instances, error) {
 		chains[p.Chains[i].ID] = &p.Chains[i]
 	}
 	inst := &instances{tasks: make([]taskInstances, len(p.Tasks))}
-	res := component.Resources{StreamID: p.JobID, Logger: j.log}
+	res := component.Resources{StreamID: p.JobID, Logger: j.log, FS: j.opts.FS, Net: j.opts.Net}
 	for ti, t := range p.Tasks {
 		if !j.local(t.ID) {
 			continue // another node builds it

@@ -14,6 +14,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -192,7 +193,10 @@ func permanent(err error) bool {
 	var pe *permanentError
 	var be *BuildError
 	var ie *state.IncompatibleError
-	return errors.Is(err, state.ErrBudget) || errors.As(err, &pe) || errors.As(err, &be) || errors.As(err, &ie)
+	// A refusal by the node's remote policy at use stays a refusal on
+	// restart.
+	return errors.Is(err, state.ErrBudget) || errors.As(err, &pe) || errors.As(err, &be) || errors.As(err, &ie) ||
+		errors.Is(err, sandbox.ErrDenied)
 }
 
 type outcome int
@@ -273,6 +277,16 @@ func (r *attempt) ready() {
 // artifactPath is where task spec's files of barrier b go.
 func (r *attempt) artifactPath(b barrier, spec job.Task) string {
 	return strings.TrimSuffix(state.Prefix(r.p.JobID, b.kind(), b.id), "/") + "/" + spec.Chain + "/" + strconv.Itoa(spec.Subtask)
+}
+
+// stateFS is how the job's task directories are reached: through the
+// job's FS when its state.root came with it (a Hub job's choice), plainly
+// when they live under the node's own state root.
+func (j *Job) stateFS() sandbox.FS {
+	if s := j.plan.State; s != nil && s.Root != "" {
+		return j.opts.FS
+	}
+	return sandbox.FS{}
 }
 
 // stateRoot is the directory the job's task stores live under.

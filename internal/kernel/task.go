@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -54,6 +53,12 @@ type task struct {
 	r    *attempt
 	spec job.Task
 	dir  string // the task's directory under the state root; "" without store
+	// pinned names dir for the store, which opens its files by path
+	// itself: dir opened through the job's FS and pinned there
+	// (sandbox.FS.Pin), so a directory above it swapped for a link
+	// cannot move the store; unpin lets it go once the store is closed.
+	pinned string
+	unpin  func() error
 
 	ops     []*chainOp // chain order
 	src     *chainOp   // the source operator when the chain starts with a source
@@ -220,10 +225,10 @@ func (t *task) flush(ctx context.Context) error {
 func (t *task) open(ctx context.Context) error {
 	r := t.r
 	if len(t.stateful) > 0 && r.p.State != nil {
-		if err := os.RemoveAll(t.dir); err != nil {
+		if err := t.r.j.stateFS().RemoveAll(t.dir); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		if err := t.r.j.stateFS().MkdirAll(t.dir, 0o700); err != nil {
 			return err
 		}
 		// Restoring at the same parallelism, the one old task's snapshot
@@ -236,10 +241,16 @@ func (t *task) open(ctx context.Context) error {
 				return fmt.Errorf("download state of task %s: %w", a.Task, err)
 			}
 		}
-		s, err := state.Open(filepath.Join(t.dir, "store"))
+		pinned, unpin, err := r.j.stateFS().Pin(t.dir)
 		if err != nil {
 			return fmt.Errorf("open state store: %w", err)
 		}
+		s, err := state.Open(filepath.Join(pinned, "store"))
+		if err != nil {
+			_ = unpin()
+			return fmt.Errorf("open state store: %w", err)
+		}
+		t.pinned, t.unpin = pinned, unpin
 		t.store = s
 		var maxBytes int64
 		if r.p.State.MaxBytes != nil {
@@ -300,10 +311,10 @@ func (t *task) open(ctx context.Context) error {
 // task's key groups and copies that part into the fresh store.
 func (t *task) restoreState(ctx context.Context) error {
 	base := filepath.Join(t.dir, "restore")
-	defer os.RemoveAll(base)
+	defer t.r.j.stateFS().RemoveAll(base)
 	dirs := make([]string, len(t.restore))
-	_ = os.RemoveAll(base)
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	_ = t.r.j.stateFS().RemoveAll(base)
+	if err := t.r.j.stateFS().MkdirAll(base, 0o700); err != nil {
 		return err
 	}
 	for i, a := range t.restore {
@@ -627,11 +638,13 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 	var dir string
 	if t.store != nil {
 		dir = filepath.Join(t.dir, "checkpoints", strconv.FormatInt(b.id, 10))
-		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		if err := t.r.j.stateFS().MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			return err
 		}
-		_ = os.RemoveAll(dir)
-		if err := t.store.Checkpoint(dir); err != nil {
+		_ = t.r.j.stateFS().RemoveAll(dir)
+		// Pebble writes the checkpoint by path: through the pinned name
+		// of the same directory.
+		if err := t.store.Checkpoint(filepath.Join(t.pinned, "checkpoints", strconv.FormatInt(b.id, 10))); err != nil {
 			return fmt.Errorf("checkpoint %d of the state store: %w", b.id, err)
 		}
 		ack.stateBytes = t.store.DiskBytes() + t.budget.Used()
@@ -644,7 +657,7 @@ func (t *task) checkpoint(ctx context.Context, b barrier) error {
 		if dir != "" {
 			prefix := r.artifactPath(b, t.spec)
 			n, err := r.arts.Upload(ctx, prefix, dir)
-			_ = os.RemoveAll(dir)
+			_ = r.j.stateFS().RemoveAll(dir)
 			ack.err = err
 			ack.artifact = &state.TaskArtifact{
 				Task: t.spec.ID, Operators: t.stateful, Subtask: t.spec.Subtask,
@@ -766,6 +779,7 @@ func (t *task) teardown() {
 	}
 	if t.store != nil {
 		_ = t.store.Close()
+		_ = t.unpin()
 		t.store = nil
 	}
 	if s, _ := t.status.Load().(string); s != "finished" && s != "failed" {

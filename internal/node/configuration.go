@@ -77,22 +77,37 @@ func (n *Node) Validate(doc Document) (Report, *config.Config) {
 	n.mu.Lock()
 	res := n.conf.resolver
 	n.mu.Unlock()
-	return n.validateWith(doc, res)
+	rep, cfg, _ := n.validateWith(doc, res, nil)
+	return rep, cfg
 }
 
-// validateWith is Validate with the resolver of doc's references.
-func (n *Node) validateWith(doc Document, res secretref.Resolver) (Report, *config.Config) {
+// validateWith is Validate with the resolver of doc's references. check,
+// when not nil, is the remote policy's word on the materialized
+// configuration of work the Hub delivered: it runs before the deep build,
+// whose components are then built in the remote sandbox (a codec reads
+// its proto_inputs as the policy allows), and its error is returned with
+// the refusals as the report.
+func (n *Node) validateWith(doc Document, res secretref.Resolver, check func(*config.Config) error) (Report, *config.Config, error) {
 	cfg, err := config.Materialize(doc.Content, doc.Format, n.opts.Registry, res)
 	problems := config.Problems(err)
 	if cfg != nil && len(problems) == 0 {
-		problems = config.CapProblems(cfg.Redact(engine.Check(cfg, n.opts.Registry)))
+		var sb engine.Sandbox
+		if check != nil {
+			if err := check(cfg); err != nil {
+				return policyReport(err), cfg, err
+			}
+			if n.opts.Policy != nil {
+				sb = engine.Sandbox{FS: n.opts.Policy.FS(), Net: n.opts.Policy.Net()}
+			}
+		}
+		problems = config.CapProblems(cfg.Redact(engine.CheckIn(cfg, n.opts.Registry, sb)))
 	}
 	// The running configuration's values too: a message may quote one.
 	problems = n.opts.Secrets.Problems(problems)
 	if problems == nil {
 		problems = []config.Problem{}
 	}
-	return Report{Valid: len(problems) == 0, Errors: problems}, cfg
+	return Report{Valid: len(problems) == 0, Errors: problems}, cfg, nil
 }
 
 // Configuration returns the applied version, its literal credentials
@@ -222,21 +237,21 @@ func (n *Node) apply(doc Document, source, from, opName string, req Request) (wi
 // applyWith validates doc, its references resolved by res, appends it to
 // the history with meta (actor and correlation id from req) and queues
 // its application: the one apply path of every source. check, when not
-// nil, is the remote policy's word on the valid configuration: its error
-// (a *policy.Error) refuses the apply before anything is kept or runs.
+// nil, is the remote policy's word on the materialized configuration,
+// before its deep build (see validateWith): its error (a *policy.Error)
+// refuses the apply before anything is kept or runs, and the Hub's
+// configuration then runs in the engine's remote sandbox.
 func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, meta history.Meta, opName string, req Request, check func(*config.Config) error) (wire.Operation, error) {
 	h, err := n.history()
 	if err != nil {
 		return wire.Operation{}, err
 	}
-	rep, cfg := n.validateWith(doc, res)
+	rep, cfg, err := n.validateWith(doc, res, check)
+	if err != nil {
+		return wire.Operation{}, err
+	}
 	if !rep.Valid {
 		return wire.Operation{}, &ValidationError{Report: rep}
-	}
-	if check != nil {
-		if err := check(cfg); err != nil {
-			return wire.Operation{}, err
-		}
 	}
 	meta.Actor, meta.CorrelationID = req.Actor, req.CorrelationID
 	v, err := h.Append(doc.Content, doc.Format, source, meta)
@@ -249,7 +264,7 @@ func (n *Node) applyWith(doc Document, res secretref.Resolver, source string, me
 			OperationID: opID, IntentID: opID, Operation: opName, NodeID: n.opts.NodeID, ResourceID: ConfigResource,
 			Convergence: wire.ConvergencePending, CorrelationID: req.CorrelationID, Actor: req.Actor,
 		},
-		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req) },
+		run: func(ctx context.Context) (any, error) { return n.runApply(ctx, v, cfg, req, check != nil) },
 	}
 	rec := n.ops.submit(o)
 	data := map[string]any{"operation": opName, "config_version": v.ID}
@@ -273,7 +288,10 @@ type ApplyResult struct {
 	Unchanged     []string `json:"unchanged"`
 }
 
-func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Config, req Request) (any, error) {
+// runApply runs cfg; remote says the Hub delivered it: its streams and
+// jobs then reach files and destinations through the engine's remote
+// sandbox (the remote policy at use).
+func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Config, req Request, remote bool) (any, error) {
 	n.mu.Lock()
 	old := n.conf.current
 	n.mu.Unlock()
@@ -281,7 +299,7 @@ func (n *Node) runApply(ctx context.Context, v history.Version, cfg *config.Conf
 	res.ConfigVersion = v.ID
 	// Before the engine runs it: its streams may log or fail at once.
 	n.opts.Secrets.Merge(cfg.Redactor())
-	applyErr := n.opts.Engine.Apply(ctx, cfg)
+	applyErr := n.opts.Engine.ApplyWith(ctx, cfg, engine.ApplyOptions{Remote: remote})
 	if err := n.conf.hist.MarkApplied(v.ID); err != nil {
 		return res, err
 	}

@@ -197,6 +197,12 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 			t.Fatalf("dataplane.Listen: %v", err)
 		}
 	}
+	var pol *policy.Policy
+	var remote engine.Sandbox
+	if o.policy != nil {
+		pol = policy.New(*o.policy, dir)
+		remote = engine.Sandbox{FS: pol.FS(), Net: pol.Net()}
+	}
 	eng := engine.New(engine.Options{
 		Registry: reg, Logger: log, StateDir: dir, Metrics: metrics, NodeID: testNodeID, DataPlane: dp,
 		OnState: func(id string, st engine.StreamState) {
@@ -204,11 +210,8 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 				n.OnStreamState(id, st)
 			}
 		},
+		Remote: remote,
 	})
-	var pol *policy.Policy
-	if o.policy != nil {
-		pol = policy.New(*o.policy, dir)
-	}
 	n := node.New(node.Options{
 		Engine: eng, Registry: reg, Events: events, Logger: log, Secrets: secrets,
 		NodeID: testNodeID, BootID: uuid.Must(uuid.NewV7()).String(), Version: "test", Policy: pol,

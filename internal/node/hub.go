@@ -72,13 +72,8 @@ func (n *Node) ValidateHub(doc Document, secrets map[string]string) (Report, err
 	if err := n.policyDocument(doc, secrets); err != nil {
 		return policyReport(err), err
 	}
-	rep, cfg := n.validateWith(doc, n.hubResolverFor(secrets))
-	if rep.Valid {
-		if err := n.policyConfig(cfg); err != nil {
-			return policyReport(err), err
-		}
-	}
-	return rep, nil
+	rep, _, err := n.validateWith(doc, n.hubResolverFor(secrets), n.policyConfig)
+	return rep, err
 }
 
 // policyDocument checks the text of work from the Hub against the node's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/node/history"
 	"github.com/flowplane/flowplane/internal/policy"
+	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // fileStream is a stream writing to path.
@@ -91,4 +93,74 @@ func mustVersions(t *testing.T, h *harness) []history.Version {
 		t.Fatal(err)
 	}
 	return vs
+}
+
+// TestHubPolicyAtUse: the files of a Hub configuration are checked again
+// each time a component opens them, not only when the configuration
+// arrives: a stream's output directory swapped for a link out of the
+// state directory after the apply makes the stream's next start fail,
+// naming the path and the rule, with nothing written outside. The owner's
+// apply of the same text restarts the stream as local work, which follows
+// the link.
+func TestHubPolicyAtUse(t *testing.T) {
+	rp := config.Default().RemotePolicy
+	h := newHarness(t, doc(hcLocal, genStream("a", "a")), harnessOptions{policy: &rp})
+	ctx := context.Background()
+	dir, outside := filepath.Join(h.dir, "out"), t.TempDir()
+	text := doc("", fileStream("w", filepath.Join(dir, "w.jsonl")))
+	if _, err := h.n.ApplyHub(ctx, node.Document{Format: config.YAML, Content: []byte(text)}, nil, "v1", node.Request{Actor: "hub"}); err != nil {
+		t.Fatalf("ApplyHub: %v", err)
+	}
+	h.waitInSync(t, "w")
+	h.succeed(t, h.action(t, "w", "stop").OperationID)
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	h.waitOp(t, h.action(t, "w", "start").OperationID)
+	var s wire.Stream
+	eventually(t, "stream w to fail", func() (bool, string) {
+		s = h.stream(t, "w")
+		return s.Observed.State == "failed", s.Observed.State
+	})
+	if !strings.Contains(s.Observed.LastError, dir) || !strings.Contains(s.Observed.LastError, policy.RuleFileRoots) {
+		t.Errorf("last_error %q does not name the path and the rule", s.Observed.LastError)
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Fatalf("the Hub's stream wrote %v outside the state directory", es)
+	}
+
+	op, err := h.n.Apply(node.Document{Format: config.YAML, Content: []byte(text)}, node.Request{Actor: "owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.succeed(t, op.OperationID)
+	eventually(t, "the owner's stream to write through the link", func() (bool, string) {
+		es, _ := os.ReadDir(outside)
+		return len(es) > 0, h.stream(t, "w").Observed.State
+	})
+}
+
+// TestHubPolicyBeforeBuild: a Hub configuration's files are refused by
+// the policy before its components are built: a codec whose proto_inputs
+// lie outside the roots is policy_denied, its file never compiled into a
+// report (its text could be quoted there).
+func TestHubPolicyBeforeBuild(t *testing.T) {
+	rp := config.Default().RemotePolicy
+	h := newHarness(t, doc(hcLocal, genStream("a", "a")), harnessOptions{policy: &rp})
+	secret := filepath.Join(t.TempDir(), "secret.proto")
+	if err := os.WriteFile(secret, []byte("TOPSECRET line one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := doc("", fmt.Sprintf("  - id: p\n    input: {type: generate, context: '{}', count: 1, codec: {type: protobuf, message_type: x.Y, proto_inputs: [%q]}}\n    pipeline: {processors: []}\n    output: {type: drop}\n", secret))
+	rep, err := h.n.ValidateHub(node.Document{Format: config.YAML, Content: []byte(text)}, nil)
+	if !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("ValidateHub = %v (report %+v), want policy_denied", err, rep)
+	}
+	if fmt.Sprint(rep) == "" || strings.Contains(fmt.Sprint(rep), "TOPSECRET") {
+		t.Errorf("report %+v", rep)
+	}
 }

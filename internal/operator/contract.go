@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/goccy/go-json"
 )
@@ -100,7 +101,11 @@ type Context struct {
 // New builds the operator of a transforming kind (map, filter, aggregate,
 // window, udf) from its plan entry. It compiles expressions and, for udf,
 // the WebAssembly module; it does no other I/O.
-func New(op *job.Operator) (Operator, error) { return newOperator(op) }
+func New(op *job.Operator) (Operator, error) { return newOperator(op, sandbox.FS{}) }
+
+// NewIn is New reading a udf's module through fsys (a Hub job's: the
+// node's remote policy at the moment the module is read).
+func NewIn(op *job.Operator, fsys sandbox.FS) (Operator, error) { return newOperator(op, fsys) }
 
 // Key is a compiled key expression (the key of aggregate and window, and of
 // the partitioned edge into them), evaluated as map expressions are, with

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // ErrNotBool is returned when a filter condition evaluates to something
@@ -14,7 +15,7 @@ import (
 var ErrNotBool = errors.New("condition did not return a boolean")
 
 // newOperator is New's body.
-func newOperator(op *job.Operator) (Operator, error) {
+func newOperator(op *job.Operator, fsys sandbox.FS) (Operator, error) {
 	missing := func() error { return fmt.Errorf("operator %s: %s without its config", op.ID, op.Kind) }
 	var (
 		o   Operator
@@ -45,7 +46,7 @@ func newOperator(op *job.Operator) (Operator, error) {
 		if op.UDF == nil {
 			return nil, missing()
 		}
-		o, err = newUDF(op.ID, op.UDF)
+		o, err = newUDF(op.ID, op.UDF, fsys)
 	default:
 		return nil, fmt.Errorf("operator %s: kind %q is not a transforming operator", op.ID, op.Kind)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/goccy/go-json"
@@ -13,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // udfMemoryPages bounds a udf module's linear memory: 2048 pages of 64 KiB
@@ -40,11 +40,11 @@ type udfOp struct {
 	in       []byte
 }
 
-func newUDF(id string, c *job.UDFConfig) (*udfOp, error) {
+func newUDF(id string, c *job.UDFConfig, fsys sandbox.FS) (*udfOp, error) {
 	if c.Function == "" {
 		return nil, fmt.Errorf("config.function: required")
 	}
-	wasm, err := os.ReadFile(c.Module)
+	wasm, err := fsys.ReadFile(c.Module)
 	if err != nil {
 		return nil, fmt.Errorf("config.module: %w", err)
 	}

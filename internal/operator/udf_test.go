@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // buildWasm builds the udf module testdata/udf/<name> for GOOS=wasip1 as a
@@ -120,5 +121,26 @@ func TestUDF(t *testing.T) {
 			_, err := operator.New(udfOp(tt.module, tt.function))
 			checkErr(t, err, tt.err)
 		})
+	}
+}
+
+// TestUDFModuleConfined: a Hub job's udf module is read through its
+// confined FS: outside the root, or through a link out of it, it is
+// refused before it is read.
+func TestUDFModuleConfined(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	module := filepath.Join(outside, "evil.wasm")
+	if err := os.WriteFile(module, []byte("\x00asm"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "mods")); err != nil {
+		t.Fatal(err)
+	}
+	fsys := sandbox.Confine([]string{root}, "remote_policy.file_roots")
+	for _, m := range []string{module, filepath.Join(root, "mods", "evil.wasm")} {
+		_, err := operator.NewIn(udfOp(m, "f"), fsys)
+		if !errors.Is(err, sandbox.ErrDenied) || !strings.Contains(err.Error(), m) {
+			t.Errorf("module %s: %v, want refused naming it", m, err)
+		}
 	}
 }

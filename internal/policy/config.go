@@ -36,6 +36,7 @@ var notFileKeys = map[string]map[string]bool{
 var destKeys = map[string]bool{
 	"url": true, "urls": true, "brokers": true, "uri": true, "dsn": true,
 	"endpoint": true, "host": true, "hosts": true, "servers": true, "bootstrap_servers": true,
+	"registry_url": true,
 }
 
 // Config checks the files and destinations of a materialized

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // Reasons a path is refused, for errors.Is.
@@ -36,36 +38,16 @@ func Within(roots []string, name string) error {
 		}
 		abs = wd + string(filepath.Separator) + name
 	}
-	clean := filepath.Clean(abs)
 	for _, r := range roots {
 		// The root is chosen by the written path and its lexical form
 		// both; whether the written path stays in it is os.Root's call.
-		rel, ok := beneath(r, abs)
-		if !ok || !lexicallyBeneath(r, clean) {
+		rel, ok := sandbox.Beneath(r, abs)
+		if !ok {
 			continue
 		}
 		return inRoot(r, rel, name)
 	}
 	return fmt.Errorf("%s is %w", name, ErrOutsideRoots)
-}
-
-// beneath returns name relative to root when name is written as root
-// followed by more path ("" for root itself).
-func beneath(root, name string) (string, bool) {
-	if name == root {
-		return "", true
-	}
-	prefix := root
-	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
-		prefix += string(filepath.Separator)
-	}
-	rest, ok := strings.CutPrefix(name, prefix)
-	return strings.TrimLeft(rest, string(filepath.Separator)), ok
-}
-
-func lexicallyBeneath(root, clean string) bool {
-	_, ok := beneath(root, clean)
-	return ok
 }
 
 // inRoot resolves rel inside root through os.Root: its longest existing
@@ -132,3 +114,10 @@ func parent(rel string) string {
 	}
 	return rel[:i]
 }
+
+// FS is the file system components of Hub-delivered work open their files
+// through: every open, creation and removal is made through an os.Root of
+// the allowed root the path is beneath, so that what Within allowed when
+// the work arrived cannot have become a way out (a directory swapped for
+// a symbolic link) by the time a component uses it.
+func (p *Policy) FS() sandbox.FS { return sandbox.Confine(p.roots, RuleFileRoots) }

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // denied are the destinations refused without an allow-list: link-local
@@ -169,4 +171,42 @@ func splitHosts(s string) []string {
 		hs = append(hs, strings.Trim(part, "[]"))
 	}
 	return hs
+}
+
+// Net is the network components of Hub-delivered work connect through:
+// each connection's address is decided as the socket connects, so that a
+// host name checked when the work arrived cannot be made to point
+// elsewhere later (DNS rebinding). Host names are resolved with the
+// policy's lookup. The address must pass AddressAllowed, except that a
+// host name the allow-list lists reaches what it resolves to, save a
+// link-local or cloud metadata address no CIDR of the list holds.
+func (p *Policy) Net() sandbox.Net {
+	return sandbox.Restrict(p.dialAllowed, sandbox.LookupFunc(p.lookup), RuleOutbound)
+}
+
+// dialAllowed decides one connection of Hub-delivered work to a, asked
+// for as host.
+func (p *Policy) dialAllowed(host string, a netip.Addr) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if deniedNames[host] {
+		return host + " is a cloud metadata service"
+	}
+	if _, err := netip.ParseAddr(host); err != nil && p.hostListed(host) {
+		if ok, why := AddressAllowed(a, nil, false); !ok && !p.netListed(a) {
+			return why
+		}
+		return ""
+	}
+	_, why := AddressAllowed(a, p.allowNets, p.listSet())
+	return why
+}
+
+func (p *Policy) netListed(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	for _, n := range p.allowNets {
+		if n.Contains(a) {
+			return true
+		}
+	}
+	return false
 }

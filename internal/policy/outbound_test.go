@@ -129,3 +129,39 @@ func FuzzDestination(f *testing.F) {
 		}
 	})
 }
+
+// TestDialAllowed: the decision made as a connection is made, with the
+// name it was asked for and the address it reaches.
+func TestDialAllowed(t *testing.T) {
+	def := Default(t.TempDir())
+	rp := config.Default().RemotePolicy
+	rp.OutboundAllow = []string{"10.1.0.0/16", "*.allowed.test", "db.test"}
+	listed := New(rp, t.TempDir())
+	rp.OutboundAllow = []string{"db.test", "169.254.169.254/32"}
+	metaListed := New(rp, t.TempDir())
+	tests := []struct {
+		p    *Policy
+		host string
+		addr string
+		ok   bool
+	}{
+		{def, "rebind.test", "169.254.169.254", false},
+		{def, "169.254.169.254", "169.254.169.254", false},
+		{def, "rebind.test", "fe80::1%eth0", false},
+		{def, "metadata.google.internal", "10.0.0.1", false},
+		{def, "rebind.test", "127.0.0.1", true},
+		{listed, "db.test", "127.0.0.1", true},         // a listed name reaches what it resolves to
+		{listed, "a.allowed.test", "10.200.0.1", true}, // a listed wildcard too
+		{listed, "db.test", "169.254.169.254", false},  // but not metadata
+		{metaListed, "db.test", "169.254.169.254", true},
+		{listed, "other.test", "127.0.0.1", false}, // an unlisted name must reach a listed CIDR
+		{listed, "other.test", "10.1.2.3", true},
+		{listed, "127.0.0.1", "127.0.0.1", false},
+	}
+	for _, tt := range tests {
+		why := tt.p.dialAllowed(tt.host, netip.MustParseAddr(tt.addr))
+		if (why == "") != tt.ok {
+			t.Errorf("dialAllowed(%s, %s) = %q, want allowed %v", tt.host, tt.addr, why, tt.ok)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -10,14 +9,16 @@ import (
 	"strings"
 
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // Code is the failure code of every refusal: the operation's failure, a
 // job's or stream's last error, and so the Hub's audit.
 const Code = "policy_denied"
 
-// ErrDenied is matched (errors.Is) by an [*Error].
-var ErrDenied = errors.New("denied by the node's remote policy")
+// ErrDenied is matched (errors.Is) by an [*Error], and by the
+// [*sandbox.Error] of a refusal at use (it is sandbox.ErrDenied).
+var ErrDenied = sandbox.ErrDenied
 
 // Rule names of the remote_policy fields refusals cite.
 const (

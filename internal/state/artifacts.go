@@ -19,6 +19,8 @@ import (
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // Artifact store layout, under the object_store_uri:
@@ -38,6 +40,10 @@ const transfers = 4
 type Artifacts struct {
 	bucket *blob.Bucket
 	uri    string // for errors; without the query, which may hold secrets
+	// fs is how the local directories uploaded from and downloaded into
+	// are reached; release lets go of what the bucket holds open.
+	fs      sandbox.FS
+	release func() error
 	// root is the directory of a file:// store, whose objects are made
 	// 0600 once written (fileblob creates them 0666 less the umask);
 	// empty for s3.
@@ -47,6 +53,16 @@ type Artifacts struct {
 // OpenArtifacts opens the store at uri (file:// or s3://), as OpenBucket
 // does with create set.
 func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
+	return OpenArtifactsIn(ctx, uri, sandbox.FS{}, sandbox.FS{})
+}
+
+// OpenArtifactsIn is OpenArtifacts for a job whose files are reached
+// through a sandbox (a Hub job's: the node's remote policy at use): a
+// file:// store as OpenBucketIn opens it with store, the local
+// directories Upload reads and Download writes through files (a Hub
+// job's task directories: confined when its state.root came with it, not
+// when they are the node's own).
+func OpenArtifactsIn(ctx context.Context, uri string, store, files sandbox.FS) (*Artifacts, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, fmt.Errorf("state: object store uri: %w", err)
@@ -55,15 +71,11 @@ func OpenArtifacts(ctx context.Context, uri string) (*Artifacts, error) {
 	if u.Scheme != fileblob.Scheme && u.Scheme != s3blob.Scheme {
 		return nil, fmt.Errorf("state: object store uri %s: scheme %q is not file or s3", shown, u.Scheme)
 	}
-	b, err := OpenBucket(ctx, u, true)
+	b, dir, release, err := openBucket(ctx, u, true, store)
 	if err != nil {
 		return nil, fmt.Errorf("state: open object store %s: %w", shown, err)
 	}
-	a := &Artifacts{bucket: b, uri: shown}
-	if u.Scheme == fileblob.Scheme {
-		a.root = filepath.FromSlash(u.Path)
-	}
-	return a, nil
+	return &Artifacts{bucket: b, uri: shown, fs: files, release: release, root: dir}, nil
 }
 
 // private narrows a file:// object just written to 0600: checkpoints hold
@@ -88,6 +100,25 @@ func (a *Artifacts) private(key string) error {
 // stderr for every object read). Credentials come from the standard AWS
 // environment. u is not modified.
 func OpenBucket(ctx context.Context, u *url.URL, create bool) (*blob.Bucket, error) {
+	b, _, _, err := openBucket(ctx, u, create, sandbox.FS{})
+	return b, err
+}
+
+// OpenBucketIn is OpenBucket with a file:// bucket's directory reached
+// through fsys. Confined (the Hub's work), the directory is made through
+// it and its parent pinned (sandbox.FS.PinParent) while the bucket is
+// open, so that no directory above the bucket's can be swapped for a
+// link out of the root; release, called after the bucket is closed, lets
+// it go.
+func OpenBucketIn(ctx context.Context, u *url.URL, create bool, fsys sandbox.FS) (*blob.Bucket, func() error, error) {
+	b, _, release, err := openBucket(ctx, u, create, fsys)
+	return b, release, err
+}
+
+// openBucket is OpenBucketIn, also returning the directory a file://
+// bucket was opened at (empty for s3).
+func openBucket(ctx context.Context, u *url.URL, create bool, fsys sandbox.FS) (b *blob.Bucket, dir string, release func() error, err error) {
+	release = func() error { return nil }
 	v := *u
 	q := v.Query()
 	set := func(k, val string) {
@@ -106,7 +137,24 @@ func OpenBucket(ctx context.Context, u *url.URL, create bool) (*blob.Bucket, err
 		set("metadata", "skip")
 		set("no_tmp_dir", "true")
 		v.RawQuery = q.Encode()
-		return blob.OpenBucket(ctx, v.String())
+		dir = filepath.FromSlash(v.Path)
+		if fsys.Confined() {
+			if create {
+				if err := fsys.MkdirAll(dir, 0o700); err != nil {
+					return nil, "", nil, err
+				}
+			}
+			if dir, release, err = fsys.PinParent(dir); err != nil {
+				return nil, "", nil, err
+			}
+			v.Path = filepath.ToSlash(dir)
+		}
+		b, err := blob.OpenBucket(ctx, v.String())
+		if err != nil {
+			_ = release()
+			return nil, "", nil, err
+		}
+		return b, dir, release, nil
 	case s3blob.Scheme:
 		prefix := strings.Trim(v.Path, "/")
 		v.Path = ""
@@ -118,9 +166,9 @@ func OpenBucket(ctx context.Context, u *url.URL, create bool) (*blob.Bucket, err
 		if err == nil && prefix != "" {
 			b = blob.PrefixedBucket(b, prefix+"/")
 		}
-		return b, err
+		return b, "", release, err
 	default:
-		return nil, fmt.Errorf("scheme %q is not file or s3", v.Scheme)
+		return nil, "", nil, fmt.Errorf("scheme %q is not file or s3", v.Scheme)
 	}
 }
 
@@ -135,7 +183,7 @@ func Prefix(jobID, kind string, id int64) string {
 func (a *Artifacts) Upload(ctx context.Context, prefix, dir string) (bytes int64, err error) {
 	prefix = withSlash(prefix)
 	var files []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = a.fs.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -172,7 +220,7 @@ func (a *Artifacts) Upload(ctx context.Context, prefix, dir string) (bytes int64
 }
 
 func (a *Artifacts) uploadFile(ctx context.Context, key, file string) (int64, error) {
-	f, err := os.Open(file)
+	f, err := a.fs.Open(file)
 	if err != nil {
 		return 0, err
 	}
@@ -202,12 +250,12 @@ func (a *Artifacts) uploadFile(ctx context.Context, key, file string) (int64, er
 // exist yet.
 func (a *Artifacts) Download(ctx context.Context, prefix, dir string) error {
 	prefix = withSlash(prefix)
-	if _, err := os.Lstat(dir); err == nil {
+	if _, err := a.fs.Lstat(dir); err == nil {
 		return fmt.Errorf("state: download %s into %s: the directory already exists", prefix, dir)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("state: download into %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := a.fs.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("state: download into %s: %w", dir, err)
 	}
 	keys, err := a.keys(ctx, prefix)
@@ -233,7 +281,7 @@ func (a *Artifacts) Download(ctx context.Context, prefix, dir string) error {
 }
 
 func (a *Artifacts) downloadFile(ctx context.Context, key, file string) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+	if err := a.fs.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
 	}
 	r, err := a.bucket.NewReader(ctx, key, nil)
@@ -241,7 +289,7 @@ func (a *Artifacts) downloadFile(ctx context.Context, key, file string) error {
 		return err
 	}
 	defer r.Close()
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := a.fs.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -497,7 +545,7 @@ func (a *Artifacts) CleanIncomplete(ctx context.Context, jobID string) error {
 }
 
 // Close releases the store.
-func (a *Artifacts) Close() error { return a.bucket.Close() }
+func (a *Artifacts) Close() error { return errors.Join(a.bucket.Close(), a.release()) }
 
 func withSlash(prefix string) string {
 	if prefix == "" || strings.HasSuffix(prefix, "/") {

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // NewLogger builds the process logger from the logging configuration. Logs
@@ -20,13 +21,20 @@ import (
 // configuration (an error quoting a resolved path, say) shows
 // config.Redacted in their place. nil secrets redacts nothing.
 func NewLogger(c config.Logging, stdout io.Writer, secrets *config.Redactor) (*slog.Logger, io.Closer, error) {
+	return NewLoggerIn(c, stdout, secrets, sandbox.FS{})
+}
+
+// NewLoggerIn is NewLogger opening the log file through fsys: a node
+// running a Hub configuration opens the file_path it sets as the remote
+// policy allows.
+func NewLoggerIn(c config.Logging, stdout io.Writer, secrets *config.Redactor, fsys sandbox.FS) (*slog.Logger, io.Closer, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, nil, fmt.Errorf("logging.level: %w", err)
 	}
 	w, closer := stdout, io.Closer(nopCloser{})
 	if c.FilePath != "" {
-		f, err := os.OpenFile(c.FilePath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := fsys.OpenFile(c.FilePath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("logging.file_path: cannot open the log file: %w", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/hamba/avro/v2"
@@ -41,7 +40,7 @@ var (
 type Avro struct{ r *avroRecord }
 
 // NewAvro builds the avro codec.
-func NewAvro(conf map[string]any, _ component.Resources) (component.Codec, error) {
+func NewAvro(conf map[string]any, res component.Resources) (component.Codec, error) {
 	var c struct {
 		Schema     string `json:"schema"`
 		SchemaPath string `json:"schema_path"`
@@ -54,7 +53,7 @@ func NewAvro(conf map[string]any, _ component.Resources) (component.Codec, error
 	case c.Schema != "" && c.SchemaPath != "":
 		return nil, errors.New("schema_path: give schema or schema_path, not both")
 	case c.SchemaPath != "":
-		b, err := os.ReadFile(c.SchemaPath)
+		b, err := res.FS.ReadFile(c.SchemaPath)
 		if err != nil {
 			return nil, fmt.Errorf("schema_path: %w", err)
 		}

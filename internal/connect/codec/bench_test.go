@@ -8,6 +8,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // benchBatch repeats payload n times.
@@ -20,7 +21,7 @@ func benchBatch(payload string, n int) message.Batch {
 }
 
 func BenchmarkProtobufDecode(b *testing.B) {
-	md, err := protoSource{MessageType: "example.v1.Reading", ProtoInputs: []string{"testdata/reading.proto"}}.load(ctx)
+	md, err := protoSource{MessageType: "example.v1.Reading", ProtoInputs: []string{"testdata/reading.proto"}}.load(ctx, sandbox.FS{})
 	if err != nil {
 		b.Fatal(err)
 	}

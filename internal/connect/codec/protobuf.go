@@ -8,6 +8,7 @@ import (
 	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -46,8 +47,8 @@ type protobufConfig struct {
 }
 
 // NewProtobuf builds the protobuf codec, compiling its descriptors.
-func NewProtobuf(conf map[string]any, _ component.Resources) (component.Codec, error) {
-	t, include, err := protobufTable(conf)
+func NewProtobuf(conf map[string]any, res component.Resources) (component.Codec, error) {
+	t, include, err := protobufTable(conf, res.FS)
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +57,12 @@ func NewProtobuf(conf map[string]any, _ component.Resources) (component.Codec, e
 
 // protobufTable decodes the configuration the protobuf codec and
 // arrow_to_protobuf share and compiles its message type.
-func protobufTable(conf map[string]any) (*protoTable, []string, error) {
+func protobufTable(conf map[string]any, fsys sandbox.FS) (*protoTable, []string, error) {
 	var c protobufConfig
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, nil, err
 	}
-	md, err := c.load(context.Background())
+	md, err := c.load(context.Background(), fsys)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func protoConf(msgType string, inputs ...string) map[string]any {
@@ -28,7 +29,7 @@ func protoConf(msgType string, inputs ...string) map[string]any {
 
 func loadMD(t *testing.T, name string) protoreflect.MessageDescriptor {
 	t.Helper()
-	md, err := protoSource{MessageType: name, ProtoInputs: []string{"testdata/reading.proto"}}.load(ctx)
+	md, err := protoSource{MessageType: name, ProtoInputs: []string{"testdata/reading.proto"}}.load(ctx, sandbox.FS{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestProtoSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			md, err := tt.src.load(ctx)
+			md, err := tt.src.load(ctx, sandbox.FS{})
 			if tt.wantErr {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 					t.Fatalf("error %v, want prefix %q", err, tt.want)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // protoSource is the configuration shared by the protobuf codec and the
@@ -49,7 +51,8 @@ func isDescriptorSet(path string) bool {
 
 // load compiles the sources and returns the message descriptor of
 // message_type.
-func (s protoSource) load(ctx context.Context) (protoreflect.MessageDescriptor, error) {
+// Every file is read through fsys.
+func (s protoSource) load(ctx context.Context, fsys sandbox.FS) (protoreflect.MessageDescriptor, error) {
 	if s.MessageType == "" {
 		return nil, errors.New("message_type: required")
 	}
@@ -63,7 +66,7 @@ func (s protoSource) load(ctx context.Context) (protoreflect.MessageDescriptor, 
 	)
 	roots = append(roots, s.ProtoIncludes...)
 	for i, in := range s.ProtoInputs {
-		st, err := os.Stat(in)
+		st, err := fsys.Stat(in)
 		if err != nil {
 			return nil, fmt.Errorf("proto_inputs[%d]: %w", i, err)
 		}
@@ -71,7 +74,7 @@ func (s protoSource) load(ctx context.Context) (protoreflect.MessageDescriptor, 
 		case st.IsDir():
 			roots = append(roots, in)
 			found := 0
-			err := filepath.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
+			err := fsys.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() || filepath.Ext(p) != ".proto" {
 					return err
 				}
@@ -90,7 +93,7 @@ func (s protoSource) load(ctx context.Context) (protoreflect.MessageDescriptor, 
 				return nil, fmt.Errorf("proto_inputs[%d]: no .proto file under %s", i, in)
 			}
 		case isDescriptorSet(in):
-			files, err := readDescriptorSet(in)
+			files, err := readDescriptorSet(fsys, in)
 			if err != nil {
 				return nil, fmt.Errorf("proto_inputs[%d]: %w", i, err)
 			}
@@ -106,7 +109,8 @@ func (s protoSource) load(ctx context.Context) (protoreflect.MessageDescriptor, 
 	}
 	if len(names) > 0 {
 		c := protocompile.Compiler{
-			Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{ImportPaths: roots}),
+			Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{ImportPaths: roots,
+				Accessor: func(path string) (io.ReadCloser, error) { return fsys.Open(path) }}),
 		}
 		files, err := c.Compile(ctx, dedupe(names)...)
 		if err != nil {
@@ -147,8 +151,8 @@ func dedupe(s []string) []string {
 }
 
 // readDescriptorSet reads a serialized FileDescriptorSet.
-func readDescriptorSet(path string) (func(protoreflect.FullName) (protoreflect.Descriptor, error), error) {
-	b, err := os.ReadFile(path)
+func readDescriptorSet(fsys sandbox.FS, path string) (func(protoreflect.FullName) (protoreflect.Descriptor, error), error) {
+	b, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

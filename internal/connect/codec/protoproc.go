@@ -51,7 +51,7 @@ type ProtobufToArrow struct {
 }
 
 // NewProtobufToArrow builds the protobuf_to_arrow processor.
-func NewProtobufToArrow(conf map[string]any, _ component.Resources) (component.Processor, error) {
+func NewProtobufToArrow(conf map[string]any, res component.Resources) (component.Processor, error) {
 	c := struct {
 		protoSource
 		ValueField string `json:"value_field"`
@@ -59,7 +59,7 @@ func NewProtobufToArrow(conf map[string]any, _ component.Resources) (component.P
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
-	md, err := c.load(context.Background())
+	md, err := c.load(context.Background(), res.FS)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +97,8 @@ type ArrowToProtobuf struct {
 }
 
 // NewArrowToProtobuf builds the arrow_to_protobuf processor.
-func NewArrowToProtobuf(conf map[string]any, _ component.Resources) (component.Processor, error) {
-	t, include, err := protobufTable(conf)
+func NewArrowToProtobuf(conf map[string]any, res component.Resources) (component.Processor, error) {
+	t, include, err := protobufTable(conf, res.FS)
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ type registrySchema struct {
 }
 
 // NewSchemaRegistry builds the schema_registry codec.
-func NewSchemaRegistry(conf map[string]any, _ component.Resources) (component.Codec, error) {
+func NewSchemaRegistry(conf map[string]any, res component.Resources) (component.Codec, error) {
 	var c struct {
 		RegistryURL string `json:"registry_url"`
 		MessageType string `json:"message_type"`
@@ -104,7 +104,7 @@ func NewSchemaRegistry(conf map[string]any, _ component.Resources) (component.Co
 	s := &SchemaRegistry{
 		base:        u,
 		messageType: c.MessageType,
-		client:      &http.Client{Timeout: 30 * time.Second},
+		client:      &http.Client{Timeout: 30 * time.Second, Transport: res.Net.HTTPTransport(nil)},
 		cache:       make(map[uint32]*registrySchema),
 	}
 	if a := c.Auth; a != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -78,6 +79,7 @@ type File struct {
 	log       *slog.Logger
 	redo      redelivery
 
+	fs        sandbox.FS // the file is opened through it
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close; wakes a polling Read
 
@@ -121,6 +123,7 @@ func NewFile(conf map[string]any, res component.Resources) (component.Input, err
 	return &File{
 		path: c.Path, format: c.Format, follow: c.Follow, poll: poll, batchSize: c.BatchSize,
 		log:    res.Logger,
+		fs:     res.FS,
 		redo:   redelivery{log: res.Logger, source: c.Path},
 		closed: make(chan struct{}),
 	}, nil
@@ -131,7 +134,7 @@ func (f *File) Connect(context.Context) error {
 	// A local path that cannot be read (missing, a directory, not
 	// permitted) is the configuration's problem: fail the stream rather
 	// than retry.
-	fh, err := os.Open(f.path)
+	fh, err := f.fs.Open(f.path)
 	if err != nil {
 		return component.Permanent(fmt.Errorf("file input: %w", err))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // defaultConnectTimeout bounds Connect when no connect_timeout is set: a
@@ -58,11 +59,17 @@ func (c *clientConfig) validate() (time.Duration, []error) {
 }
 
 // opts are the client options every client of a component starts with.
-func (c *clientConfig) opts(log *slog.Logger, dial time.Duration) []kgo.Opt {
+// Through a restricted network (Hub-delivered work), every connection
+// to a broker, including those to brokers the cluster's metadata names,
+// is decided at connect time.
+func (c *clientConfig) opts(log *slog.Logger, dial time.Duration, n sandbox.Net) []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.DialTimeout(dial),
 		kgo.WithLogger(slogger{log}),
+	}
+	if n.Restricted() {
+		o = append(o, kgo.Dialer(n.Dial(&net.Dialer{Timeout: dial})))
 	}
 	if c.ClientID != "" {
 		o = append(o, kgo.ClientID(c.ClientID))

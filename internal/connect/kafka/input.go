@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -98,6 +99,7 @@ type InputConfig struct {
 type Input struct {
 	conf    InputConfig
 	dial    time.Duration
+	net     sandbox.Net // the brokers are dialled through it
 	log     *slog.Logger
 	subtask int
 	nsub    int // 0 until Split
@@ -159,7 +161,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Input{conf: c, dial: dial, log: log, redo: redelivery{log: log}}, nil
+	return &Input{conf: c, dial: dial, net: res.Net, log: log, redo: redelivery{log: log}}, nil
 }
 
 // Split makes this instance read partition i of the sorted (topic,
@@ -179,7 +181,7 @@ func (in *Input) Split(subtask, subtasks int) error {
 func (in *Input) Connect(ctx context.Context) error {
 	in.closeClient()
 	in.group = in.conf.ConsumerGroup != "" && len(in.conf.Partitions) == 0 && in.nsub == 0
-	opts := in.conf.opts(in.log, in.dial)
+	opts := in.conf.opts(in.log, in.dial, in.net)
 	if in.conf.FetchMinBytes != nil {
 		opts = append(opts, kgo.FetchMinBytes(*in.conf.FetchMinBytes))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/connect/strexpr"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -72,6 +73,7 @@ type OutputConfig struct {
 type Output struct {
 	conf      OutputConfig
 	dial      time.Duration
+	net       sandbox.Net // the brokers are dialled through it
 	log       *slog.Logger
 	jobID     string
 	topic     *strexpr.Expr
@@ -93,7 +95,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 		return nil, err
 	}
 	dial, errs := c.validate()
-	o := &Output{conf: c, dial: dial, log: res.Logger, jobID: res.StreamID}
+	o := &Output{conf: c, dial: dial, net: res.Net, log: res.Logger, jobID: res.StreamID}
 	if o.log == nil {
 		o.log = slog.Default()
 	}
@@ -176,7 +178,7 @@ func (o *Output) Connect(ctx context.Context) error {
 		o.cl = nil
 	}
 	o.closeEOS()
-	cl, err := kgo.NewClient(append(o.conf.opts(o.log, o.dial), o.opts...)...)
+	cl, err := kgo.NewClient(append(o.conf.opts(o.log, o.dial, o.net), o.opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka output: %w", err)
 	}

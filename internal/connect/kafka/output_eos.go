@@ -49,7 +49,7 @@ func (o *Output) writeEOS(ctx context.Context, b message.Batch) error {
 		return nil
 	}
 	if o.eos == nil {
-		opts := append(o.conf.opts(o.log, o.dial), o.opts...)
+		opts := append(o.conf.opts(o.log, o.dial, o.net), o.opts...)
 		opts = append(opts, kgo.TransactionalID(o.eosID()), kgo.TransactionTimeout(o.txnTO))
 		if o.eos, err = kgo.NewClient(opts...); err != nil {
 			return fmt.Errorf("kafka output: %w", err)

@@ -164,7 +164,7 @@ func (o *Output) writeTxn(ctx context.Context, b message.Batch) error {
 			return fmt.Errorf("kafka output: %d transactions are prepared and not committed; checkpoints are not completing", txnSlots)
 		}
 		if free.cl == nil {
-			opts := append(o.conf.opts(o.log, o.dial), o.opts...)
+			opts := append(o.conf.opts(o.log, o.dial, o.net), o.opts...)
 			opts = append(opts, kgo.TransactionalID(free.id), kgo.TransactionTimeout(o.txnTO))
 			if free.cl, err = kgo.NewClient(opts...); err != nil {
 				return fmt.Errorf("kafka output: %w", err)

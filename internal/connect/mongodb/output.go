@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // Modes and write concerns, as spelled in the configuration.
@@ -113,6 +115,7 @@ type Output struct {
 	selection  time.Duration
 	timeout    time.Duration
 	log        *slog.Logger
+	net        sandbox.Net // servers are dialled through it
 
 	// Owned by Connect, Write and Close (one goroutine at a time).
 	client *mongo.Client
@@ -130,7 +133,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 		res.Logger = slog.New(slog.DiscardHandler)
 	}
 	o := &Output{uri: c.URI, scrub: scrubber{secrets: secrets(c.URI)}, database: c.Database,
-		collection: c.Collection, log: res.Logger}
+		collection: c.Collection, log: res.Logger, net: res.Net}
 	var errs []error
 	switch {
 	case c.URI == "":
@@ -225,6 +228,11 @@ func (o *Output) Connect(ctx context.Context) error {
 		SetServerSelectionTimeout(o.selection).
 		SetConnectTimeout(o.selection).
 		SetAppName("flowplane")
+	if o.net.Restricted() {
+		// Every server, those an SRV record or the replica set names
+		// included, is dialled through the Hub work's network.
+		opts.SetDialer(o.net.Dial(&net.Dialer{Timeout: o.selection}))
+	}
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return fmt.Errorf("mongodb: client for %s: %w", o.redacted, o.scrub.wrap(err))

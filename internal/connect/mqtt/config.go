@@ -16,6 +16,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // ClientConfig holds the connection fields the input and the output share,
@@ -129,6 +130,7 @@ func reconnectBackoff(attempt int) time.Duration {
 type dialer struct {
 	role string // "mqtt input" or "mqtt output", for errors and logs
 	log  *slog.Logger
+	net  sandbox.Net // how the broker is dialled (the Hub's work: its remote policy)
 	// onUp is called (it must not block) on every connection, the first
 	// included; onPublish receives incoming messages (nil for an output).
 	onUp      func(*autopaho.ConnectionManager, *paho.Connack)
@@ -194,6 +196,12 @@ func (c *ClientConfig) dial(ctx context.Context, d dialer) (*autopaho.Connection
 				d.log.Warn(d.role+": broker disconnected", "broker", c.addr(), "reason_code", dis.ReasonCode)
 			},
 		},
+	}
+	if d.net.Restricted() {
+		dial := d.net.Dial(&net.Dialer{Timeout: c.connectTimeout()})
+		cfg.AttemptConnection = func(ctx context.Context, _ autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
+			return dial(ctx, "tcp", u.Host)
+		}
 	}
 	if d.onPublish != nil {
 		cfg.OnPublishReceived = []func(paho.PublishReceived) (bool, error){d.onPublish}

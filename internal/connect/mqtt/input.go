@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -77,6 +78,7 @@ type pending struct {
 type Input struct {
 	conf InputConfig
 	log  *slog.Logger
+	net  sandbox.Net // the broker is dialled through it
 
 	incoming chan received // fed by paho's receive goroutine
 	wake     chan struct{} // buffered(1): a failed batch was queued
@@ -114,6 +116,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	return &Input{
 		conf:     c,
 		log:      res.Logger,
+		net:      res.Net,
 		incoming: make(chan received, max(c.BatchSize, 64)),
 		wake:     make(chan struct{}, 1),
 		closed:   make(chan struct{}),
@@ -130,7 +133,7 @@ func (in *Input) Connect(ctx context.Context) error {
 	in.subReady = sub
 	in.mu.Unlock()
 	cm, err := in.conf.dial(ctx, dialer{
-		role: "mqtt input", log: in.log, manualAck: true,
+		role: "mqtt input", log: in.log, net: in.net, manualAck: true,
 		onUp:      in.onUp,
 		onPublish: in.onPublish,
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/connect/strexpr"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -75,6 +76,7 @@ type Output struct {
 	conf  OutputConfig
 	topic *strexpr.Expr
 	log   *slog.Logger
+	net   sandbox.Net // the broker is dialled through it
 
 	mu sync.Mutex // guards cm, lost
 	cm *autopaho.ConnectionManager
@@ -103,14 +105,14 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &Output{conf: c, topic: topic, log: res.Logger}, nil
+	return &Output{conf: c, topic: topic, log: res.Logger, net: res.Net}, nil
 }
 
 // Connect connects to the broker. It fails within connect_timeout_ms when
 // the broker is unreachable and may be called again after a failure. Once
 // connected, the client reconnects by itself.
 func (o *Output) Connect(ctx context.Context) error {
-	cm, err := o.conf.dial(ctx, dialer{role: "mqtt output", log: o.log, onUp: o.onUp, onDown: o.onDown})
+	cm, err := o.conf.dial(ctx, dialer{role: "mqtt output", log: o.log, net: o.net, onUp: o.onUp, onDown: o.onDown})
 	if err != nil {
 		return err
 	}

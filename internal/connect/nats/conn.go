@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // Modes of the input and output, in ArkFlow's spelling; "jetstream" is
@@ -53,6 +55,9 @@ type conn struct {
 	auth           AuthConfig
 	connectTimeout time.Duration
 	reconnectWait  time.Duration
+	// net is how servers are dialled, those the cluster announces
+	// included (the Hub's work: its remote policy at connect time).
+	net sandbox.Net
 }
 
 // connProps are the schema properties of ConnConfig.
@@ -181,6 +186,9 @@ func (c *conn) dial(ctx context.Context, log *slog.Logger, name string, down cha
 			}
 			log.Warn("nats async error", "subject", subj, "error", err)
 		}),
+	}
+	if c.net.Restricted() {
+		opts = append(opts, natsgo.SetCustomDialer(c.net.Dial(&net.Dialer{Timeout: c.connectTimeout})))
 	}
 	switch {
 	case c.auth.Token != "":

@@ -142,6 +142,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		return nil, err
 	}
 	cn, errs := parseConn(c.ConnConfig)
+	cn.net = res.Net
 	if res.Logger == nil {
 		res.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -112,6 +112,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 		return nil, err
 	}
 	cn, errs := parseConn(c.ConnConfig)
+	cn.net = res.Net
 	if res.Logger == nil {
 		res.Logger = slog.New(slog.DiscardHandler)
 	}

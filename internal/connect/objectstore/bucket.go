@@ -13,6 +13,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 )
 
@@ -36,6 +37,10 @@ type bucketURL struct {
 	// shown is the URL without query and user info, safe for logs and
 	// errors (the query may carry credentials of some providers).
 	shown string
+	// fs is how a file:// bucket's directory is reached, net how an
+	// S3-compatible endpoint is dialled by the probe (the component's).
+	fs  sandbox.FS
+	net sandbox.Net
 }
 
 // parseBucketURL checks field's value: a file:// or s3:// URL.
@@ -67,17 +72,20 @@ func parseBucketURL(field, raw string) (bucketURL, error) {
 // bucket creates its directory), having first dialled an S3-compatible
 // endpoint, and then lists one key to learn that the bucket exists and
 // answers, within connectTimeout.
-func (b bucketURL) open(ctx context.Context, create bool) (*blob.Bucket, error) {
+//
+// release, to call once the bucket is closed, lets go of what a file://
+// bucket's confined directory holds open (state.OpenBucketIn).
+func (b bucketURL) open(ctx context.Context, create bool) (bk *blob.Bucket, release func() error, err error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if ep := b.u.Query().Get("endpoint"); ep != "" && b.u.Scheme == s3blob.Scheme {
-		if err := dialEndpoint(ctx, ep); err != nil {
-			return nil, fmt.Errorf("open %s: %w", b.shown, err)
+		if err := dialEndpoint(ctx, ep, b.net); err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w", b.shown, err)
 		}
 	}
-	bk, err := state.OpenBucket(ctx, b.u, create)
+	bk, release, err = state.OpenBucketIn(ctx, b.u, create, b.fs)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", b.shown, err)
+		return nil, nil, fmt.Errorf("open %s: %w", b.shown, err)
 	}
 	ok, err := bk.IsAccessible(ctx)
 	if err == nil && !ok {
@@ -85,18 +93,19 @@ func (b bucketURL) open(ctx context.Context, create bool) (*blob.Bucket, error) 
 	}
 	if err != nil {
 		_ = bk.Close()
+		_ = release()
 		if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("no answer within %s: %w", connectTimeout, err)
 		}
-		return nil, fmt.Errorf("open %s: %w", b.shown, err)
+		return nil, nil, fmt.Errorf("open %s: %w", b.shown, err)
 	}
-	return bk, nil
+	return bk, release, nil
 }
 
 // dialEndpoint opens and closes a TCP connection to an S3-compatible
 // endpoint, so that a server that is down is reported at once and plainly
 // (connection refused) rather than after the SDK's retries as a deadline.
-func dialEndpoint(ctx context.Context, endpoint string) error {
+func dialEndpoint(ctx context.Context, endpoint string, n sandbox.Net) error {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("endpoint %q is not a URL such as http://127.0.0.1:9000", endpoint)
@@ -109,8 +118,7 @@ func dialEndpoint(ctx context.Context, endpoint string) error {
 		}
 		host = net.JoinHostPort(u.Hostname(), port)
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", host)
+	c, err := n.Dial(nil)(ctx, "tcp", host)
 	if err != nil {
 		return fmt.Errorf("endpoint %s: %w", host, err)
 	}

@@ -78,6 +78,7 @@ type InputConfig struct {
 // Input reads objects by prefix in key order.
 type Input struct {
 	url       bucketURL
+	release   func() error // with bucket: what its open holds
 	prefix    string
 	codec     string
 	batchSize int
@@ -157,6 +158,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	u.fs, u.net = res.FS, res.Net
 	return &Input{
 		url: u, prefix: c.Prefix, codec: c.Codec, batchSize: c.BatchSize, poll: poll,
 		delete: c.DeleteAfterRead, log: log, seen: map[string]bool{}, wake: make(chan struct{}, 1),
@@ -169,11 +171,11 @@ func (in *Input) Connect(ctx context.Context) error {
 	if in.bucket != nil {
 		return nil
 	}
-	b, err := in.url.open(ctx, false)
+	b, release, err := in.url.open(ctx, false)
 	if err != nil {
 		return fmt.Errorf("object_store input: %w", err)
 	}
-	in.bucket = b
+	in.bucket, in.release = b, release
 	in.log.Info("object_store input connected", "url", in.url.shown, "prefix", in.prefix)
 	return nil
 }
@@ -513,7 +515,7 @@ func (in *Input) Close(context.Context) error {
 	if in.bucket == nil {
 		return nil
 	}
-	err := in.bucket.Close()
+	err := errors.Join(in.bucket.Close(), in.release())
 	in.bucket = nil
 	if err != nil {
 		return fmt.Errorf("object_store input: %w", err)

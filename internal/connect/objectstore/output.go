@@ -66,6 +66,7 @@ type OutputConfig struct {
 // Output writes each batch as one object.
 type Output struct {
 	url     bucketURL
+	release func() error // with bucket: what its open holds
 	path    pathTemplate
 	codec   string
 	gzip    bool
@@ -121,6 +122,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	u.fs, u.net = res.FS, res.Net
 	return &Output{
 		url: u, path: tmpl, codec: c.Codec, gzip: zip, timeout: timeout,
 		stream: res.StreamID, log: log, now: time.Now,
@@ -133,11 +135,11 @@ func (o *Output) Connect(ctx context.Context) error {
 	if o.bucket != nil {
 		return nil
 	}
-	b, err := o.url.open(ctx, true)
+	b, release, err := o.url.open(ctx, true)
 	if err != nil {
 		return fmt.Errorf("object_store output: %w", err)
 	}
-	o.bucket = b
+	o.bucket, o.release = b, release
 	o.log.Info("object_store output connected", "url", o.url.shown)
 	return nil
 }
@@ -187,7 +189,7 @@ func (o *Output) Close(context.Context) error {
 	if o.bucket == nil {
 		return nil
 	}
-	err := o.bucket.Close()
+	err := errors.Join(o.bucket.Close(), o.release())
 	o.bucket = nil
 	if err != nil {
 		return fmt.Errorf("object_store output: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func init() {
@@ -109,6 +110,7 @@ type FileConfig struct {
 type File struct {
 	conf          FileConfig
 	mode, dirMode fs.FileMode // parsed Mode and DirMode
+	fs            sandbox.FS  // every file and directory goes through it
 
 	// Owned by the goroutine that calls Connect, Write, Close and the
 	// Transactional methods.
@@ -121,7 +123,7 @@ type File struct {
 
 // NewFile builds a file output from its configuration. It does not touch
 // the file system: Connect does.
-func NewFile(conf map[string]any, _ component.Resources) (component.Output, error) {
+func NewFile(conf map[string]any, res component.Resources) (component.Output, error) {
 	c := FileConfig{AppendNewline: true, MaxBackups: 5, Mode: defaultFileMode, DirMode: defaultDirMode}
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
@@ -147,21 +149,21 @@ func NewFile(conf map[string]any, _ component.Resources) (component.Output, erro
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return &File{conf: c, mode: mode, dirMode: dirMode}, nil
+	return &File{conf: c, mode: mode, dirMode: dirMode, fs: res.FS}, nil
 }
 
 // Connect creates the parent directories and opens the file for appending.
 func (o *File) Connect(context.Context) error {
-	if err := os.MkdirAll(filepath.Dir(o.conf.Path), o.dirMode); err != nil {
+	if err := o.fs.MkdirAll(filepath.Dir(o.conf.Path), o.dirMode); err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
-	_, err := os.Lstat(o.conf.Path)
+	_, err := o.fs.Lstat(o.conf.Path)
 	o.created = errors.Is(err, fs.ErrNotExist)
 	return o.open()
 }
 
 func (o *File) open() error {
-	f, err := os.OpenFile(o.conf.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, o.mode)
+	f, err := o.fs.OpenFile(o.conf.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, o.mode)
 	if err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
@@ -260,15 +262,15 @@ func (o *File) rotate() error {
 	}
 	o.f = nil
 	base := o.conf.Path
-	if err := os.Remove(backupName(base, o.conf.MaxBackups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := o.fs.Remove(backupName(base, o.conf.MaxBackups)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	for i := o.conf.MaxBackups - 1; i >= 1; i-- {
-		if err := os.Rename(backupName(base, i), backupName(base, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := o.fs.Rename(backupName(base, i), backupName(base, i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	if err := os.Rename(base, backupName(base, 1)); err != nil {
+	if err := o.fs.Rename(base, backupName(base, 1)); err != nil {
 		return err
 	}
 	return o.open()

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // In a job the file output is exactly-once by two-phase commit. Begin
@@ -91,7 +92,7 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 	o.conf.Path = abs
 	dir, base := filepath.Split(abs)
 	t := &txnState{operator: operator, subtask: subtask, pendingDir: filepath.Join(dir, "."+base+".pending")}
-	if err := os.MkdirAll(t.pendingDir, o.dirMode); err != nil {
+	if err := o.fs.MkdirAll(t.pendingDir, o.dirMode); err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
 	o.txn = t
@@ -114,7 +115,7 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 // subtask that drop says to, then syncs the directory.
 func (o *File) discard(drop func(name string, n int64) bool) error {
 	t := o.txn
-	entries, err := os.ReadDir(t.pendingDir)
+	entries, err := o.fs.ReadDir(t.pendingDir)
 	if err != nil {
 		return fmt.Errorf("file output: %w", err)
 	}
@@ -127,13 +128,13 @@ func (o *File) discard(drop func(name string, n int64) bool) error {
 		if e.Name() == filepath.Base(t.path) {
 			continue // the transaction being written
 		}
-		if err := os.Remove(filepath.Join(t.pendingDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := o.fs.Remove(filepath.Join(t.pendingDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("file output: discarding an uncommitted transaction: %w", err)
 		}
 		removed = true
 	}
 	if removed {
-		if err := syncDir(t.pendingDir); err != nil {
+		if err := syncDir(o.fs, t.pendingDir); err != nil {
 			return fmt.Errorf("file output: %w", err)
 		}
 	}
@@ -160,7 +161,7 @@ func (o *File) leaveStreamFile() error {
 		return fmt.Errorf("file output: %w", err)
 	}
 	if o.created && o.size == 0 {
-		if err := os.Remove(o.conf.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := o.fs.Remove(o.conf.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("file output: %w", err)
 		}
 	}
@@ -179,7 +180,7 @@ func (o *File) writeTxn(b message.Batch) error {
 	}
 	if t.f == nil {
 		t.path = filepath.Join(t.pendingDir, pendingName(t.operator, t.subtask, t.seq, inProgressExt))
-		f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, o.mode)
+		f, err := o.fs.OpenFile(t.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, o.mode)
 		if err != nil {
 			return fmt.Errorf("file output: %w", err)
 		}
@@ -231,11 +232,11 @@ func (o *File) Prepare(ctx context.Context, checkpoint int64) ([]byte, error) {
 		}
 		txn.Prepared = filepath.Join(t.pendingDir, pendingName(t.operator, t.subtask, checkpoint, pendingExt))
 		txn.Final = o.partName(checkpoint)
-		if err := os.Rename(t.path, txn.Prepared); err != nil {
+		if err := o.fs.Rename(t.path, txn.Prepared); err != nil {
 			t.failed = err
 			return nil, fmt.Errorf("file output: %w", err)
 		}
-		if err := syncDir(t.pendingDir); err != nil {
+		if err := syncDir(o.fs, t.pendingDir); err != nil {
 			t.failed = err
 			return nil, fmt.Errorf("file output: %w", err)
 		}
@@ -258,9 +259,9 @@ func (o *File) Commit(_ context.Context, raw []byte) error {
 	if txn.Prepared == "" || txn.Final == "" {
 		return fmt.Errorf("file output: transaction %s names only one of prepared and final", raw)
 	}
-	err := os.Rename(txn.Prepared, txn.Final)
+	err := o.fs.Rename(txn.Prepared, txn.Final)
 	if errors.Is(err, fs.ErrNotExist) {
-		if _, serr := os.Stat(txn.Final); serr == nil {
+		if _, serr := o.fs.Stat(txn.Final); serr == nil {
 			return nil
 		}
 		return fmt.Errorf("file output: committing checkpoint %d: neither the prepared file %s nor the part file %s exists",
@@ -269,7 +270,7 @@ func (o *File) Commit(_ context.Context, raw []byte) error {
 	if err != nil {
 		return fmt.Errorf("file output: committing checkpoint %d: %w", txn.Checkpoint, err)
 	}
-	if err := syncDir(filepath.Dir(txn.Final)); err != nil {
+	if err := syncDir(o.fs, filepath.Dir(txn.Final)); err != nil {
 		return fmt.Errorf("file output: committing checkpoint %d: %w", txn.Checkpoint, err)
 	}
 	return o.dropSuperseded(txn.Checkpoint)
@@ -362,8 +363,8 @@ func parsePendingName(name string) (operator string, subtask int, n int64, ok bo
 
 // syncDir fsyncs a directory so that renames and removals in it are
 // durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func syncDir(fsys sandbox.FS, dir string) error {
+	d, err := fsys.Open(dir)
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,7 @@ func NewHTTP(conf map[string]any, res component.Resources) (component.Output, er
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := res.Net.HTTPTransport(nil)
 	return &HTTP{
 		conf:      c,
 		host:      u.Host,
@@ -208,6 +208,9 @@ func (o *HTTP) send(ctx context.Context, body []byte, contentType string) error 
 }
 
 func retryable(err error) bool {
+	if component.IsPermanent(err) {
+		return false // the node's policy refused the destination
+	}
 	if se, ok := errors.AsType[*StatusError](err); ok {
 		return se.Code >= 500 || se.Code == http.StatusTooManyRequests
 	}

@@ -11,6 +11,7 @@ import (
 	_ "github.com/flowplane/flowplane/internal/connect/input"  // generate
 	_ "github.com/flowplane/flowplane/internal/connect/output" // drop
 	_ "github.com/flowplane/flowplane/internal/connect/processor"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 func TestExamples(t *testing.T) {
@@ -160,7 +161,7 @@ func FuzzParseMode(f *testing.F) {
 		if typ == "cluster" {
 			m = ModeConfig{Type: typ, URLs: []string{u}}
 		}
-		_, err := parseMode(m)
+		_, err := parseMode(m, sandbox.Net{})
 		if err == nil {
 			return
 		}

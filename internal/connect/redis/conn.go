@@ -2,9 +2,11 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // dialTimeout bounds one connection attempt, so that Connect against a
@@ -46,10 +49,18 @@ type connection struct {
 	single  *goredis.Options
 	cluster *goredis.ClusterOptions
 	hosts   string // for logs and errors: never the URL, which may hold a password
+	// net is how servers are dialled, a cluster's announced nodes
+	// included (the Hub's work: its remote policy at connect time).
+	net sandbox.Net
 }
 
 // parseMode validates the mode field; errors name it but never quote a URL.
-func parseMode(m ModeConfig) (*connection, error) {
+func parseMode(m ModeConfig, n sandbox.Net) (c *connection, err error) {
+	defer func() {
+		if c != nil {
+			c.net = n
+		}
+	}()
 	switch m.Type {
 	case "single":
 		if m.URL == "" {
@@ -117,13 +128,42 @@ func (c *connection) client(noRetries bool) goredis.UniversalClient {
 		if noRetries {
 			o.MaxRetries = -1
 		}
+		if c.net.Restricted() {
+			o.Dialer = dialer(c.net, o.DialTimeout, o.TLSConfig)
+		}
 		return goredis.NewClient(&o)
 	}
 	o := *c.cluster
 	if noRetries {
 		o.MaxRetries = -1
 	}
+	if c.net.Restricted() {
+		o.Dialer = dialer(c.net, o.DialTimeout, o.TLSConfig)
+	}
 	return goredis.NewClusterClient(&o)
+}
+
+// dialer dials through n, with TLS when conf is set: a client's own
+// Dialer replaces the one that would have added it.
+func dialer(n sandbox.Net, timeout time.Duration, conf *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := n.Dial(&net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute})
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil || conf == nil {
+			return c, err
+		}
+		cc := conf
+		if cc.ServerName == "" {
+			cc = conf.Clone()
+			cc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cc)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }
 
 // ping checks that the server answers, so Connect fails fast and clearly

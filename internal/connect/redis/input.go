@@ -200,7 +200,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		return nil, err
 	}
 	var errs []error
-	conn, err := parseMode(c.Mode)
+	conn, err := parseMode(c.Mode, res.Net)
 	errs = append(errs, err)
 	if c.BatchSize < 1 {
 		errs = append(errs, fmt.Errorf("batch_size: must be at least 1, got %d", c.BatchSize))

@@ -106,7 +106,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
-	conn, err := parseMode(c.Mode)
+	conn, err := parseMode(c.Mode, res.Net)
 	errs := []error{err}
 	o := &Output{conn: conn, kind: c.RedisType.Type, valueField: c.ValueField, log: logger(res)}
 	t := c.RedisType

@@ -59,12 +59,12 @@ type Temporary struct {
 }
 
 // NewTemporary builds a redis temporary from its configuration.
-func NewTemporary(conf map[string]any, _ component.Resources) (component.Temporary, error) {
+func NewTemporary(conf map[string]any, res component.Resources) (component.Temporary, error) {
 	var c TemporaryConfig
 	if err := component.Decode(conf, &c); err != nil {
 		return nil, err
 	}
-	conn, err := parseMode(c.Mode)
+	conn, err := parseMode(c.Mode, res.Net)
 	errs := []error{err}
 	switch c.RedisType.Type {
 	case "string", "list":

@@ -104,7 +104,7 @@ func TestNoPasswordInErrors(t *testing.T) {
 		{Type: "mysql", URI: "mysql://u:hunter2@127.0.0.1:bad/db"},
 		{Type: "mysql", URI: "u:hunter2@tcp(127.0.0.1:1/db"},
 	} {
-		if _, err := parseDB("input_type", c); err == nil || strings.Contains(err.Error(), "hunter2") {
+		if _, err := parseDB("input_type", c, component.Resources{}); err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: error %v; want one without the password", c.URI, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestNoPasswordInErrors(t *testing.T) {
 		{Type: "postgres", URI: "postgres://u:hunter2@127.0.0.1:" + port + "/db"},
 		{Type: "mysql", URI: "mysql://u:hunter2@127.0.0.1:" + port + "/db"},
 	} {
-		d, err := parseDB("input_type", c)
+		d, err := parseDB("input_type", c, component.Resources{})
 		if err != nil {
 			t.Fatal(err)
 		}

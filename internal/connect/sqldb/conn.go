@@ -3,6 +3,7 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -30,7 +31,10 @@ type rowSet interface {
 }
 
 // sqlConn is a database/sql pool.
-type sqlConn struct{ db *sql.DB }
+type sqlConn struct {
+	db      *sql.DB
+	release func() error // what the pool's files need held (sqlitePath)
+}
 
 func (c sqlConn) query(ctx context.Context, q string, args ...any) (rowSet, error) {
 	rows, err := c.db.QueryContext(ctx, q, args...)
@@ -55,7 +59,7 @@ func (c sqlConn) inTx(ctx context.Context, fn func(exec func(q string, args ...a
 	return tx.Commit()
 }
 
-func (c sqlConn) close(context.Context) error { return c.db.Close() }
+func (c sqlConn) close(context.Context) error { return errors.Join(c.db.Close(), c.release()) }
 
 type sqlRows struct {
 	rows *sql.Rows

@@ -9,17 +9,28 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
+
+// sqlitePath is the path SQLite opens name by. Through a confined FS
+// (the Hub's work) the file's directory is opened through the allowed
+// root and pinned (sandbox.FS.PinParent), and the file itself must
+// resolve within the root now; SQLite then opens the file, and its
+// journal, by name in that directory. A link put in place of the file
+// itself after this check is the residual: SQLite follows it.
+func sqlitePath(fsys sandbox.FS, name string) (string, func() error, error) {
+	return fsys.PinParent(name)
+}
 
 // Database types of input_type.type and output_type.type.
 const (
@@ -96,21 +107,25 @@ func dbSchema(what string, files bool) map[string]any {
 
 // database is how to open a connection to one configured database.
 type database struct {
-	kind    string
-	open    func() (*sql.DB, error) // mysql and sqlite; nil for postgres
-	pg      *pgx.ConnConfig         // postgres
-	secrets []string                // passwords, scrubbed from every error
-	where   string                  // host:port or file, for logs
+	kind string
+	// open opens mysql's and sqlite's pool and returns what to release
+	// with it; nil for postgres.
+	open    func() (*sql.DB, func() error, error)
+	pg      *pgx.ConnConfig // postgres
+	secrets []string        // passwords, scrubbed from every error
+	where   string          // host:port or file, for logs
 }
 
 // parseDB validates c and prepares (without connecting) a way to open the
 // database. field is "input_type" or "output_type", for error messages.
-func parseDB(field string, c DBConfig) (*database, error) {
+// Servers are dialled through res.Net and a SQLite file is opened
+// through res.FS (the Hub's work: the node's remote policy at use).
+func parseDB(field string, c DBConfig, res component.Resources) (*database, error) {
 	switch c.Type {
 	case typePostgres:
-		return parsePostgres(field, c)
+		return parsePostgres(field, c, res.Net)
 	case typeMySQL:
-		return parseMySQL(field, c)
+		return parseMySQL(field, c, res)
 	case typeSQLite:
 		if c.Path == "" {
 			return nil, fmt.Errorf("%s.path: required for sqlite", field)
@@ -121,16 +136,20 @@ func parseDB(field string, c DBConfig) (*database, error) {
 		if strings.ContainsAny(c.Path, "?#") {
 			return nil, fmt.Errorf("%s.path: must not contain ? or #", field)
 		}
-		dsn := "file:" + c.Path + "?_pragma=busy_timeout(5000)"
-		return &database{kind: typeSQLite, where: c.Path, open: func() (*sql.DB, error) {
-			db, err := sql.Open("sqlite", dsn)
+		return &database{kind: typeSQLite, where: c.Path, open: func() (*sql.DB, func() error, error) {
+			path, release, err := sqlitePath(res.FS, c.Path)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+			if err != nil {
+				release()
+				return nil, nil, err
 			}
 			// One connection: SQLite has one writer, and a second
 			// connection would only wait on the first's locks.
 			db.SetMaxOpenConns(1)
-			return db, nil
+			return db, release, nil
 		}}, nil
 	case typeDuckDB:
 		return nil, fmt.Errorf("%s.type: duckdb is not supported by flowplane (it has no pure-Go driver); "+
@@ -142,7 +161,7 @@ func parseDB(field string, c DBConfig) (*database, error) {
 	}
 }
 
-func parsePostgres(field string, c DBConfig) (*database, error) {
+func parsePostgres(field string, c DBConfig, n sandbox.Net) (*database, error) {
 	if c.URI == "" {
 		return nil, fmt.Errorf("%s.uri: required for postgres", field)
 	}
@@ -170,6 +189,12 @@ func parsePostgres(field string, c DBConfig) (*database, error) {
 	}
 	if cfg.ConnectTimeout == 0 || cfg.ConnectTimeout > dialTimeout {
 		cfg.ConnectTimeout = dialTimeout
+	}
+	if n.Restricted() {
+		// The dialler resolves host names itself, so that it decides each
+		// address knowing the name it was asked for.
+		cfg.LookupFunc = func(_ context.Context, host string) ([]string, error) { return []string{host}, nil }
+		cfg.DialFunc = pgconn.DialFunc(n.Dial(&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 5 * time.Minute}))
 	}
 	d := &database{kind: typePostgres, where: net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))}
 	if cfg.Password != "" {
@@ -231,7 +256,8 @@ func pgSSLMode(m string) (string, error) {
 // driver (its registry is global).
 var mysqlTLSNames atomic.Int64
 
-func parseMySQL(field string, c DBConfig) (*database, error) {
+func parseMySQL(field string, c DBConfig, res component.Resources) (*database, error) {
+	n := res.Net
 	if c.URI == "" {
 		return nil, fmt.Errorf("%s.uri: required for mysql", field)
 	}
@@ -247,7 +273,7 @@ func parseMySQL(field string, c DBConfig) (*database, error) {
 	}
 	cfg.ParseTime = true
 	if c.SSL != nil {
-		if err := mysqlTLS(cfg, c.SSL); err != nil {
+		if err := mysqlTLS(cfg, c.SSL, res.FS); err != nil {
 			return nil, fmt.Errorf("%s.ssl: %w", field, err)
 		}
 	}
@@ -255,12 +281,15 @@ func parseMySQL(field string, c DBConfig) (*database, error) {
 	if cfg.Passwd != "" {
 		d.secrets = append(d.secrets, cfg.Passwd)
 	}
-	d.open = func() (*sql.DB, error) {
+	if n.Restricted() {
+		cfg.DialFunc = n.Dial(&net.Dialer{Timeout: cfg.Timeout})
+	}
+	d.open = func() (*sql.DB, func() error, error) {
 		conn, err := mysql.NewConnector(cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return sql.OpenDB(conn), nil
+		return sql.OpenDB(conn), func() error { return nil }, nil
 	}
 	return d, nil
 }
@@ -300,7 +329,8 @@ func mysqlConfig(uri string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
-func mysqlTLS(cfg *mysql.Config, s *SSLConfig) error {
+// The certificate files are read through fsys.
+func mysqlTLS(cfg *mysql.Config, s *SSLConfig, fsys sandbox.FS) error {
 	mode := normalizeSSLMode(s.Mode)
 	switch mode {
 	case "disable":
@@ -318,7 +348,7 @@ func mysqlTLS(cfg *mysql.Config, s *SSLConfig) error {
 		tc.InsecureSkipVerify = true // require: encrypted, not verified (libpq's meaning)
 	}
 	if s.RootCert != "" {
-		pem, err := os.ReadFile(s.RootCert)
+		pem, err := fsys.ReadFile(s.RootCert)
 		if err != nil {
 			return fmt.Errorf("root_cert: %w", err)
 		}
@@ -332,7 +362,15 @@ func mysqlTLS(cfg *mysql.Config, s *SSLConfig) error {
 		return errors.New("client_cert and client_key go together")
 	}
 	if s.ClientCert != "" {
-		cert, err := tls.LoadX509KeyPair(s.ClientCert, s.ClientKey)
+		certPEM, err := fsys.ReadFile(s.ClientCert)
+		if err != nil {
+			return fmt.Errorf("client_cert: %w", err)
+		}
+		keyPEM, err := fsys.ReadFile(s.ClientKey)
+		if err != nil {
+			return fmt.Errorf("client_key: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return fmt.Errorf("client_cert: %w", err)
 		}
@@ -358,15 +396,16 @@ func (d *database) connect(ctx context.Context) (conn, error) {
 		}
 		return c, nil
 	}
-	db, err := d.open()
+	db, release, err := d.open()
 	if err != nil {
 		return nil, d.scrub(err)
 	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
+		_ = release()
 		return nil, fmt.Errorf("connect to %s %s: %w", d.kind, d.where, d.scrub(err))
 	}
-	return sqlConn{db}, nil
+	return sqlConn{db: db, release: release}, nil
 }
 
 // scrub hides the passwords of d in err's message.

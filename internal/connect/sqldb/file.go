@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/sqlengine"
 	"github.com/flowplane/flowplane/internal/wal/objstore"
 )
@@ -56,7 +56,8 @@ func objectStoreSchema() map[string]any {
 type fileInput struct {
 	query     string
 	table     string
-	path      string // local path, or the key within bucket
+	path      string     // local path, or the key within bucket
+	fs        sandbox.FS // a local path is read through it
 	open      func(ctx context.Context) (*blob.Bucket, error)
 	batchSize int
 	engine    *sqlengine.Engine
@@ -89,7 +90,7 @@ func newFileInput(c InputConfig, res component.Resources) (component.Input, erro
 	if t.URI != "" || t.SSL != nil {
 		errs = append(errs, errors.New("input_type: uri and ssl are for databases; json takes path (and object_store)"))
 	}
-	in := &fileInput{query: c.SelectSQL, table: t.Name, batchSize: c.BatchSize, log: res.Logger, wake: make(chan struct{}, 1)}
+	in := &fileInput{query: c.SelectSQL, table: t.Name, batchSize: c.BatchSize, log: res.Logger, fs: res.FS, wake: make(chan struct{}, 1)}
 	if in.table == "" {
 		in.table = "flow"
 	}
@@ -190,7 +191,7 @@ func (in *fileInput) Connect(ctx context.Context) error {
 
 func (in *fileInput) read(ctx context.Context) ([]byte, error) {
 	if in.open == nil {
-		b, err := os.ReadFile(in.path)
+		b, err := in.fs.ReadFile(in.path)
 		if err != nil {
 			return nil, component.Permanent(err)
 		}

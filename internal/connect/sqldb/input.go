@@ -147,7 +147,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	if c.InputType.ObjectStore != nil {
 		errs = append(errs, errors.New("input_type.object_store: only for type json"))
 	}
-	db, err := parseDB("input_type", c.InputType)
+	db, err := parseDB("input_type", c.InputType, res)
 	if err != nil {
 		errs = append(errs, err)
 	}

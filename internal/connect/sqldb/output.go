@@ -93,7 +93,7 @@ func NewOutput(conf map[string]any, res component.Resources) (component.Output, 
 		return nil, err
 	}
 	var errs []error
-	db, err := parseDB("output_type", c.OutputType)
+	db, err := parseDB("output_type", c.OutputType, res)
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/sandbox"
 )
 
 // maxMessageBytes bounds one inbound message: a larger one ends the
@@ -127,11 +128,19 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 	}
 	return &Input{
 		url: c.URL, shown: shown, header: h, batchSize: c.BatchSize, log: log,
-		dialer: &websocket.Dialer{
-			Proxy:            http.ProxyFromEnvironment,
-			HandshakeTimeout: timeout,
-		},
+		dialer: dialer(res.Net, timeout),
 	}, nil
+}
+
+// dialer is the input's websocket dialer: through the Hub work's
+// restricted network, without a proxy (which would connect where the
+// restriction cannot see), or the host's.
+func dialer(n sandbox.Net, timeout time.Duration) *websocket.Dialer {
+	d := &websocket.Dialer{Proxy: http.ProxyFromEnvironment, HandshakeTimeout: timeout}
+	if n.Restricted() {
+		d.Proxy, d.NetDialContext = nil, n.Dial(nil)
+	}
+	return d
 }
 
 // checkURL validates a ws:// or wss:// URL and returns the form shown in
