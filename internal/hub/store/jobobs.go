@@ -81,7 +81,7 @@ func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResul
 		}
 		for _, o := range r.Jobs {
 			o.NodeID = r.NodeID
-			changed, err := observeJob(ctx, q, o, r.Now)
+			changed, err := observeJob(ctx, q, o, r.Now, r.Quiet)
 			if err != nil {
 				return err
 			}
@@ -106,8 +106,9 @@ func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResul
 }
 
 // observeJob replaces the node's row of one job and appends a
-// job_state_changed event when what convergence compares changed.
-func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time) (bool, error) {
+// job_state_changed event (unless quiet) when what convergence compares
+// changed.
+func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time, quiet bool) (bool, error) {
 	prev, err := scanObservedJob(q.QueryRowContext(ctx, "SELECT "+observedJobCols+" FROM observed_jobs WHERE node_id = ? AND job_id = ?",
 		o.NodeID, o.JobID))
 	known := err == nil
@@ -123,6 +124,9 @@ func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time) (bo
 	if known && prev.State == o.State && prev.Generation == o.Generation && prev.Version == o.Version &&
 		prev.ActionID == o.ActionID && prev.LastError == o.LastError {
 		return false, nil
+	}
+	if quiet {
+		return true, nil
 	}
 	e := event(wire.EventJobStateChanged, at, o.NodeID, o.JobID, "", "", "", "", "job "+o.State)
 	e.Data = map[string]any{"state": o.State, "previous": prev.State, "generation": o.Generation, "version": o.Version}
