@@ -90,13 +90,13 @@ type Hub struct {
 	// every session is bound (sessionBinding).
 	nodeTokenDigest [sha256.Size]byte
 
-	fleet  *fleet.Fleet
+	fleet *fleet.Fleet
 	// admission: registration rate per address and SVC_HUB_MAX_NODES.
 	admission *admission
 	// nodeEvents is each node's budget of events (nodeEventRate).
 	nodeEvents *buckets
 	events     *eventlog.Log // live tail of the durable event log
-	pumpMu sync.Mutex    // serializes inserting into events: the store's event sink and the pump
+	pumpMu     sync.Mutex    // serializes inserting into events: the store's event sink and the pump
 
 	nudgec  chan struct{} // wakes the reconciler
 	pumpc   chan struct{} // wakes the event pump
