@@ -39,6 +39,9 @@ func (h *Hub) agentRoutes(p string) []httpapi.Route {
 	}
 	reg := doc("Register a node: a session token for the other agent calls", wire.RegisterRequest{}, wire.RegisterResponse{})
 	reg.Security = securityNode
+	// 429 capacity: the address registers too fast; 503 capacity: the Hub
+	// holds SVC_HUB_MAX_NODES nodes (a common status of the surface).
+	reg.Problems = []int{http.StatusForbidden, http.StatusTooManyRequests}
 	report := doc("Report the node's streams and configuration (204 also when not newer)", wire.Report{}, nil)
 	report.Status = http.StatusNoContent
 	jobs := doc("Report the node's job observations (204 also when not newer)", wire.JobObservations{}, nil)
