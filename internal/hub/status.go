@@ -52,7 +52,8 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.Streams.Convergence = map[string]int{}
 	for _, st := range all {
-		s.Streams.Convergence[st.Convergence]++
+		conv, _ := h.streamSummary(st, now)
+		s.Streams.Convergence[conv]++
 	}
 	for _, n := range h.fleet.Nodes() {
 		if n.RegisteredAt.IsZero() {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -235,7 +237,9 @@ func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
 
 // getStreams lists the streams across the fleet: every desired stream and
 // every reported one, by node and id. Filters: node_id, convergence, state
-// (the observed state; "none" for a stream no node reported yet).
+// (the observed state; "none" for a stream no node reported yet). Only the
+// page's views are built: a fleet reports up to MaxReportStreams streams
+// per node.
 func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	page, size, err := httpapi.ParsePage(r)
 	if err != nil {
@@ -247,13 +251,19 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
-	if convFilter != "" {
-		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return s.Convergence != convFilter })
+	now := h.opts.Now()
+	if convFilter != "" || stateFilter != "" {
+		all = slices.DeleteFunc(all, func(s streamRef) bool {
+			conv, state := h.streamSummary(s, now)
+			return (convFilter != "" && conv != convFilter) || (stateFilter != "" && state != stateFilter)
+		})
 	}
-	if stateFilter != "" {
-		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return observedState(s) != stateFilter })
+	refs := httpapi.Paginate(all, page, size)
+	out := wire.Page[wire.Stream]{Items: make([]wire.Stream, 0, len(refs.Items)), Page: refs.Page, PageSize: refs.PageSize, Total: refs.Total}
+	for _, s := range refs.Items {
+		out.Items = append(out.Items, h.streamRefView(s, now))
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
+	return httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // observedState is a stream's reported state, "none" when no node
@@ -265,39 +275,105 @@ func observedState(s wire.Stream) string {
 	return s.Observed.State
 }
 
-// fleetStreams is every stream view, of one node when nodeID is set.
-func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]wire.Stream, error) {
+// streamRef is one stream of the fleet before its view is built: a
+// desired one (rs, with its observation if any), or one a node reports
+// that nobody desired (node and obs).
+type streamRef struct {
+	rs   *store.ResourceState
+	node *fleet.Node
+	obs  *store.ObservedStream
+}
+
+func (s streamRef) key() (node, id string) {
+	if s.rs != nil {
+		return s.rs.NodeID, s.rs.ResourceID
+	}
+	return s.node.NodeID, s.obs.StreamID
+}
+
+func cmpStreamKey(aNode, aID, bNode, bID string) int {
+	if c := cmpString(aNode, bNode); c != 0 {
+		return c
+	}
+	return cmpString(aID, bID)
+}
+
+// streamRefView is the view of s.
+func (h *Hub) streamRefView(s streamRef, now time.Time) wire.Stream {
+	if s.rs != nil {
+		return h.streamView(*s.rs, now)
+	}
+	return wire.Stream{ID: s.obs.StreamID, NodeID: s.node.NodeID, Observed: s.node.ObservedView(*s.obs), Convergence: wire.ConvergenceUnknown}
+}
+
+// streamSummary is the convergence and the observed state (as
+// observedState) of s, without a view for a reported-only stream.
+func (h *Hub) streamSummary(s streamRef, now time.Time) (convergence, state string) {
+	if s.rs != nil {
+		v := h.streamView(*s.rs, now)
+		return v.Convergence, observedState(v)
+	}
+	if s.obs.State == "" {
+		return wire.ConvergenceUnknown, "none"
+	}
+	return wire.ConvergenceUnknown, s.obs.State
+}
+
+// fleetStreams is every stream, of one node when nodeID is set, by node
+// and id: the desired ones merged with the nodes' reports, which the
+// fleet keeps sorted by node and stream id.
+func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]streamRef, error) {
 	states, err := h.st.ResourceStates(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
-	now := h.opts.Now()
-	seen := map[[2]string]bool{}
-	var out []wire.Stream
-	for _, rs := range states {
-		if rs.Kind != store.KindStream {
-			continue
+	var desired []streamRef
+	for i := range states {
+		if states[i].Kind == store.KindStream {
+			desired = append(desired, streamRef{rs: &states[i]})
 		}
-		seen[[2]string{rs.NodeID, rs.ResourceID}] = true
-		out = append(out, h.streamView(rs, now))
 	}
-	for _, n := range h.fleet.Nodes() {
+	slices.SortFunc(desired, func(a, b streamRef) int {
+		return cmpStreamKey(a.rs.NodeID, a.rs.ResourceID, b.rs.NodeID, b.rs.ResourceID)
+	})
+	nodes := h.fleet.Nodes()
+	total := len(desired)
+	for _, n := range nodes {
+		total += len(n.Observed)
+	}
+	out := make([]streamRef, 0, total)
+	d := 0
+	for i := range nodes {
+		n := &nodes[i]
 		if nodeID != "" && n.NodeID != nodeID {
 			continue
 		}
-		for _, o := range n.Observed {
-			if !seen[[2]string{n.NodeID, o.StreamID}] {
-				out = append(out, wire.Stream{ID: o.StreamID, NodeID: n.NodeID, Observed: n.ObservedView(o), Convergence: wire.ConvergenceUnknown})
+		obs := n.Observed
+		byID := func(a, b store.ObservedStream) int { return cmpString(a.StreamID, b.StreamID) }
+		if !slices.IsSortedFunc(obs, byID) {
+			obs = slices.SortedFunc(slices.Values(obs), byID)
+		}
+		for j := range obs {
+			o := &obs[j]
+			for d < len(desired) {
+				dn, di := desired[d].key()
+				c := cmpStreamKey(dn, di, n.NodeID, o.StreamID)
+				if c > 0 {
+					break
+				}
+				out = append(out, desired[d])
+				d++
+				if c == 0 {
+					o = nil // desired: its view carries the observation
+					break
+				}
+			}
+			if o != nil {
+				out = append(out, streamRef{node: n, obs: o})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b wire.Stream) int {
-		if c := cmpString(a.NodeID, b.NodeID); c != 0 {
-			return c
-		}
-		return cmpString(a.ID, b.ID)
-	})
-	return out, nil
+	return append(out, desired[d:]...), nil
 }
 
 // operation is the record of one intent with its derived fields.
