@@ -12,7 +12,7 @@
 // Meanwhile it samples the Hub's RSS (/proc/<pid>/status) and times
 // GET /api/v1/streams every 250 ms; at the end it prints the answers by
 // status, the database size (with its WAL), peak RSS and the latency of
-// GET /streams during the flood and after it. Only loopback addresses are
+// GET /streams during the flood and after it, once the Hub's CPU settled. Only loopback addresses are
 // used.
 package main
 
@@ -314,7 +314,7 @@ feed:
 	close(work)
 	wg.Wait()
 	<-sampled
-	time.Sleep(2 * time.Second) // let the Hub finish what it was writing
+	settle(h.pid, time.Minute) // let the Hub finish what the flood left it
 	var after []time.Duration
 	for range 20 {
 		d, listed, err := listStreams(h)
@@ -339,6 +339,35 @@ feed:
 	}
 	res.answers = strings.Join(keys, ", ")
 	return res, nil
+}
+
+// settle waits until pid used under a tenth of a CPU over a second, or
+// for limit.
+func settle(pid int, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
+		before := cpuTicks(pid)
+		time.Sleep(time.Second)
+		if cpuTicks(pid)-before < 10 { // clock ticks of 10 ms
+			return
+		}
+	}
+}
+
+// cpuTicks is pid's user and system time in clock ticks (/proc/<pid>/stat
+// fields 14 and 15).
+func cpuTicks(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ut + st
 }
 
 // listStreams times GET /api/v1/streams (first page) and returns the
