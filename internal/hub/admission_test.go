@@ -268,6 +268,7 @@ func TestAgentPayloadBounds(t *testing.T) {
 		{"heartbeat data address", "/heartbeat", `{"boot_id":"b","capabilities":[],"data_address":"` + long + `"}`, session, "data_address"},
 		{"streams", "/report", report(wire.Report{Streams: streams(store.MaxReportStreams+1, nil)}), session, "streams"},
 		{"stream id", "/report", report(wire.Report{Streams: streams(2, func(s *wire.ReportStream) { s.ID = "a/" + s.ID })}), session, "streams[0].id"},
+		{"stream twice", "/report", report(wire.Report{Streams: streams(3, func(s *wire.ReportStream) { s.ID = "same" })}), session, "streams"},
 		{"stream state", "/report", report(wire.Report{Streams: streams(1, func(s *wire.ReportStream) { s.State = long })}), session, "streams[0].state"},
 		{"stream config version", "/report", report(wire.Report{Streams: streams(1, func(s *wire.ReportStream) { s.ConfigVersion = long })}), session, "streams[0].config_version"},
 		{"stream action id", "/report", report(wire.Report{Streams: streams(1, func(s *wire.ReportStream) { s.ActionID = long })}), session, "streams[0].action_id"},

@@ -265,6 +265,13 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 			ActionID: s.ActionID, LastError: truncate(s.LastError, maxErrorLen), LastErrorAt: s.LastErrorAt.Time})
 	}
 	slices.SortFunc(obs, func(a, b store.ObservedStream) int { return cmpString(a.StreamID, b.StreamID) })
+	// The fleet keeps reports sorted by stream id, each id once (what the
+	// store keeps): listings merge them in order.
+	for i := 1; i < len(obs); i++ {
+		if obs[i].StreamID == obs[i-1].StreamID {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams", Message: "stream " + strconv.Quote(obs[i].StreamID) + " is reported twice"}})
+		}
+	}
 	counters := map[string]wire.StreamCounters{}
 	for _, s := range req.Streams {
 		if s.Counters != nil {

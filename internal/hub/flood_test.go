@@ -230,3 +230,51 @@ func TestFloodReproduction(t *testing.T) {
 	}
 	t.Logf("%d nodes: %d observed rows, %d events, database and WAL %d MiB", nodes, rows, events, size>>20)
 }
+
+// TestStreamsPaging: the pages of GET /streams, at every page size, list
+// desired and reported streams merged by node and id, each once, with the
+// same total as the filtered form.
+func TestStreamsPaging(t *testing.T) {
+	c := newAdmissionHub(t, Settings{RegisterRate: -1})
+	sessions := map[string]string{"n1": c.register(t, "n1"), "n2": c.register(t, "n2")}
+	for _, d := range []string{"n1/s2", "n0/s1", "n3/a", "n2/s5"} {
+		node, id, _ := strings.Cut(d, "/")
+		if rec := c.do(t, "PUT", APIPrefix+"/nodes/"+node+"/streams/"+id+"/desired-state", `{"state":"running"}`, ""); rec.Code != 202 {
+			t.Fatalf("PUT %s: %d %s", d, rec.Code, rec.Body)
+		}
+	}
+	for node, ids := range map[string][]string{"n1": {"s3", "s1", "s2"}, "n2": {"s4"}} {
+		rep := wire.Report{BootID: "b", ReportSeq: 1}
+		for _, id := range ids {
+			rep.Streams = append(rep.Streams, wire.ReportStream{ID: id, State: "running"})
+		}
+		b, _ := jsonMarshal(rep)
+		if rec := c.do(t, "POST", APIPrefix+"/agent/report", b, sessions[node]); rec.Code != 204 {
+			t.Fatalf("report: %d %s", rec.Code, rec.Body)
+		}
+	}
+	want := []string{"n0/s1", "n1/s1", "n1/s2", "n1/s3", "n2/s4", "n2/s5", "n3/a"}
+	list := func(query string) (got []string, total int) {
+		t.Helper()
+		for page := 1; page <= len(want)+1; page++ {
+			pg := recDecode[wire.Page[wire.Stream]](t, c.do(t, "GET", APIPrefix+"/streams?page="+fmt.Sprint(page)+"&"+query, "", ""))
+			for _, s := range pg.Items {
+				got = append(got, s.NodeID+"/"+s.ID)
+			}
+			total = pg.Total
+		}
+		return got, total
+	}
+	for size := 1; size <= len(want)+1; size++ {
+		got, total := list("page_size=" + fmt.Sprint(size))
+		if fmt.Sprint(got) != fmt.Sprint(want) || total != len(want) {
+			t.Fatalf("page_size %d: %v (total %d), want %v", size, got, total, want)
+		}
+	}
+	if got, total := list("page_size=2&state=none"); fmt.Sprint(got) != "[n0/s1 n2/s5 n3/a]" || total != 3 {
+		t.Fatalf("state=none: %v (total %d)", got, total)
+	}
+	if got, total := list("page_size=2&node_id=n1"); fmt.Sprint(got) != "[n1/s1 n1/s2 n1/s3]" || total != 3 {
+		t.Fatalf("node_id=n1: %v (total %d)", got, total)
+	}
+}

@@ -237,9 +237,10 @@ func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
 
 // getStreams lists the streams across the fleet: every desired stream and
 // every reported one, by node and id. Filters: node_id, convergence, state
-// (the observed state; "none" for a stream no node reported yet). Only the
-// page's views are built: a fleet reports up to MaxReportStreams streams
-// per node.
+// (the observed state; "none" for a stream no node reported yet). A fleet
+// reports up to MaxReportStreams streams per node: without a convergence or
+// state filter only the nodes the page reaches are merged, and only the
+// page's views are built.
 func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	page, size, err := httpapi.ParsePage(r)
 	if err != nil {
@@ -247,18 +248,25 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	nodeFilter, convFilter, stateFilter := q.Get("node_id"), q.Get("convergence"), q.Get("state")
-	all, err := h.fleetStreams(r.Context(), nodeFilter)
+	segs, err := h.streamSegments(r.Context(), nodeFilter)
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
 	now := h.opts.Now()
-	if convFilter != "" || stateFilter != "" {
+	var refs wire.Page[streamRef]
+	if convFilter == "" && stateFilter == "" {
+		refs = pageSegments(segs, page, size)
+	} else {
+		var all []streamRef
+		for _, sg := range segs {
+			all = append(all, sg.merge()...)
+		}
 		all = slices.DeleteFunc(all, func(s streamRef) bool {
 			conv, state := h.streamSummary(s, now)
 			return (convFilter != "" && conv != convFilter) || (stateFilter != "" && state != stateFilter)
 		})
+		refs = httpapi.Paginate(all, page, size)
 	}
-	refs := httpapi.Paginate(all, page, size)
 	out := wire.Page[wire.Stream]{Items: make([]wire.Stream, 0, len(refs.Items)), Page: refs.Page, PageSize: refs.PageSize, Total: refs.Total}
 	for _, s := range refs.Items {
 		out.Items = append(out.Items, h.streamRefView(s, now))
@@ -284,20 +292,6 @@ type streamRef struct {
 	obs  *store.ObservedStream
 }
 
-func (s streamRef) key() (node, id string) {
-	if s.rs != nil {
-		return s.rs.NodeID, s.rs.ResourceID
-	}
-	return s.node.NodeID, s.obs.StreamID
-}
-
-func cmpStreamKey(aNode, aID, bNode, bID string) int {
-	if c := cmpString(aNode, bNode); c != 0 {
-		return c
-	}
-	return cmpString(aID, bID)
-}
-
 // streamRefView is the view of s.
 func (h *Hub) streamRefView(s streamRef, now time.Time) wire.Stream {
 	if s.rs != nil {
@@ -319,61 +313,118 @@ func (h *Hub) streamSummary(s streamRef, now time.Time) (convergence, state stri
 	return wire.ConvergenceUnknown, s.obs.State
 }
 
-// fleetStreams is every stream, of one node when nodeID is set, by node
-// and id: the desired ones merged with the nodes' reports, which the
-// fleet keeps sorted by node and stream id.
-func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]streamRef, error) {
+// streamSegment is one node's streams: its desired ones and, when the
+// fleet knows the node, its report (both by stream id; the fleet keeps
+// reports sorted).
+type streamSegment struct {
+	desired []store.ResourceState
+	node    *fleet.Node // nil: the fleet does not know the node
+}
+
+func (sg streamSegment) observed() []store.ObservedStream {
+	if sg.node == nil {
+		return nil
+	}
+	return sg.node.Observed
+}
+
+// count is how many streams the segment lists: a desired stream the node
+// reports is listed once.
+func (sg streamSegment) count() int {
+	obs := sg.observed()
+	n := len(sg.desired) + len(obs)
+	for _, rs := range sg.desired {
+		if _, found := slices.BinarySearchFunc(obs, rs.ResourceID, func(o store.ObservedStream, id string) int { return cmpString(o.StreamID, id) }); found {
+			n--
+		}
+	}
+	return n
+}
+
+// merge lists the segment's streams by id.
+func (sg streamSegment) merge() []streamRef {
+	obs := sg.observed()
+	out := make([]streamRef, 0, len(sg.desired)+len(obs))
+	d := 0
+	for j := range obs {
+		for d < len(sg.desired) && sg.desired[d].ResourceID < obs[j].StreamID {
+			out = append(out, streamRef{rs: &sg.desired[d]})
+			d++
+		}
+		if d < len(sg.desired) && sg.desired[d].ResourceID == obs[j].StreamID {
+			out = append(out, streamRef{rs: &sg.desired[d]}) // its view carries the observation
+			d++
+			continue
+		}
+		out = append(out, streamRef{node: sg.node, obs: &obs[j]})
+	}
+	for ; d < len(sg.desired); d++ {
+		out = append(out, streamRef{rs: &sg.desired[d]})
+	}
+	return out
+}
+
+// streamSegments is the fleet's streams, of one node when nodeID is set,
+// as one segment per node by node id.
+func (h *Hub) streamSegments(ctx context.Context, nodeID string) ([]streamSegment, error) {
 	states, err := h.st.ResourceStates(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
-	var desired []streamRef
-	for i := range states {
-		if states[i].Kind == store.KindStream {
-			desired = append(desired, streamRef{rs: &states[i]})
+	states = slices.DeleteFunc(states, func(rs store.ResourceState) bool { return rs.Kind != store.KindStream })
+	slices.SortFunc(states, func(a, b store.ResourceState) int {
+		if c := cmpString(a.NodeID, b.NodeID); c != 0 {
+			return c
 		}
-	}
-	slices.SortFunc(desired, func(a, b streamRef) int {
-		return cmpStreamKey(a.rs.NodeID, a.rs.ResourceID, b.rs.NodeID, b.rs.ResourceID)
+		return cmpString(a.ResourceID, b.ResourceID)
 	})
 	nodes := h.fleet.Nodes()
-	total := len(desired)
-	for _, n := range nodes {
-		total += len(n.Observed)
+	if nodeID != "" {
+		nodes = slices.DeleteFunc(nodes, func(n fleet.Node) bool { return n.NodeID != nodeID })
 	}
-	out := make([]streamRef, 0, total)
-	d := 0
-	for i := range nodes {
-		n := &nodes[i]
-		if nodeID != "" && n.NodeID != nodeID {
-			continue
+	var out []streamSegment
+	d, i := 0, 0
+	for d < len(states) || i < len(nodes) {
+		var id string
+		switch {
+		case i == len(nodes):
+			id = states[d].NodeID
+		case d == len(states):
+			id = nodes[i].NodeID
+		default:
+			id = min(states[d].NodeID, nodes[i].NodeID)
 		}
-		obs := n.Observed
-		byID := func(a, b store.ObservedStream) int { return cmpString(a.StreamID, b.StreamID) }
-		if !slices.IsSortedFunc(obs, byID) {
-			obs = slices.SortedFunc(slices.Values(obs), byID)
+		var sg streamSegment
+		start := d
+		for d < len(states) && states[d].NodeID == id {
+			d++
 		}
-		for j := range obs {
-			o := &obs[j]
-			for d < len(desired) {
-				dn, di := desired[d].key()
-				c := cmpStreamKey(dn, di, n.NodeID, o.StreamID)
-				if c > 0 {
-					break
-				}
-				out = append(out, desired[d])
-				d++
-				if c == 0 {
-					o = nil // desired: its view carries the observation
-					break
-				}
-			}
-			if o != nil {
-				out = append(out, streamRef{node: n, obs: o})
-			}
+		sg.desired = states[start:d]
+		if i < len(nodes) && nodes[i].NodeID == id {
+			sg.node = &nodes[i]
+			i++
 		}
+		out = append(out, sg)
 	}
-	return append(out, desired[d:]...), nil
+	return out, nil
+}
+
+// pageSegments is one page of the segments' streams: only the segments the
+// page reaches are merged.
+func pageSegments(segs []streamSegment, page, size int) wire.Page[streamRef] {
+	out := wire.Page[streamRef]{Items: []streamRef{}, Page: page, PageSize: size}
+	first := (page - 1) * size
+	for _, sg := range segs {
+		n := sg.count()
+		if out.Total+n > first && out.Total < first+size {
+			refs := sg.merge()
+			lo := max(first-out.Total, 0)
+			hi := min(first+size-out.Total, len(refs))
+			out.Items = append(out.Items, refs[lo:hi]...)
+		}
+		out.Total += n
+	}
+	return out
 }
 
 // operation is the record of one intent with its derived fields.
