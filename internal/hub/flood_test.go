@@ -20,7 +20,7 @@ import (
 
 // perNodeDBBound is what one node may make the Hub's database hold at
 // most, WAL included (docs/node-identity.md "Admission and bounds").
-const perNodeDBBound = 4 << 20
+const perNodeDBBound = 5 << 20
 
 // floodClient speaks the agent protocol in bulk, without the OpenAPI check
 // of testHub.do (the flood sends megabytes).
