@@ -102,3 +102,10 @@ bench-split:
 .PHONY: bench-dataflood
 bench-dataflood:
 	$(GO) run ./bench/dataflood
+
+# Hub flood (bench/hubflood, bench/README.md): 300 fake nodes registering
+# with the node token and reporting in a loop, as filed in issue 29 and
+# within the Hub's bounds; database size, Hub RSS, GET /streams latency.
+.PHONY: bench-hubflood
+bench-hubflood:
+	$(GO) run ./bench/hubflood

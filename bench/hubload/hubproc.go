@@ -43,7 +43,10 @@ func startHub(ctx context.Context, dir, bin string, inProcess bool, env []string
 	}
 	h := &hubUnderTest{base: "http://" + addr, opToken: randomToken("op"), nodeToken: randomToken("node"),
 		logPath: filepath.Join(dir, "hub.log")}
-	settings := hub.Settings{Address: addr, Storage: filepath.Join(dir, "hub.db"), OperatorToken: h.opToken, NodeToken: h.nodeToken}
+	// Every simulated agent registers from 127.0.0.1, and there may be
+	// more than the default SVC_HUB_MAX_NODES: admission is off.
+	settings := hub.Settings{Address: addr, Storage: filepath.Join(dir, "hub.db"), OperatorToken: h.opToken, NodeToken: h.nodeToken,
+		MaxNodes: -1, RegisterRate: -1}
 	if inProcess {
 		err = h.startInProcess(ctx, settings)
 	} else {
@@ -71,7 +74,7 @@ func (h *hubUnderTest) startChild(bin string, s hub.Settings, env []string) erro
 		}
 	}
 	cmd.Env = append(cmd.Env, hub.EnvAddress+"="+s.Address, hub.EnvStorage+"="+s.Storage,
-		hub.EnvOperatorToken+"="+s.OperatorToken, hub.EnvNodeToken+"="+s.NodeToken)
+		hub.EnvOperatorToken+"="+s.OperatorToken, hub.EnvNodeToken+"="+s.NodeToken, hub.EnvMaxNodes+"=0", hub.EnvRegisterRate+"=0")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = childAttr()

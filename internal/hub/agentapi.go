@@ -24,7 +24,6 @@ const (
 	defaultSessionTTL = time.Hour
 	minLeaseTTL       = 100 * time.Millisecond
 	minSessionTTL     = time.Second
-	maxCapabilities   = 1024
 	// CodeSessionExpired answers an agent call whose session is expired,
 	// replaced or unknown: the Agent registers again.
 	CodeSessionExpired = "session_expired"
@@ -40,6 +39,9 @@ func (h *Hub) agentRoutes(p string) []httpapi.Route {
 	}
 	reg := doc("Register a node: a session token for the other agent calls", wire.RegisterRequest{}, wire.RegisterResponse{})
 	reg.Security = securityNode
+	// 429 capacity: the address registers too fast; 503 capacity: the Hub
+	// holds SVC_HUB_MAX_NODES nodes (a common status of the surface).
+	reg.Problems = []int{http.StatusForbidden, http.StatusTooManyRequests}
 	report := doc("Report the node's streams and configuration (204 also when not newer)", wire.Report{}, nil)
 	report.Status = http.StatusNoContent
 	jobs := doc("Report the node's job observations (204 also when not newer)", wire.JobObservations{}, nil)
@@ -111,6 +113,9 @@ func agentNode(r *http.Request) string {
 }
 
 func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
+	if err := h.admitAddress(r); err != nil {
+		return err
+	}
 	var req wire.RegisterRequest
 	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
 		return err
@@ -125,9 +130,7 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	if req.ProtocolVersion != wire.ProtocolVersion {
 		probs = append(probs, httpapi.FieldProblem{Path: "protocol_version", Message: fmt.Sprintf("this Hub speaks protocol %d", wire.ProtocolVersion)})
 	}
-	if len(req.Capabilities) > maxCapabilities {
-		probs = append(probs, httpapi.FieldProblem{Path: "capabilities", Message: fmt.Sprintf("at most %d", maxCapabilities)})
-	}
+	probs = append(probs, registerBounds(req.Version, req.DataAddress, req.Capabilities)...)
 	if n := len(req.NodeCredential); n < minCredentialLen || n > maxCredentialLen {
 		probs = append(probs, httpapi.FieldProblem{Path: "node_credential",
 			Message: fmt.Sprintf("%d to %d characters: the node's own secret, generated once in its state directory", minCredentialLen, maxCredentialLen)})
@@ -168,15 +171,22 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 	slices.Sort(caps)
 	caps = slices.Compact(caps)
 	cred := credentialDigest(req.NodeCredential)
+	h.admission.mu.Lock()
+	defer h.admission.mu.Unlock()
+	if err := h.admitNode(r, req.NodeID); err != nil {
+		return err
+	}
 	reg := store.Registration{NodeID: req.NodeID, BootID: req.BootID, Version: req.Version, ProtocolVersion: req.ProtocolVersion,
 		Capabilities: caps, DataAddress: req.DataAddress, DataFingerprint: req.DataFingerprint, SessionToken: token, SessionExpiresAt: now.Add(sess),
-		LeaseExpiresAt: now.Add(lease), LeaseTTL: lease, CredentialDigest: cred, SessionBinding: h.sessionBinding(cred), Now: now}
+		LeaseExpiresAt: now.Add(lease), LeaseTTL: lease, CredentialDigest: cred, SessionBinding: h.sessionBinding(cred),
+		Quiet: h.quietNode(req.NodeID, now), Now: now}
 	switch err := h.st.RegisterNode(r.Context(), reg); {
 	case errors.Is(err, store.ErrIdentityMismatch):
 		return h.identityRefused(r, req.NodeID, "another node credential registered it first")
 	case err != nil:
 		return h.storeFailed(err)
 	}
+	h.nodeEventsWritten(req.NodeID, 1, reg.Quiet, now)
 	// The replaced session stops working at once.
 	came, rebooted := h.fleet.Register(reg)
 	switch {
@@ -212,10 +222,7 @@ func (h *Hub) postHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeJSON(r, &req, MaxBodyBytes); err != nil {
 		return err
 	}
-	if len(req.Capabilities) > maxCapabilities {
-		return httpapi.Validation([]httpapi.FieldProblem{{Path: "capabilities", Message: fmt.Sprintf("at most %d", maxCapabilities)}})
-	}
-	if probs := checkDataFingerprint(req.DataFingerprint); len(probs) > 0 {
+	if probs := append(registerBounds("", req.DataAddress, req.Capabilities), checkDataFingerprint(req.DataFingerprint)...); len(probs) > 0 {
 		return httpapi.Validation(probs)
 	}
 	id := agentNode(r)
@@ -247,20 +254,24 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 	if req.BootID == "" || req.ReportSeq < 1 {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "report_seq", Message: "boot_id and a positive report_seq are required"}})
 	}
-	if len(req.Streams) > store.MaxReportStreams || len(req.Metrics) > store.MaxReportMetrics {
-		return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams", Message: fmt.Sprintf("at most %d streams and %d metrics", store.MaxReportStreams, store.MaxReportMetrics)}})
+	if probs := reportProblems(req); len(probs) > 0 {
+		return httpapi.Validation(probs)
 	}
 	id := agentNode(r)
 	now := h.opts.Now()
 	obs := make([]store.ObservedStream, 0, len(req.Streams))
-	for i, s := range req.Streams {
-		if !wire.ValidID(s.ID) {
-			return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams[" + strconv.Itoa(i) + "].id", Message: idMessage}})
-		}
+	for _, s := range req.Streams {
 		obs = append(obs, store.ObservedStream{StreamID: s.ID, State: s.State, Generation: s.Generation, ConfigVersion: s.ConfigVersion,
-			ActionID: s.ActionID, LastError: truncate(s.LastError, 1024), LastErrorAt: s.LastErrorAt.Time})
+			ActionID: s.ActionID, LastError: truncate(s.LastError, maxErrorLen), LastErrorAt: s.LastErrorAt.Time})
 	}
 	slices.SortFunc(obs, func(a, b store.ObservedStream) int { return cmpString(a.StreamID, b.StreamID) })
+	// The fleet keeps reports sorted by stream id, each id once (what the
+	// store keeps): listings merge them in order.
+	for i := 1; i < len(obs); i++ {
+		if obs[i].StreamID == obs[i-1].StreamID {
+			return httpapi.Validation([]httpapi.FieldProblem{{Path: "streams", Message: "stream " + strconv.Quote(obs[i].StreamID) + " is reported twice"}})
+		}
+	}
 	counters := map[string]wire.StreamCounters{}
 	for _, s := range req.Streams {
 		if s.Counters != nil {
@@ -278,10 +289,14 @@ func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
+	quiet := h.quietNode(id, now)
 	res, err := h.st.ApplyReport(r.Context(), store.Report{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Streams: obs,
-		ConfigVersion: req.ConfigurationVersion, Configuration: req.Configuration, Metrics: req.Metrics, Now: now})
+		ConfigVersion: req.ConfigurationVersion, Configuration: req.Configuration, Metrics: req.Metrics, Quiet: quiet, Now: now})
 	if err != nil {
 		return h.storeFailed(err)
+	}
+	if res.NewBoot {
+		h.nodeEventsWritten(id, 1, quiet, now)
 	}
 	if !res.Stale {
 		h.fleet.Accept(rep, res.NewBoot)
@@ -311,12 +326,16 @@ func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error 
 	if req.BootID == "" || req.ReportSeq < 1 {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "report_seq", Message: "boot_id and a positive report_seq are required"}})
 	}
+	if probs := fieldProblem("boot_id", req.BootID, maxFieldLen); len(probs) > 0 {
+		return httpapi.Validation(probs)
+	}
 	if len(req.Jobs) > wire.MaxObservedJobs {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "jobs", Message: fmt.Sprintf("at most %d jobs", wire.MaxObservedJobs)}})
 	}
 	id := agentNode(r)
 	now := h.opts.Now()
-	rep := store.JobReport{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Now: now, Jobs: make([]store.ObservedJob, 0, len(req.Jobs))}
+	rep := store.JobReport{NodeID: id, BootID: req.BootID, Seq: req.ReportSeq, Quiet: h.quietNode(id, now), Now: now,
+		Jobs: make([]store.ObservedJob, 0, len(req.Jobs))}
 	for i, o := range req.Jobs {
 		path := "jobs[" + strconv.Itoa(i) + "]"
 		if !wire.ValidID(o.ID) {
@@ -325,6 +344,9 @@ func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error 
 		if len(o.Artifacts) > 16 || len(o.Tasks) > 4096 {
 			return httpapi.Validation([]httpapi.FieldProblem{{Path: path, Message: "at most 16 artifacts and 4096 tasks"}})
 		}
+		if probs := jobObservationProblems(path, o); len(probs) > 0 {
+			return httpapi.Validation(probs)
+		}
 		for _, a := range o.Artifacts {
 			if a.ID < 1 || (a.Kind != wire.ArtifactCheckpoint && a.Kind != wire.ArtifactSavepoint) {
 				return httpapi.Validation([]httpapi.FieldProblem{{Path: path + ".artifacts", Message: "kind checkpoint or savepoint and a positive id"}})
@@ -332,13 +354,13 @@ func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error 
 			a.JobID, a.NodeID, a.State = o.ID, id, wire.ArtifactCompleted
 			// OperationID, when the node says a command took it, ties it
 			// to that command's pending record.
-			a.Location, a.OperationID = truncate(a.Location, 1024), truncate(a.OperationID, maxIDLen)
+			a.Location, a.OperationID = truncate(a.Location, maxErrorLen), truncate(a.OperationID, maxIDLen)
 			if a.StatefulOperators == nil {
 				a.StatefulOperators = []string{}
 			}
 			rep.Artifacts = append(rep.Artifacts, a)
 		}
-		o.LastError = truncate(o.LastError, 1024)
+		o.LastError = truncate(o.LastError, maxErrorLen)
 		detail := o
 		detail.Artifacts = nil
 		b, err := json.Marshal(detail)
@@ -352,6 +374,7 @@ func (h *Hub) postJobObservations(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return h.storeFailed(err)
 	}
+	h.nodeEventsWritten(id, len(res.Changed), rep.Quiet, now)
 	if !res.Stale && len(res.Changed) > 0 {
 		h.converge(id, res.Changed...)
 	}
@@ -460,7 +483,7 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.Validation([]httpapi.FieldProblem{{Path: "state", Message: "one of acknowledged, succeeded, failed, timed_out"}})
 	}
 	if req.Failure != nil {
-		req.Failure.Message = truncate(req.Failure.Message, 1024)
+		req.Failure.Message = truncate(req.Failure.Message, maxErrorLen)
 	}
 	ctx := r.Context()
 	id := agentNode(r)

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +28,9 @@ func EnvVars() []EnvVar {
 		{EnvClientCA, "", "PEM file of the CA of nodes' client certificates: the agent API then requires one whose URI SAN is spiffe://<domain>/node/<node_id> (needs " + EnvTLSCert + ")"},
 		{EnvSessionTTLMax, shortDuration(DefaultSessionTTLMax), "longest Agent session the Hub grants; a longer agent_session_ttl_ms is clamped"},
 		{EnvNodeGCAfter, shortDuration(DefaultNodeGCAfter), "forget a node unavailable this long that holds no desired state; 0 never"},
+		{EnvMaxNodes, strconv.Itoa(DefaultMaxNodes), "registered nodes the Hub keeps; registering another is refused (503 capacity); 0 no limit"},
+		{EnvRegisterRate, strconv.FormatFloat(DefaultRegisterRate, 'f', -1, 64), "registrations per second from one remote address; beyond it 429 capacity; 0 no limit"},
+		{EnvRegisterBurst, strconv.Itoa(DefaultRegisterBurst), "registrations one remote address may make at once before " + EnvRegisterRate + " applies"},
 		{EnvInsecureLocal, "", "1: local development on a loopback address; missing storage or tokens are allowed and logged"},
 		{EnvAPIPrefix, APIPrefix, "prefix of the operator and agent APIs"},
 		{EnvCORSOrigins, "", "comma-separated browser origins allowed to call the API"},

@@ -90,9 +90,13 @@ type Hub struct {
 	// every session is bound (sessionBinding).
 	nodeTokenDigest [sha256.Size]byte
 
-	fleet  *fleet.Fleet
-	events *eventlog.Log // live tail of the durable event log
-	pumpMu sync.Mutex    // serializes inserting into events: the store's event sink and the pump
+	fleet *fleet.Fleet
+	// admission: registration rate per address and SVC_HUB_MAX_NODES.
+	admission *admission
+	// nodeEvents is each node's budget of events (nodeEventRate).
+	nodeEvents *buckets
+	events     *eventlog.Log // live tail of the durable event log
+	pumpMu     sync.Mutex    // serializes inserting into events: the store's event sink and the pump
 
 	nudgec  chan struct{} // wakes the reconciler
 	pumpc   chan struct{} // wakes the event pump
@@ -167,7 +171,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	}
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
-		fleet: fleet.New(o.Now), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
+		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
 		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)

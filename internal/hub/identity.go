@@ -187,6 +187,7 @@ func (h *Hub) forget(ctx context.Context, f store.Forget) error {
 		return err
 	}
 	h.fleet.Forget(f.NodeID)
+	h.nodeEvents.forget(f.NodeID)
 	h.converge(f.NodeID)
 	h.nudge()
 	return nil

@@ -56,17 +56,23 @@ func failOutcome(code string) string {
 	return outcomeRejected
 }
 
-// hubMetrics are the Hub's Prometheus series.
+// hubMetrics are the Hub's Prometheus series. registry is what the open
+// /metrics serves: no label value in it is chosen by a node. reported adds
+// the metrics nodes report, labelled by node id and metric name; it is
+// served only behind the operator token ({prefix}/metrics).
 type hubMetrics struct {
 	registry         *prometheus.Registry
+	reported         *prometheus.Registry
 	accepted         prometheus.Counter
 	total            *prometheus.CounterVec
 	duration         *prometheus.HistogramVec
 	reconcileSeconds prometheus.Histogram
+	refused          *prometheus.CounterVec
+	eventsDropped    prometheus.Counter
 }
 
 func newHubMetrics(h *Hub) *hubMetrics {
-	m := &hubMetrics{registry: prometheus.NewRegistry()}
+	m := &hubMetrics{registry: prometheus.NewRegistry(), reported: prometheus.NewRegistry()}
 	m.accepted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "svc_hub_intents_accepted_total",
 		Help: "Desired-state intents durably accepted since the Hub started.",
@@ -85,6 +91,16 @@ func newHubMetrics(h *Hub) *hubMetrics {
 		Help:    "Duration of one reconciliation pass.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "svc_hub_registrations_refused_total",
+		Help: "Registrations refused for capacity since the Hub started, by reason (rate: SVC_HUB_REGISTER_RATE; max_nodes: SVC_HUB_MAX_NODES).",
+	}, []string{"reason"})
+	m.eventsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "svc_hub_node_events_dropped_total",
+		Help: "Events nodes caused beyond their budget (120 a minute, 240 at once), dropped since the Hub started.",
+	})
+	m.refused.WithLabelValues(refusedRate)
+	m.refused.WithLabelValues(refusedMaxNodes)
 	// Every label combination exists from the start, so rates work at once.
 	for _, c := range commandLabels {
 		m.duration.WithLabelValues(c)
@@ -92,8 +108,9 @@ func newHubMetrics(h *Hub) *hubMetrics {
 			m.total.WithLabelValues(c, o)
 		}
 	}
-	m.registry.MustRegister(m.accepted, m.total, m.duration, m.reconcileSeconds, collectors.NewGoCollector(),
+	m.registry.MustRegister(m.accepted, m.total, m.duration, m.reconcileSeconds, m.refused, m.eventsDropped, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), fleetCollector{h})
+	m.reported.MustRegister(reportedCollector{h})
 	return m
 }
 
@@ -101,8 +118,23 @@ func (m *hubMetrics) command(label, outcome string) {
 	m.total.WithLabelValues(label, outcome).Inc()
 }
 
-// fleetCollector exposes fleet gauges and the metrics nodes report.
+// fleetCollector exposes fleet gauges.
 type fleetCollector struct{ h *Hub }
+
+// reportedCollector exposes the metrics nodes report. Node ids match
+// wire.IDPattern and metric names Prometheus' name pattern (the Hub
+// refuses reports otherwise); a node reports at most MaxReportMetrics.
+type reportedCollector struct{ h *Hub }
+
+func (c reportedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descReported }
+
+func (c reportedCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, n := range c.h.fleet.Nodes() {
+		for k, v := range n.Metrics {
+			ch <- prometheus.MustNewConstMetric(descReported, prometheus.GaugeValue, v, n.NodeID, k)
+		}
+	}
+}
 
 var (
 	descNodes    = prometheus.NewDesc("svc_hub_nodes", "Registered nodes by liveness status.", []string{"status"}, nil)
@@ -113,16 +145,12 @@ var (
 func (c fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descNodes
 	ch <- descInflight
-	ch <- descReported
 }
 
 func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[string]float64{reconcile.StatusOnline: 0, reconcile.StatusUnavailable: 0}
 	for _, n := range c.h.fleet.Nodes() {
 		counts[n.Status]++
-		for k, v := range n.Metrics {
-			ch <- prometheus.MustNewConstMetric(descReported, prometheus.GaugeValue, v, n.NodeID, k)
-		}
 	}
 	for s, v := range counts {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, v, s)
@@ -143,8 +171,9 @@ type MetricsJSON struct {
 }
 
 // getPublicMetrics serves the open top-level /metrics: Prometheus text of
-// the Hub's registry only. The JSON form and the node_id filter read the
-// node registry and stay behind the operator token at {prefix}/metrics.
+// the Hub's registry only, whose label values the Hub chooses. The metrics
+// nodes report (svc_node_reported), the JSON form and the node_id filter
+// stay behind the operator token at {prefix}/metrics.
 func (h *Hub) getPublicMetrics(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if q.Has("format") || q.Has("node_id") {
@@ -179,7 +208,7 @@ func (h *Hub) getMetrics(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.WriteJSON(w, http.StatusOK, h.metricsJSON(nodeID))
 	}
 	if nodeID == "" {
-		promhttp.HandlerFor(h.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+		promhttp.HandlerFor(prometheus.Gatherers{h.metrics.registry, h.metrics.reported}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return nil
 	}
 	// One node: its reported metrics only.

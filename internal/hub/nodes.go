@@ -215,7 +215,8 @@ func rejection(err error) *httpapi.Error {
 }
 
 // streamChanges records a stream_state_changed event for every stream whose
-// observed state differs from the previous report.
+// observed state differs from the previous report, as far as the node's
+// event budget goes.
 func (h *Hub) streamChanges(nodeID string, prev, cur []store.ObservedStream, now time.Time) {
 	was := map[string]string{}
 	for _, o := range prev {
@@ -229,7 +230,10 @@ func (h *Hub) streamChanges(nodeID string, prev, cur []store.ObservedStream, now
 		evs = append(evs, wire.Event{Kind: wire.EventStreamStateChanged, OccurredAt: wire.At(now), NodeID: nodeID, ResourceID: o.StreamID,
 			Message: "stream " + o.State, Data: map[string]any{"state": o.State, "generation": o.Generation}})
 	}
-	if err := h.st.AppendEvents(context.Background(), evs); err != nil {
+	if len(evs) == 0 {
+		return
+	}
+	if err := h.st.AppendEvents(context.Background(), h.budgetEvents(nodeID, evs, now)); err != nil {
 		h.storeFailed(err)
 	}
 }

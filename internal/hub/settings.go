@@ -1,9 +1,12 @@
 package hub
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,6 +36,10 @@ const (
 	EnvSessionTTLMax = "SVC_HUB_SESSION_TTL_MAX"
 	EnvClientCA      = "SVC_HUB_CLIENT_CA"
 	EnvNodeGCAfter   = "SVC_HUB_NODE_GC_AFTER"
+	// Admission (docs/node-identity.md "Admission and bounds").
+	EnvMaxNodes      = "SVC_HUB_MAX_NODES"
+	EnvRegisterRate  = "SVC_HUB_REGISTER_RATE"
+	EnvRegisterBurst = "SVC_HUB_REGISTER_BURST"
 )
 
 // Defaults of the node identity settings.
@@ -43,6 +50,14 @@ const (
 	// DefaultNodeGCAfter is how long a node without desired state may stay
 	// unavailable before the Hub forgets it.
 	DefaultNodeGCAfter = 24 * time.Hour
+)
+
+// Defaults of admission: how many nodes the Hub keeps, and how fast one
+// remote address may register (a token bucket per address).
+const (
+	DefaultMaxNodes      = 10000
+	DefaultRegisterRate  = 2.0 // registrations per second per address
+	DefaultRegisterBurst = 20
 )
 
 // MinTokenLength is the shortest operator or node token the Hub accepts.
@@ -78,6 +93,37 @@ type Settings struct {
 	// unavailable before it is forgotten; 0 means DefaultNodeGCAfter,
 	// negative never.
 	NodeGCAfter time.Duration
+	// MaxNodes is how many registered nodes the Hub keeps; a registration
+	// of a new node beyond it is refused (capacity). 0 means
+	// DefaultMaxNodes, negative no limit.
+	MaxNodes int
+	// RegisterRate and RegisterBurst are the token bucket of registrations
+	// per remote address; 0 means the defaults, a negative rate no limit.
+	RegisterRate  float64
+	RegisterBurst int
+}
+
+func (s Settings) maxNodes() int {
+	if s.MaxNodes == 0 {
+		return DefaultMaxNodes
+	}
+	return s.MaxNodes
+}
+
+// registerLimit is the registration rate per address and its burst; a
+// rate of 0 is no limit.
+func (s Settings) registerLimit() (float64, int) {
+	rate, burst := s.RegisterRate, s.RegisterBurst
+	switch {
+	case rate < 0:
+		return 0, 0
+	case rate == 0:
+		rate = DefaultRegisterRate
+	}
+	if burst <= 0 {
+		burst = DefaultRegisterBurst
+	}
+	return rate, burst
 }
 
 func (s Settings) sessionTTLMax() time.Duration {
@@ -144,6 +190,9 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		if d == 0 {
 			s.NodeGCAfter = -1
 		}
+	}
+	if err := admissionFromEnv(get, &s); err != nil {
+		return s, nil, err
 	}
 	if v := get(EnvAPIPrefix); v != "" {
 		if !strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.ContainsAny(v, " {}?#") {
@@ -228,4 +277,31 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		warnings = append(warnings, "no "+EnvNodeToken+": any process that can reach "+s.Address+" can register as a node")
 	}
 	return s, warnings, nil
+}
+
+// admissionFromEnv reads SVC_HUB_MAX_NODES, SVC_HUB_REGISTER_RATE and
+// SVC_HUB_REGISTER_BURST into s. 0 switches a limit off.
+func admissionFromEnv(get func(string) string, s *Settings) error {
+	if v := get(EnvMaxNodes); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%w: %s must be a whole number of nodes, or 0 for no limit, got %q", ErrInsecure, EnvMaxNodes, v)
+		}
+		s.MaxNodes = cmp.Or(n, -1)
+	}
+	if v := get(EnvRegisterRate); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r < 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+			return fmt.Errorf("%w: %s must be registrations per second per address (like 2 or 0.5), or 0 for no limit, got %q", ErrInsecure, EnvRegisterRate, v)
+		}
+		s.RegisterRate = cmp.Or(r, -1)
+	}
+	if v := get(EnvRegisterBurst); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: %s must be a whole number of at least 1, got %q", ErrInsecure, EnvRegisterBurst, v)
+		}
+		s.RegisterBurst = n
+	}
+	return nil
 }

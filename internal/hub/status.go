@@ -46,13 +46,20 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 	if h.storageDown.Load() {
 		s.Storage = "unavailable"
 	}
-	all, err := h.fleetStreams(r.Context(), "")
+	segs, err := h.streamSegments(r.Context(), "")
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
 	s.Streams.Convergence = map[string]int{}
-	for _, st := range all {
-		s.Streams.Convergence[st.Convergence]++
+	for _, sg := range segs {
+		// A stream nobody desired is unknown: count those without
+		// building them.
+		for _, rs := range sg.desired {
+			s.Streams.Convergence[h.convergenceOf(rs, now).Value]++
+		}
+		if n := sg.count() - len(sg.desired); n > 0 {
+			s.Streams.Convergence[wire.ConvergenceUnknown] += n
+		}
 	}
 	for _, n := range h.fleet.Nodes() {
 		if n.RegisteredAt.IsZero() {

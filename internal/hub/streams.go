@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -235,7 +237,10 @@ func (h *Hub) observedOnly(nodeID, streamID string) (wire.Stream, bool) {
 
 // getStreams lists the streams across the fleet: every desired stream and
 // every reported one, by node and id. Filters: node_id, convergence, state
-// (the observed state; "none" for a stream no node reported yet).
+// (the observed state; "none" for a stream no node reported yet). A fleet
+// reports up to MaxReportStreams streams per node: without a convergence or
+// state filter only the nodes the page reaches are merged, and only the
+// page's views are built.
 func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	page, size, err := httpapi.ParsePage(r)
 	if err != nil {
@@ -243,17 +248,30 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	nodeFilter, convFilter, stateFilter := q.Get("node_id"), q.Get("convergence"), q.Get("state")
-	all, err := h.fleetStreams(r.Context(), nodeFilter)
+	segs, err := h.streamSegments(r.Context(), nodeFilter)
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
-	if convFilter != "" {
-		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return s.Convergence != convFilter })
+	now := h.opts.Now()
+	var refs wire.Page[streamRef]
+	if convFilter == "" && stateFilter == "" {
+		refs = pageSegments(segs, page, size)
+	} else {
+		var all []streamRef
+		for _, sg := range segs {
+			all = append(all, sg.merge()...)
+		}
+		all = slices.DeleteFunc(all, func(s streamRef) bool {
+			conv, state := h.streamSummary(s, now)
+			return (convFilter != "" && conv != convFilter) || (stateFilter != "" && state != stateFilter)
+		})
+		refs = httpapi.Paginate(all, page, size)
 	}
-	if stateFilter != "" {
-		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return observedState(s) != stateFilter })
+	out := wire.Page[wire.Stream]{Items: make([]wire.Stream, 0, len(refs.Items)), Page: refs.Page, PageSize: refs.PageSize, Total: refs.Total}
+	for _, s := range refs.Items {
+		out.Items = append(out.Items, h.streamRefView(s, now))
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
+	return httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // observedState is a stream's reported state, "none" when no node
@@ -265,39 +283,148 @@ func observedState(s wire.Stream) string {
 	return s.Observed.State
 }
 
-// fleetStreams is every stream view, of one node when nodeID is set.
-func (h *Hub) fleetStreams(ctx context.Context, nodeID string) ([]wire.Stream, error) {
+// streamRef is one stream of the fleet before its view is built: a
+// desired one (rs, with its observation if any), or one a node reports
+// that nobody desired (node and obs).
+type streamRef struct {
+	rs   *store.ResourceState
+	node *fleet.Node
+	obs  *store.ObservedStream
+}
+
+// streamRefView is the view of s.
+func (h *Hub) streamRefView(s streamRef, now time.Time) wire.Stream {
+	if s.rs != nil {
+		return h.streamView(*s.rs, now)
+	}
+	return wire.Stream{ID: s.obs.StreamID, NodeID: s.node.NodeID, Observed: s.node.ObservedView(*s.obs), Convergence: wire.ConvergenceUnknown}
+}
+
+// streamSummary is the convergence and the observed state (as
+// observedState) of s, without a view for a reported-only stream.
+func (h *Hub) streamSummary(s streamRef, now time.Time) (convergence, state string) {
+	if s.rs != nil {
+		v := h.streamView(*s.rs, now)
+		return v.Convergence, observedState(v)
+	}
+	if s.obs.State == "" {
+		return wire.ConvergenceUnknown, "none"
+	}
+	return wire.ConvergenceUnknown, s.obs.State
+}
+
+// streamSegment is one node's streams: its desired ones and, when the
+// fleet knows the node, its report (both by stream id; the fleet keeps
+// reports sorted).
+type streamSegment struct {
+	desired []store.ResourceState
+	node    *fleet.Node // nil: the fleet does not know the node
+}
+
+func (sg streamSegment) observed() []store.ObservedStream {
+	if sg.node == nil {
+		return nil
+	}
+	return sg.node.Observed
+}
+
+// count is how many streams the segment lists: a desired stream the node
+// reports is listed once.
+func (sg streamSegment) count() int {
+	obs := sg.observed()
+	n := len(sg.desired) + len(obs)
+	for _, rs := range sg.desired {
+		if _, found := slices.BinarySearchFunc(obs, rs.ResourceID, func(o store.ObservedStream, id string) int { return cmpString(o.StreamID, id) }); found {
+			n--
+		}
+	}
+	return n
+}
+
+// merge lists the segment's streams by id.
+func (sg streamSegment) merge() []streamRef {
+	obs := sg.observed()
+	out := make([]streamRef, 0, len(sg.desired)+len(obs))
+	d := 0
+	for j := range obs {
+		for d < len(sg.desired) && sg.desired[d].ResourceID < obs[j].StreamID {
+			out = append(out, streamRef{rs: &sg.desired[d]})
+			d++
+		}
+		if d < len(sg.desired) && sg.desired[d].ResourceID == obs[j].StreamID {
+			out = append(out, streamRef{rs: &sg.desired[d]}) // its view carries the observation
+			d++
+			continue
+		}
+		out = append(out, streamRef{node: sg.node, obs: &obs[j]})
+	}
+	for ; d < len(sg.desired); d++ {
+		out = append(out, streamRef{rs: &sg.desired[d]})
+	}
+	return out
+}
+
+// streamSegments is the fleet's streams, of one node when nodeID is set,
+// as one segment per node by node id.
+func (h *Hub) streamSegments(ctx context.Context, nodeID string) ([]streamSegment, error) {
 	states, err := h.st.ResourceStates(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
-	now := h.opts.Now()
-	seen := map[[2]string]bool{}
-	var out []wire.Stream
-	for _, rs := range states {
-		if rs.Kind != store.KindStream {
-			continue
-		}
-		seen[[2]string{rs.NodeID, rs.ResourceID}] = true
-		out = append(out, h.streamView(rs, now))
-	}
-	for _, n := range h.fleet.Nodes() {
-		if nodeID != "" && n.NodeID != nodeID {
-			continue
-		}
-		for _, o := range n.Observed {
-			if !seen[[2]string{n.NodeID, o.StreamID}] {
-				out = append(out, wire.Stream{ID: o.StreamID, NodeID: n.NodeID, Observed: n.ObservedView(o), Convergence: wire.ConvergenceUnknown})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b wire.Stream) int {
+	states = slices.DeleteFunc(states, func(rs store.ResourceState) bool { return rs.Kind != store.KindStream })
+	slices.SortFunc(states, func(a, b store.ResourceState) int {
 		if c := cmpString(a.NodeID, b.NodeID); c != 0 {
 			return c
 		}
-		return cmpString(a.ID, b.ID)
+		return cmpString(a.ResourceID, b.ResourceID)
 	})
+	nodes := h.fleet.Nodes()
+	if nodeID != "" {
+		nodes = slices.DeleteFunc(nodes, func(n fleet.Node) bool { return n.NodeID != nodeID })
+	}
+	var out []streamSegment
+	d, i := 0, 0
+	for d < len(states) || i < len(nodes) {
+		var id string
+		switch {
+		case i == len(nodes):
+			id = states[d].NodeID
+		case d == len(states):
+			id = nodes[i].NodeID
+		default:
+			id = min(states[d].NodeID, nodes[i].NodeID)
+		}
+		var sg streamSegment
+		start := d
+		for d < len(states) && states[d].NodeID == id {
+			d++
+		}
+		sg.desired = states[start:d]
+		if i < len(nodes) && nodes[i].NodeID == id {
+			sg.node = &nodes[i]
+			i++
+		}
+		out = append(out, sg)
+	}
 	return out, nil
+}
+
+// pageSegments is one page of the segments' streams: only the segments the
+// page reaches are merged.
+func pageSegments(segs []streamSegment, page, size int) wire.Page[streamRef] {
+	out := wire.Page[streamRef]{Items: []streamRef{}, Page: page, PageSize: size}
+	first := (page - 1) * size
+	for _, sg := range segs {
+		n := sg.count()
+		if out.Total+n > first && out.Total < first+size {
+			refs := sg.merge()
+			lo := max(first-out.Total, 0)
+			hi := min(first+size-out.Total, len(refs))
+			out.Items = append(out.Items, refs[lo:hi]...)
+		}
+		out.Total += n
+	}
+	return out
 }
 
 // operation is the record of one intent with its derived fields.

@@ -88,6 +88,25 @@ func (f *Fleet) Register(reg store.Registration) (came, rebooted bool) {
 	return came, rebooted
 }
 
+// Admitted reports whether node id is registered (and not forgotten since),
+// and how many nodes are: the Hub's admission counts these against
+// SVC_HUB_MAX_NODES. Nodes the Hub only keeps desired state for do not
+// count.
+func (f *Fleet) Admitted(id string) (known bool, registered int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for nid, n := range f.nodes {
+		if n.node.RegisteredAt.IsZero() {
+			continue
+		}
+		registered++
+		if nid == id {
+			known = true
+		}
+	}
+	return known, registered
+}
+
 // Forget drops node id's registration, as the store's ForgetNode did: its
 // session stops working at once, its long-polls are answered with no
 // command, it is unavailable and what it reported is gone. Its queued

@@ -81,7 +81,7 @@ func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResul
 		}
 		for _, o := range r.Jobs {
 			o.NodeID = r.NodeID
-			changed, err := observeJob(ctx, q, o, r.Now)
+			changed, err := observeJob(ctx, q, o, r.Now, r.Quiet)
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResul
 				return err
 			}
 		}
-		return nil
+		return boundObservedJobs(ctx, q, r.NodeID)
 	})
 	if err != nil {
 		return JobReportResult{}, err
@@ -105,9 +105,31 @@ func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResul
 	return res, nil
 }
 
+// Bounds of the job observations kept per node: rows the bodies no longer
+// name stay, so without a bound a node naming new job ids in every body
+// would grow the database without end.
+const (
+	maxNodeObservedJobs      = wire.MaxObservedJobs
+	maxNodeObservedJobsBytes = 8 << 20
+)
+
+// boundObservedJobs keeps node's newest job observations within
+// maxNodeObservedJobs rows and maxNodeObservedJobsBytes of detail and
+// error, those of jobs the Hub holds first; the newest one always stays.
+func boundObservedJobs(ctx context.Context, q querier, node string) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM observed_jobs WHERE node_id = ?1 AND job_id IN (
+		SELECT job_id FROM (
+			SELECT o.job_id, ROW_NUMBER() OVER w AS n, SUM(LENGTH(o.detail) + LENGTH(o.last_error)) OVER w AS bytes
+			FROM observed_jobs o WHERE o.node_id = ?1
+			WINDOW w AS (ORDER BY EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = o.job_id) DESC, o.updated_at DESC, o.job_id)
+		) WHERE n > 1 AND (n > ?2 OR bytes > ?3))`, node, maxNodeObservedJobs, maxNodeObservedJobsBytes)
+	return err
+}
+
 // observeJob replaces the node's row of one job and appends a
-// job_state_changed event when what convergence compares changed.
-func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time) (bool, error) {
+// job_state_changed event (unless quiet) when what convergence compares
+// changed.
+func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time, quiet bool) (bool, error) {
 	prev, err := scanObservedJob(q.QueryRowContext(ctx, "SELECT "+observedJobCols+" FROM observed_jobs WHERE node_id = ? AND job_id = ?",
 		o.NodeID, o.JobID))
 	known := err == nil
@@ -123,6 +145,9 @@ func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time) (bo
 	if known && prev.State == o.State && prev.Generation == o.Generation && prev.Version == o.Version &&
 		prev.ActionID == o.ActionID && prev.LastError == o.LastError {
 		return false, nil
+	}
+	if quiet {
+		return true, nil
 	}
 	e := event(wire.EventJobStateChanged, at, o.NodeID, o.JobID, "", "", "", "", "job "+o.State)
 	e.Data = map[string]any{"state": o.State, "previous": prev.State, "generation": o.Generation, "version": o.Version}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +157,50 @@ func TestApplyJobReportRows(t *testing.T) {
 		if _, err := s.ApplyJobReport(ctx, r); !errors.Is(err, ErrInvalid) {
 			t.Errorf("bad body %d: %v", i, err)
 		}
+	}
+}
+
+// TestObservedJobsBounded: a node naming new job ids in every body keeps
+// at most maxNodeObservedJobs rows and maxNodeObservedJobsBytes of detail,
+// the newest kept; a quiet body writes no event.
+func TestObservedJobsBounded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	if err := s.RegisterNode(ctx, reg("n1", "tok", t0)); err != nil {
+		t.Fatal(err)
+	}
+	events := count(t, s, "SELECT COUNT(*) FROM events")
+	apply := func(seq int, jobs []ObservedJob) {
+		t.Helper()
+		if _, err := s.ApplyJobReport(ctx, JobReport{NodeID: "n1", BootID: "b", Seq: int64(seq), Jobs: jobs, Quiet: true,
+			Now: t0.Add(time.Duration(seq) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for b := range 3 {
+		var jobs []ObservedJob
+		for i := range wire.MaxObservedJobs {
+			jobs = append(jobs, obs(fmt.Sprintf("j%d-%04d", b, i), wire.JobRunning, 1))
+		}
+		apply(b+1, jobs)
+	}
+	if rows, newest := count(t, s, "SELECT COUNT(*) FROM observed_jobs WHERE node_id = 'n1'"),
+		count(t, s, "SELECT COUNT(*) FROM observed_jobs WHERE node_id = 'n1' AND job_id LIKE 'j2-%'"); rows != maxNodeObservedJobs || newest != rows {
+		t.Fatalf("%d rows, %d of the newest body", rows, newest)
+	}
+	// Large details: the newest within the byte bound stay.
+	var jobs []ObservedJob
+	for i := range 16 {
+		o := obs(fmt.Sprintf("big-%02d", i), wire.JobRunning, 1)
+		o.Detail = json.RawMessage(`{"pad":"` + strings.Repeat("x", 600<<10) + `"}`)
+		jobs = append(jobs, o)
+	}
+	apply(4, jobs)
+	bytes := count(t, s, "SELECT SUM(LENGTH(detail) + LENGTH(last_error)) FROM observed_jobs WHERE node_id = 'n1'")
+	if bytes > maxNodeObservedJobsBytes || count(t, s, "SELECT COUNT(*) FROM observed_jobs WHERE job_id = 'big-00'") != 1 {
+		t.Fatalf("%d bytes of detail kept, or the newest row went", bytes)
+	}
+	if got := count(t, s, "SELECT COUNT(*) FROM events"); got != events {
+		t.Fatalf("quiet bodies wrote %d events", got-events)
 	}
 }

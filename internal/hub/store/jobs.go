@@ -247,7 +247,10 @@ type JobReport struct {
 	Seq       int64
 	Jobs      []ObservedJob
 	Artifacts []Artifact // completed artifacts the observations carry
-	Now       time.Time
+	// Quiet: no job_state_changed events (the node spent its event
+	// budget); Changed still names the jobs.
+	Quiet bool
+	Now   time.Time
 }
 
 // JobReportResult says what ApplyJobReport did: Stale, the body was not

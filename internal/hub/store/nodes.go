@@ -13,8 +13,9 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// MaxReportStreams bounds the stream observations of one report.
-const MaxReportStreams = 4096
+// MaxReportStreams bounds the stream observations of one report, and so
+// the observed streams the Hub keeps of one node (a report replaces them).
+const MaxReportStreams = 1024
 
 // Node is a registered node as stored.
 type Node struct {
@@ -63,7 +64,9 @@ type Registration struct {
 	// SessionBinding is the digest of the registration credentials that
 	// made the session, checked on every use (Session.Binding).
 	SessionBinding []byte
-	Now            time.Time
+	// Quiet: no node_registered event (the node spent its event budget).
+	Quiet bool
+	Now   time.Time
 }
 
 // RegisterNode creates or updates a node, replaces its session (the old
@@ -101,6 +104,9 @@ func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
 			r.NodeID, r.BootID, r.Version, r.ProtocolVersion, string(caps), r.DataAddress, now, ms(r.LeaseExpiresAt),
 			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds(), r.CredentialDigest, r.SessionBinding, r.DataFingerprint); err != nil {
 			return err
+		}
+		if r.Quiet {
+			return nil
 		}
 		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "")
 		e.Data = map[string]any{"boot_id": r.BootID, "version": r.Version}
@@ -312,7 +318,9 @@ type Report struct {
 	// of earlier releases: the stored one is then left as it was).
 	Configuration *wire.ReportConfiguration
 	Metrics       map[string]float64
-	Now           time.Time
+	// Quiet: no node_restarted event (the node spent its event budget).
+	Quiet bool
+	Now   time.Time
 }
 
 // ReportResult says what ApplyReport did. Stale: the report was not newer
@@ -384,7 +392,7 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error)
 				return err
 			}
 		}
-		if res.NewBoot {
+		if res.NewBoot && !r.Quiet {
 			e := event(wire.EventNodeRestarted, r.Now, r.NodeID, "", "", "", "", "", "node restarted")
 			e.Data = map[string]any{"boot_id": r.BootID, "previous_boot_id": boot}
 			if _, err := insertEvent(ctx, q, e); err != nil {

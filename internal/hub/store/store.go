@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,10 @@ func (s *Store) Stats() Stats {
 
 var memSeq atomic.Int64
 
+// walSizeLimit is the size the WAL file is truncated to after a
+// checkpoint.
+const walSizeLimit = 64 << 20
+
 // Open opens (creating if needed) the database at path, applies the
 // pragmas and the pending migrations, checks the file and starts the
 // writer. path "" opens a volatile in-memory database, for
@@ -173,7 +178,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		// temp_store(2) keeps the statement journal of the per-write
 		// savepoints in memory: in a file it cost a pwrite per journaled
 		// page and 4-byte page number, a fifth of the writer's CPU.
-		base := u.String() + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(2)"
+		// journal_size_limit truncates the WAL after a checkpoint: a burst
+		// of large reports must not leave it at its high-water mark.
+		base := u.String() + "?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(2)" +
+			"&_pragma=journal_size_limit(" + strconv.Itoa(walSizeLimit) + ")"
 		wdsn, rdsn = base, base+"&_pragma=query_only(1)"
 	}
 	if path != "" {
