@@ -55,6 +55,11 @@ const (
 	TokenAdmin         Permission = "token.admin"
 )
 
+// Permissions are every permission, in the order of the roles that grant
+// them.
+var Permissions = []Permission{Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check,
+	JobAdmin, ConfigurationAdmin, RolloutAdmin, NodeAdmin, TokenAdmin}
+
 // grants is what each role may do, its own grants and those of the roles
 // below it.
 var grants = map[Role][]Permission{

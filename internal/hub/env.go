@@ -27,6 +27,7 @@ func EnvVars() []EnvVar {
 		{EnvClientCA, "", "PEM file of the CA of nodes' client certificates: the agent API then requires one whose URI SAN is spiffe://<domain>/node/<node_id> (needs " + EnvTLSCert + ")"},
 		{EnvSessionTTLMax, shortDuration(DefaultSessionTTLMax), "longest Agent session the Hub grants; a longer agent_session_ttl_ms is clamped"},
 		{EnvNodeGCAfter, shortDuration(DefaultNodeGCAfter), "forget a node unavailable this long that holds no desired state; 0 never"},
+		{EnvTokensFile, "", "file of named operator tokens, one a line: name=<name> role=viewer|operator|admin [scopes=<scope>,...] sha256=<hex> [expires=<RFC 3339>]; reloaded when it changes (flowplane hub token create prints lines)"},
 		{EnvInsecureLocal, "", "1: local development on a loopback address; missing storage or tokens are allowed and logged"},
 		{EnvAPIPrefix, APIPrefix, "prefix of the operator and agent APIs"},
 		{EnvCORSOrigins, "", "comma-separated browser origins allowed to call the API"},

@@ -33,6 +33,8 @@ const (
 	EnvSessionTTLMax = "SVC_HUB_SESSION_TTL_MAX"
 	EnvClientCA      = "SVC_HUB_CLIENT_CA"
 	EnvNodeGCAfter   = "SVC_HUB_NODE_GC_AFTER"
+	// Operator identity (docs/security.md).
+	EnvTokensFile = "SVC_HUB_TOKENS_FILE"
 )
 
 // Defaults of the node identity settings.
@@ -78,6 +80,9 @@ type Settings struct {
 	// unavailable before it is forgotten; 0 means DefaultNodeGCAfter,
 	// negative never.
 	NodeGCAfter time.Duration
+	// TokensFile names the file of named operator tokens (name, role,
+	// scopes, SHA-256, expiry), reloaded when it changes.
+	TokensFile string
 }
 
 func (s Settings) sessionTTLMax() time.Duration {
@@ -121,6 +126,7 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		TLSCert:       get(EnvTLSCert),
 		TLSKey:        get(EnvTLSKey),
 		ClientCA:      get(EnvClientCA),
+		TokensFile:    get(EnvTokensFile),
 	}
 	if (s.TLSCert == "") != (s.TLSKey == "") {
 		return s, nil, fmt.Errorf("%w: %s and %s go together: set both to serve HTTPS, or neither", ErrInsecure, EnvTLSCert, EnvTLSKey)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
@@ -252,6 +253,11 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 	}
 	if stateFilter != "" {
 		all = slices.DeleteFunc(all, func(s wire.Stream) bool { return observedState(s) != stateFilter })
+	}
+	if ctx := r.Context(); scoped(ctx) {
+		all = slices.DeleteFunc(all, func(s wire.Stream) bool {
+			return !mayRead(ctx, access.Resource{Node: s.NodeID, Stream: s.ID})
+		})
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
 }
