@@ -3,6 +3,8 @@ package hub
 import (
 	"strings"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/idp"
 )
 
 // EnvVar documents one environment variable the Hub reads.
@@ -28,6 +30,12 @@ func EnvVars() []EnvVar {
 		{EnvSessionTTLMax, shortDuration(DefaultSessionTTLMax), "longest Agent session the Hub grants; a longer agent_session_ttl_ms is clamped"},
 		{EnvNodeGCAfter, shortDuration(DefaultNodeGCAfter), "forget a node unavailable this long that holds no desired state; 0 never"},
 		{EnvTokensFile, "", "file of named operator tokens, one a line: name=<name> role=viewer|operator|admin [scopes=<scope>,...] sha256=<hex> [expires=<RFC 3339>]; reloaded when it changes (flowplane hub token create prints lines)"},
+		{EnvOIDCIssuer, "", "issuer URL of an OpenID Provider whose bearer JWTs the operator API accepts (https, or http on loopback; with " + EnvOIDCAudience + ")"},
+		{EnvOIDCAudience, "", "audience the provider's tokens must carry in aud"},
+		{EnvOIDCRolesClaim, idp.DefaultRolesClaim, "claim holding flowplane roles (viewer, operator, admin)"},
+		{EnvOIDCGroupsClaim, idp.DefaultGroupsClaim, "claim read like the roles claim (groups named viewer, operator, admin)"},
+		{EnvOIDCScopesClaim, idp.DefaultScopesClaim, "claim holding flowplane scopes (node:edge-*, job:etl-*, ...)"},
+		{EnvOIDCSubjectClaim, idp.DefaultSubjectClaim, "claim used as the principal id, the actor of audit rows (sub, preferred_username, email...)"},
 		{EnvInsecureLocal, "", "1: local development on a loopback address; missing storage or tokens are allowed and logged"},
 		{EnvAPIPrefix, APIPrefix, "prefix of the operator and agent APIs"},
 		{EnvCORSOrigins, "", "comma-separated browser origins allowed to call the API"},

@@ -24,6 +24,7 @@ import (
 	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/idp"
 	"github.com/flowplane/flowplane/web/console"
 )
 
@@ -91,6 +92,7 @@ type Hub struct {
 	// set, is the named tokens it reads (polled while serving).
 	auth      *operatorAuth
 	tokenFile *access.TokenFile
+	oidc      *idp.Verifier // nil: no identity provider; refreshed while serving
 	// nodeTokenDigest is the SHA-256 of the node token in force, to which
 	// every session is bound (sessionBinding).
 	nodeTokenDigest [sha256.Size]byte
@@ -177,7 +179,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
-	if err := h.setupAuth(); err != nil {
+	if err := h.setupAuth(ctx); err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("hub: %w", err)
 	}
@@ -304,6 +306,9 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		run := []func(context.Context){h.reconcileLoop, h.pumpLoop, h.convergeLoop}
 		if h.tokenFile != nil {
 			run = append(run, func(ctx context.Context) { h.tokenFile.Poll(ctx, tokensPollInterval) })
+		}
+		if h.oidc != nil {
+			run = append(run, h.oidc.Run)
 		}
 		for _, loop := range run {
 			wg.Add(1)

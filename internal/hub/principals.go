@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
+
 	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/idp"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -61,7 +65,13 @@ func (a *operatorAuth) authenticate(r *http.Request) (access.Principal, error) {
 		}
 	}
 	if a.oidc != nil && strings.Count(tok, ".") == 2 {
-		return a.oidc.Principal(r.Context(), tok)
+		p, err := a.oidc.Principal(r.Context(), tok)
+		if err != nil {
+			// The reason (expired, wrong audience...) is the client's to
+			// know; it holds no secret.
+			return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "the bearer JWT is not accepted: "+reason(err))
+		}
+		return p, nil
 	}
 	return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "the bearer token is not valid")
 }
@@ -106,7 +116,7 @@ func (h *Hub) getWhoami(w http.ResponseWriter, r *http.Request) error {
 
 // setupAuth builds the operator authentication from the settings: the
 // bootstrap token, the tokens file (read now: a bad one stops start-up).
-func (h *Hub) setupAuth() error {
+func (h *Hub) setupAuth(ctx context.Context) error {
 	s := h.opts.Settings
 	h.auth = &operatorAuth{now: h.opts.Now}
 	if s.OperatorToken != "" {
@@ -119,5 +129,31 @@ func (h *Hub) setupAuth() error {
 		}
 		h.tokenFile, h.auth.tokens = f, f
 	}
+	if o := s.OIDC; o.Issuer != "" {
+		v, err := idp.New(ctx, idp.Config{Issuer: o.Issuer, Audience: o.Audience, RolesClaim: o.RolesClaim, GroupsClaim: o.GroupsClaim,
+			ScopesClaim: o.ScopesClaim, SubjectClaim: o.SubjectClaim, Now: h.opts.Now}, h.log)
+		if err != nil {
+			return err
+		}
+		h.oidc, h.auth.oidc = v, v
+	}
 	return nil
+}
+
+// reason is the client's message of a refused JWT: the provider being
+// unreachable, or go-oidc's reason (expired, audience, issuer, algorithm),
+// which names claims, never a token.
+func reason(err error) string {
+	if errors.Is(err, idp.ErrUnavailable) {
+		return "the identity provider is not reachable"
+	}
+	var exp *oidc.TokenExpiredError
+	if errors.As(err, &exp) {
+		return "the token expired"
+	}
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return msg
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,7 +35,13 @@ const (
 	EnvClientCA      = "SVC_HUB_CLIENT_CA"
 	EnvNodeGCAfter   = "SVC_HUB_NODE_GC_AFTER"
 	// Operator identity (docs/security.md).
-	EnvTokensFile = "SVC_HUB_TOKENS_FILE"
+	EnvTokensFile       = "SVC_HUB_TOKENS_FILE"
+	EnvOIDCIssuer       = "SVC_HUB_OIDC_ISSUER"
+	EnvOIDCAudience     = "SVC_HUB_OIDC_AUDIENCE"
+	EnvOIDCRolesClaim   = "SVC_HUB_OIDC_ROLES_CLAIM"
+	EnvOIDCGroupsClaim  = "SVC_HUB_OIDC_GROUPS_CLAIM"
+	EnvOIDCScopesClaim  = "SVC_HUB_OIDC_SCOPES_CLAIM"
+	EnvOIDCSubjectClaim = "SVC_HUB_OIDC_SUBJECT_CLAIM"
 )
 
 // Defaults of the node identity settings.
@@ -83,6 +90,15 @@ type Settings struct {
 	// TokensFile names the file of named operator tokens (name, role,
 	// scopes, SHA-256, expiry), reloaded when it changes.
 	TokensFile string
+	// OIDC, when its Issuer is set, accepts the provider's bearer JWTs.
+	OIDC OIDCSettings
+}
+
+// OIDCSettings name the identity provider whose JWTs the operator API
+// accepts, and the claims that carry roles, scopes and the actor.
+type OIDCSettings struct {
+	Issuer, Audience                                   string
+	RolesClaim, GroupsClaim, ScopesClaim, SubjectClaim string
 }
 
 func (s Settings) sessionTTLMax() time.Duration {
@@ -127,6 +143,11 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		TLSKey:        get(EnvTLSKey),
 		ClientCA:      get(EnvClientCA),
 		TokensFile:    get(EnvTokensFile),
+		OIDC: OIDCSettings{Issuer: get(EnvOIDCIssuer), Audience: get(EnvOIDCAudience), RolesClaim: get(EnvOIDCRolesClaim),
+			GroupsClaim: get(EnvOIDCGroupsClaim), ScopesClaim: get(EnvOIDCScopesClaim), SubjectClaim: get(EnvOIDCSubjectClaim)},
+	}
+	if err := s.OIDC.validate(); err != nil {
+		return s, nil, fmt.Errorf("%w: %v", ErrInsecure, err)
 	}
 	if (s.TLSCert == "") != (s.TLSKey == "") {
 		return s, nil, fmt.Errorf("%w: %s and %s go together: set both to serve HTTPS, or neither", ErrInsecure, EnvTLSCert, EnvTLSKey)
@@ -234,4 +255,20 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		warnings = append(warnings, "no "+EnvNodeToken+": any process that can reach "+s.Address+" can register as a node")
 	}
 	return s, warnings, nil
+}
+
+// validate checks that issuer and audience go together and that the
+// issuer is HTTPS, or HTTP on loopback (a test provider).
+func (o OIDCSettings) validate() error {
+	if o.Issuer == "" && o.Audience == "" {
+		return nil
+	}
+	if o.Issuer == "" || o.Audience == "" {
+		return fmt.Errorf("%s and %s go together", EnvOIDCIssuer, EnvOIDCAudience)
+	}
+	u, err := url.Parse(o.Issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && config.IsLoopback(u.Host))) {
+		return fmt.Errorf("%s must be an https URL (http only on loopback), got %q", EnvOIDCIssuer, o.Issuer)
+	}
+	return nil
 }
