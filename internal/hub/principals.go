@@ -26,7 +26,7 @@ const tokensPollInterval = time.Second
 
 // bearerVerifier turns a bearer JWT into a principal (the OIDC verifier).
 type bearerVerifier interface {
-	Principal(ctx context.Context, rawToken string) (access.Principal, error)
+	PrincipalOf(ctx context.Context, rawToken string, sum [sha256.Size]byte) (access.Principal, error)
 }
 
 // operatorAuth resolves operator requests to principals: the bootstrap
@@ -56,24 +56,35 @@ func (a *operatorAuth) authenticate(r *http.Request) (access.Principal, error) {
 	if a.hasBootstrap && subtle.ConstantTimeCompare(a.bootstrap[:], sum[:]) == 1 {
 		return access.Principal{ID: PrincipalOperator, Kind: access.KindToken, Roles: []access.Role{access.Admin}}, nil
 	}
-	if a.tokens != nil {
-		if p, ok := access.Lookup(a.tokens.Tokens(), sum); ok {
-			if p.Expired(a.now()) {
-				return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "the bearer token expired")
-			}
-			return p, nil
-		}
-	}
+	// A JWT has two dots, a named token (hex) none: each is looked up
+	// only where it can be.
 	if a.oidc != nil && strings.Count(tok, ".") == 2 {
-		p, err := a.oidc.Principal(r.Context(), tok)
+		p, err := a.oidc.PrincipalOf(r.Context(), tok, sum)
 		if err != nil {
+			if p, ok := a.named(sum); ok && !p.Expired(a.now()) {
+				return p, nil
+			}
 			// The reason (expired, wrong audience...) is the client's to
 			// know; it holds no secret.
 			return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "the bearer JWT is not accepted: "+reason(err))
 		}
 		return p, nil
 	}
+	if p, ok := a.named(sum); ok {
+		if p.Expired(a.now()) {
+			return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "the bearer token expired")
+		}
+		return p, nil
+	}
 	return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "the bearer token is not valid")
+}
+
+// named looks a token's digest up in the tokens file.
+func (a *operatorAuth) named(sum [sha256.Size]byte) (access.Principal, bool) {
+	if a.tokens == nil {
+		return access.Principal{}, false
+	}
+	return access.Lookup(a.tokens.Tokens(), sum)
 }
 
 // Whoami is the body of GET /auth/whoami: who the credential authenticates

@@ -105,7 +105,7 @@ type Verifier struct {
 	cache   map[[sha256.Size]byte]access.Principal
 }
 
-// New returns a Verifier of cfg. Discovery is tried now and, when the
+// New returns a Verifier of cfg, logging to log (nil: slog.Default). Discovery is tried now and, when the
 // provider is not reachable, again on use (at most every 5 s): the Hub
 // starts without its identity provider, and JWTs are refused meanwhile.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Verifier, error) {
@@ -113,6 +113,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Verifier, error) {
 		return nil, errors.New("idp: an issuer and an audience are required")
 	}
 	cfg.defaults()
+	if log == nil {
+		log = slog.Default()
+	}
 	v := &Verifier{cfg: cfg, log: log, cache: map[[sha256.Size]byte]access.Principal{}}
 	if _, err := v.discover(ctx); err != nil {
 		log.Warn("identity provider not reachable yet; bearer JWTs are refused until it is", "issuer", cfg.Issuer, "err", err)
@@ -155,7 +158,11 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 // Principal verifies raw and returns its principal. A verified token is
 // cached by its SHA-256 until it expires, so the signature is checked once.
 func (v *Verifier) Principal(ctx context.Context, raw string) (access.Principal, error) {
-	sum := sha256.Sum256([]byte(raw))
+	return v.PrincipalOf(ctx, raw, sha256.Sum256([]byte(raw)))
+}
+
+// PrincipalOf is Principal for a caller that has raw's SHA-256 already.
+func (v *Verifier) PrincipalOf(ctx context.Context, raw string, sum [sha256.Size]byte) (access.Principal, error) {
 	now := v.cfg.Now()
 	v.cacheMu.Lock()
 	p, ok := v.cache[sum]
