@@ -248,7 +248,7 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 	if s.Storage == "" {
 		warnings = append(warnings, "no "+EnvStorage+": Hub state is volatile and lost at exit")
 	}
-	if s.OperatorToken == "" {
+	if s.OperatorToken == "" && s.TokensFile == "" && s.OIDC.Issuer == "" {
 		warnings = append(warnings, "no "+EnvOperatorToken+": the operator API is open to anyone who can reach "+s.Address)
 	}
 	if s.NodeToken == "" {
