@@ -69,6 +69,18 @@ type stepBy struct {
 // rollout's creator.
 const drivenByHub = "driven by the hub for the rollout's creator"
 
+// message is an audit row's message msg, saying so when the Hub drove the
+// step.
+func (b stepBy) message(msg string) string {
+	switch {
+	case !b.hub:
+		return msg
+	case msg == "":
+		return drivenByHub
+	}
+	return msg + "; " + drivenByHub
+}
+
 // event is a rollout_changed event of ro.
 func (b stepBy) event(ro store.Rollout, now time.Time, msg string, data map[string]any) wire.Event {
 	if b.hub {
@@ -86,9 +98,7 @@ func (b stepBy) event(ro store.Rollout, now time.Time, msg string, data map[stri
 func (b stepBy) audit(id, action string, now time.Time) store.AuditRecord {
 	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: b.actor, Action: action, ResourceType: "rollout",
 		ResourceID: id, CorrelationID: b.correlationID, Outcome: store.OutcomeAccepted}
-	if b.hub {
-		rec.Message = drivenByHub
-	}
+	rec.Message = b.message("")
 	return rec
 }
 
@@ -130,7 +140,7 @@ func (h *Hub) rolloutUpdate(cur store.Rollout, next rollout.Rollout, effects []r
 			ev.NodeID = effectNode(e)
 			u.Events = append(u.Events, ev)
 			rec := by.audit(cur.ID, ActionRolloutChanged, now)
-			rec.NodeID, rec.Message = ev.NodeID, e.Message
+			rec.NodeID, rec.Message = ev.NodeID, by.message(e.Message)
 			u.Audit = append(u.Audit, rec)
 		}
 	}
