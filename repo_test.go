@@ -176,8 +176,9 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("go list -deps ./cmd/flowplane: %v", err)
 	}
 	for dep := range strings.FieldsSeq(string(bin)) {
-		if strings.HasPrefix(dep, "github.com/pb33f/") || dep == mod+"internal/openapi/openapitest" {
-			t.Errorf("the binary links %s: the OpenAPI validator is for tests only", dep)
+		if strings.HasPrefix(dep, "github.com/pb33f/") || dep == mod+"internal/openapi/openapitest" ||
+			strings.HasPrefix(dep, "github.com/zitadel/") || dep == mod+"internal/idp/testop" {
+			t.Errorf("the binary links %s: the OpenAPI validator and the test OpenID Provider are for tests only", dep)
 		}
 	}
 

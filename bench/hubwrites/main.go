@@ -40,10 +40,39 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/hub"
 )
 
 const token = "bench-operator-token"
+
+// principal is who the clients write as: the bootstrap token, or with
+// -named the last of that many named tokens (the lookup compares them all).
+var principal struct {
+	named  int
+	token  string // the bearer token clients send
+	tokens string // the tokens file; "" without -named
+}
+
+// namedTokens writes a tokens file of n operator tokens into dir and makes
+// the last one the clients' token.
+func namedTokens(dir string, n int) error {
+	principal.token = token
+	if n <= 0 {
+		return nil
+	}
+	var b strings.Builder
+	for i := range n {
+		tok, sum, err := access.NewToken()
+		if err != nil {
+			return err
+		}
+		b.WriteString(access.NamedToken{Name: fmt.Sprintf("bench-%d", i), Role: access.Operator, SHA256: sum}.Line() + "\n")
+		principal.token = tok
+	}
+	principal.tokens = filepath.Join(dir, "tokens")
+	return os.WriteFile(principal.tokens, []byte(b.String()), 0o600)
+}
 
 func main() {
 	var (
@@ -58,8 +87,10 @@ func main() {
 		fsyncDur   = flag.Duration("fsync", 2*time.Second, "duration of the raw fsync measurement")
 		dir        = flag.String("dir", "", "directory for the SQLite file and the fsync file (default: a new temporary directory, removed at exit)")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured phase (in-process Hub only)")
+		named      = flag.Int("named", 0, "write as the last of this many named operator tokens (SVC_HUB_TOKENS_FILE) instead of the bootstrap token: the cost of a token lookup per request")
 	)
 	flag.Parse()
+	principal.named = *named
 	if err := run(*bin, *conc, *dur, *warm, *maxReq, *nres, *nodes, *idem, *fsyncDur, *dir, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "hubwrites:", err)
 		os.Exit(1)
@@ -80,6 +111,9 @@ func run(bin string, conc int, dur, warm time.Duration, maxReq, nres, nodes int,
 		}
 		defer os.RemoveAll(d)
 		dir = d
+	}
+	if err := namedTokens(dir, principal.named); err != nil {
+		return err
 	}
 	fsyncs, err := fsyncRate(filepath.Join(dir, "fsync.probe"), fsyncDur)
 	if err != nil {
@@ -229,7 +263,7 @@ func load(ctx context.Context, c *http.Client, base string, conc int, d time.Dur
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
-				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Authorization", "Bearer "+principal.token)
 				req.Header.Set("Content-Type", "application/json")
 				if idem {
 					req.Header.Set("Idempotency-Key", fmt.Sprintf("%s-%d-%d", tag, w, i))
@@ -263,7 +297,7 @@ func load(ctx context.Context, c *http.Client, base string, conc int, d time.Dur
 
 func hubEnv(storage string) []string {
 	return []string{"SVC_HUB_ADDRESS=127.0.0.1:0", "SVC_HUB_STORAGE=" + storage,
-		"SVC_OPERATOR_TOKEN=" + token, "SVC_NODE_TOKEN=bench-node-token", "SVC_HUB_INSECURE_LOCAL="}
+		"SVC_OPERATOR_TOKEN=" + token, "SVC_NODE_TOKEN=bench-node-token", "SVC_HUB_INSECURE_LOCAL=", "SVC_HUB_TOKENS_FILE=" + principal.tokens}
 }
 
 var listeningRE = regexp.MustCompile(`msg="hub: listening" address=(\S+)`)
@@ -338,7 +372,7 @@ func startInProcess(ctx context.Context, storage string) (string, func() error, 
 		debug.SetGCPercent(400) // as cmd/flowplane's main (which adds a 384 MiB soft limit)
 	}
 	h, err := hub.New(ctx, hub.Options{
-		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: storage, OperatorToken: token, NodeToken: "bench-node-token"},
+		Settings: hub.Settings{Address: "127.0.0.1:0", Storage: storage, OperatorToken: token, NodeToken: "bench-node-token", TokensFile: principal.tokens},
 		Logger:   slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

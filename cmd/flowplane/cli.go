@@ -62,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, versionLine())
 			return exitVersion
 		case "hub":
+			if len(args) > 1 && args[1] == "token" {
+				return runHubToken(args[2:], time.Now(), stdout, stderr)
+			}
 			return runHub(ctx, args[1:], stdout, stderr)
 		case "ctl", "__complete", "__completeNoDesc":
 			// The shell completion scripts call the program by its own

@@ -205,8 +205,21 @@ func (a *app) login(ctx context.Context, name, caFile string, src tokenSource) e
 	if err := SaveConfig(path, cfg); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.env.Stdout, "logged in to %s (Hub %s); context %q is current\n", hub, orDash(st.Version), name)
+	fmt.Fprintf(a.env.Stdout, "logged in to %s (Hub %s)%s; context %q is current\n", hub, orDash(st.Version), who(ctx, c), name)
 	return nil
+}
+
+// who is " as <principal> (<roles>)" from the Hub's whoami, or "" when the
+// Hub does not say (a Hub before operator identity).
+func who(ctx context.Context, c *Client) string {
+	var w struct {
+		Principal string   `json:"principal"`
+		Roles     []string `json:"roles"`
+	}
+	if err := c.get(ctx, "/auth/whoami", nil, &w); err != nil || w.Principal == "" {
+		return ""
+	}
+	return fmt.Sprintf(" as %s (%s)", w.Principal, strings.Join(w.Roles, ", "))
 }
 
 func validContextName(s string) bool {

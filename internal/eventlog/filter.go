@@ -51,6 +51,9 @@ type Filter struct {
 	AfterID int64
 	// Since (since) matches events that occurred at or after it.
 	Since time.Time
+	// Visible, when set, is a filter no query sets: the Hub hides the
+	// events of resources outside a principal's scopes.
+	Visible func(wire.Event) bool
 }
 
 // Match reports whether ev passes f.
@@ -64,7 +67,8 @@ func (f *Filter) match(ev *wire.Event) bool {
 		f.ResourceID != "" && ev.ResourceID != f.ResourceID,
 		f.OperationID != "" && ev.OperationID != f.OperationID,
 		f.CorrelationID != "" && ev.CorrelationID != f.CorrelationID,
-		!f.Since.IsZero() && ev.OccurredAt.Before(f.Since):
+		!f.Since.IsZero() && ev.OccurredAt.Before(f.Since),
+		f.Visible != nil && !f.Visible(*ev):
 		return false
 	}
 	return true

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+
+	"github.com/flowplane/flowplane/internal/access"
 )
 
 // Header names used by the conventions.
@@ -39,18 +41,25 @@ func ContextWithCorrelationID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, correlationKey, id)
 }
 
-// Principal returns who sent the request, for audit and actor fields:
-// the authenticator's principal, or PrincipalAnonymous.
+// Principal returns the id of who sent the request, for audit and actor
+// fields: the authenticated principal's, or PrincipalAnonymous.
 func Principal(ctx context.Context) string {
-	if p, ok := ctx.Value(principalKey).(string); ok && p != "" {
-		return p
+	if p := Caller(ctx); p.ID != "" {
+		return p.ID
 	}
 	return PrincipalAnonymous
 }
 
-// ContextWithPrincipal returns ctx carrying principal.
-func ContextWithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey, principal)
+// Caller returns who sent the request, with its roles and scopes; the zero
+// Principal (no role) outside a Router.
+func Caller(ctx context.Context) access.Principal {
+	p, _ := ctx.Value(principalKey).(access.Principal)
+	return p
+}
+
+// ContextWithCaller returns ctx carrying p.
+func ContextWithCaller(ctx context.Context, p access.Principal) context.Context {
+	return context.WithValue(ctx, principalKey, p)
 }
 
 // NewCorrelationID returns a new UUIDv7 string.

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/flowplane/flowplane/internal/access"
 )
 
 // Route is one row of a surface's route table. Method is an HTTP method
@@ -41,9 +43,14 @@ type Options struct {
 	// Logger receives 500 causes and panics, with the correlation id.
 	// nil means slog.Default().
 	Logger *slog.Logger
-	// Auth authenticates every non-public route; nil lets every request
-	// through as PrincipalAnonymous. See BearerToken.
+	// Auth authenticates every non-public route with one shared token
+	// (BearerToken), whose holder has every role; nil lets every request
+	// through as PrincipalAnonymous, also with every role.
 	Auth Authenticator
+	// Principals, when set, authenticates instead of Auth and resolves each
+	// request to its principal with its own roles and scopes (the Hub's
+	// named tokens and OIDC).
+	Principals PrincipalAuthenticator
 	// AllowedOrigins are the exact origins ("https://console.example:8443")
 	// that get CORS headers. Empty denies every cross-origin call.
 	AllowedOrigins []string
@@ -73,7 +80,7 @@ type Router struct {
 	routes  []Route
 	methods []string // distinct methods of routes, for CORS preflights
 	log     *slog.Logger
-	auth    Authenticator
+	auth    PrincipalAuthenticator
 	origins map[string]bool
 	maxBody int64
 	idem    IdempotencyStore
@@ -90,11 +97,14 @@ func NewRouter(routes []Route, opts Options) *Router {
 		public:  http.NewServeMux(),
 		routes:  slices.Clone(routes),
 		log:     opts.Logger,
-		auth:    opts.Auth,
+		auth:    opts.Principals,
 		origins: make(map[string]bool, len(opts.AllowedOrigins)),
 		maxBody: opts.MaxBodyBytes,
 		idem:    opts.Idempotency,
 		cop:     http.NewCrossOriginProtection(),
+	}
+	if rt.auth == nil {
+		rt.auth = opts.Auth.single()
 	}
 	if rt.log == nil {
 		rt.log = slog.Default()
@@ -210,7 +220,7 @@ func (rt *Router) routeHandler(route Route) http.Handler {
 	mutation := isMutation(route.Method)
 	auth := rt.auth
 	if route.Auth != nil {
-		auth = route.Auth
+		auth = route.Auth.node()
 	}
 	return Handler(rt.log, func(w http.ResponseWriter, r *http.Request) error {
 		if auth == nil && !route.Public {
@@ -222,7 +232,7 @@ func (rt *Router) routeHandler(route Route) http.Handler {
 		if err != nil {
 			return err
 		}
-		r = r.WithContext(ContextWithPrincipal(r.Context(), principal))
+		r = r.WithContext(ContextWithCaller(r.Context(), principal))
 		if !mutation {
 			return route.Handler(w, r)
 		}
@@ -317,17 +327,17 @@ func checkHost(r *http.Request) error {
 }
 
 // authenticate returns r's principal. A public route never fails: an absent
-// or wrong credential there is simply anonymous.
-func authenticate(auth Authenticator, r *http.Request, public bool) (string, error) {
+// or wrong credential there is simply anonymous (with no role).
+func authenticate(auth PrincipalAuthenticator, r *http.Request, public bool) (access.Principal, error) {
 	if auth == nil {
-		return PrincipalAnonymous, nil
+		return anonymous, nil
 	}
 	p, err := auth(r)
 	if err != nil {
 		if public {
-			return PrincipalAnonymous, nil
+			return access.Principal{ID: PrincipalAnonymous, Kind: access.KindAnonymous}, nil
 		}
-		return "", err
+		return access.Principal{}, err
 	}
 	return p, nil
 }

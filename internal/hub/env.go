@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/idp"
 )
 
 // EnvVar documents one environment variable the Hub reads.
@@ -31,6 +33,13 @@ func EnvVars() []EnvVar {
 		{EnvMaxNodes, strconv.Itoa(DefaultMaxNodes), "registered nodes the Hub keeps; registering another is refused (503 capacity); 0 no limit"},
 		{EnvRegisterRate, strconv.FormatFloat(DefaultRegisterRate, 'f', -1, 64), "registrations per second from one remote address; beyond it 429 capacity; 0 no limit"},
 		{EnvRegisterBurst, strconv.Itoa(DefaultRegisterBurst), "registrations one remote address may make at once before " + EnvRegisterRate + " applies"},
+		{EnvTokensFile, "", "file of named operator tokens, one a line: name=<name> role=viewer|operator|admin [scopes=<scope>,...] sha256=<hex> [expires=<RFC 3339>]; reloaded when it changes (flowplane hub token create prints lines)"},
+		{EnvOIDCIssuer, "", "issuer URL of an OpenID Provider whose bearer JWTs the operator API accepts (https, or http on loopback; with " + EnvOIDCAudience + ")"},
+		{EnvOIDCAudience, "", "audience the provider's tokens must carry in aud"},
+		{EnvOIDCRolesClaim, idp.DefaultRolesClaim, "claim holding flowplane roles (viewer, operator, admin)"},
+		{EnvOIDCGroupsClaim, idp.DefaultGroupsClaim, "claim read like the roles claim (groups named viewer, operator, admin)"},
+		{EnvOIDCScopesClaim, idp.DefaultScopesClaim, "claim holding flowplane scopes (node:edge-*, job:etl-*, ...)"},
+		{EnvOIDCSubjectClaim, idp.DefaultSubjectClaim, "claim used as the principal id, the actor of audit rows (sub, preferred_username, email...)"},
 		{EnvInsecureLocal, "", "1: local development on a loopback address; missing storage or tokens are allowed and logged"},
 		{EnvAPIPrefix, APIPrefix, "prefix of the operator and agent APIs"},
 		{EnvCORSOrigins, "", "comma-separated browser origins allowed to call the API"},

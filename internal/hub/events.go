@@ -119,6 +119,7 @@ func (h *Hub) getEventStream(w http.ResponseWriter, r *http.Request) error {
 		case <-ctx.Done():
 		}
 	}()
+	f.Visible = eventsVisible(ctx)
 	err = eventlog.ServeSSE(w, r.WithContext(ctx), h.events, f, h.keepAlive)
 	switch {
 	case errors.Is(err, eventlog.ErrInvalidHeader):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/eventlog"
@@ -23,6 +24,7 @@ import (
 	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/idp"
 	"github.com/flowplane/flowplane/web/console"
 )
 
@@ -86,6 +88,11 @@ type Hub struct {
 	// mutualTLS: SVC_HUB_CLIENT_CA is set and the agent API requires
 	// client certificates naming the node.
 	mutualTLS bool
+	// auth resolves operator requests to principals; tokenFile, when
+	// set, is the named tokens it reads (polled while serving).
+	auth      *operatorAuth
+	tokenFile *access.TokenFile
+	oidc      *idp.Verifier // nil: no identity provider; refreshed while serving
 	// nodeTokenDigest is the SHA-256 of the node token in force, to which
 	// every session is bound (sessionBinding).
 	nodeTokenDigest [sha256.Size]byte
@@ -176,13 +183,17 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	st.SetEventSink(h.committed)
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
-	var auth httpapi.Authenticator
-	if o.Settings.OperatorToken != "" {
-		auth = httpapi.BearerToken(o.Settings.OperatorToken, "operator")
+	if err := h.setupAuth(ctx); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	var auth httpapi.PrincipalAuthenticator
+	if h.auth.configured() {
+		auth = h.auth.authenticate
 	}
 	h.router = httpapi.NewRouter(h.routes(), httpapi.Options{
 		Logger:         o.Logger,
-		Auth:           auth,
+		Principals:     auth,
 		AllowedOrigins: o.Settings.CORSOrigins,
 		MaxBodyBytes:   MaxBodyBytes,
 		Idempotency:    durableIdempotency{st: st, now: o.Now},
@@ -296,7 +307,14 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	loops, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if h.ready.Load() {
-		for _, loop := range []func(context.Context){h.reconcileLoop, h.pumpLoop, h.convergeLoop} {
+		run := []func(context.Context){h.reconcileLoop, h.pumpLoop, h.convergeLoop}
+		if h.tokenFile != nil {
+			run = append(run, func(ctx context.Context) { h.tokenFile.Poll(ctx, tokensPollInterval) })
+		}
+		if h.oidc != nil {
+			run = append(run, h.oidc.Run)
+		}
+		for _, loop := range run {
 			wg.Add(1)
 			go func() { defer wg.Done(); loop(loops) }()
 		}

@@ -30,6 +30,9 @@ const (
 	ActionJobCreate   = "job_create"
 	ActionJobUpgrade  = "job_upgrade"
 	ActionJobRollback = "job_rollback"
+	// ActionJobValidate names a refused POST /jobs/validate (a forbidden
+	// one, or a spec that is not valid).
+	ActionJobValidate = "job_validate"
 	// actionJobDesired names a rejected PUT desired-state whose state is
 	// neither running nor stopped; the others are job_start and job_stop.
 	actionJobDesired = "job_desired_state"
@@ -63,7 +66,7 @@ func (h *Hub) jobRoutes(p string) []httpapi.Route {
 	routes := []httpapi.Route{
 		{Method: "POST", Pattern: p + "/jobs", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobCreate), h.postJob),
 			Doc: write("Create a job and place it", wire.JobCreateRequest{}, false)},
-		{Method: "POST", Pattern: p + "/jobs/validate", Handler: h.postJobValidate, Doc: httpapi.Doc{Summary: "Validate a job spec against nodes, creating no job",
+		{Method: "POST", Pattern: p + "/jobs/validate", Handler: h.auditedAs(store.KindJob, fixedAction(ActionJobValidate), h.postJobValidate), Doc: httpapi.Doc{Summary: "Validate a job spec against nodes, creating no job",
 			Tag: tagJobs, Request: wire.JobValidateRequest{}, Response: wire.JobValidateResponse{}}},
 		{Method: "GET", Pattern: p + "/jobs", Handler: h.getJobs, Doc: httpapi.Doc{Summary: "The jobs, by id", Tag: tagJobs, Paged: true,
 			Query:    []httpapi.Param{{Name: "node_id"}, {Name: "convergence"}, {Name: "desired_state", Enum: []string{"running", "stopped"}}},

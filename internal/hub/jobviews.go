@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
@@ -127,7 +128,8 @@ func (h *Hub) getJobs(w http.ResponseWriter, r *http.Request) error {
 	for _, js := range states {
 		v := h.jobView(js, now)
 		if (q.Get("node_id") != "" && v.NodeID != q.Get("node_id") && !slices.Contains(v.Placement.Nodes, q.Get("node_id"))) || (q.Get("convergence") != "" && v.Convergence != q.Get("convergence")) ||
-			(q.Get("desired_state") != "" && v.Desired.State != q.Get("desired_state")) {
+			(q.Get("desired_state") != "" && v.Desired.State != q.Get("desired_state")) ||
+			!mayRead(r.Context(), access.Resource{Job: v.ID}) {
 			continue
 		}
 		out = append(out, v)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/store"
@@ -81,6 +82,9 @@ func (h *Hub) getNodes(w http.ResponseWriter, r *http.Request) error {
 	}
 	if m := q.Get("mode"); m != "" {
 		all = slices.DeleteFunc(all, func(v NodeView) bool { return v.Mode != m })
+	}
+	if ctx := r.Context(); scoped(ctx) {
+		all = slices.DeleteFunc(all, func(v NodeView) bool { return !mayRead(ctx, access.Resource{Node: v.NodeID}) })
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(all, page, size))
 }
@@ -165,7 +169,13 @@ func (h *Hub) audited(name auditAction, next httpapi.HandlerFunc) httpapi.Handle
 func (h *Hub) auditedAs(resType string, name auditAction, next httpapi.HandlerFunc) httpapi.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		r = withAction(r, name)
-		err := next(w, r)
+		var err error
+		if d := deniedOf(r); d != nil {
+			// authorize refused it: record the refusal, run nothing.
+			d.audited, err = true, d.err
+		} else {
+			err = next(w, r)
+		}
 		e := rejection(err)
 		if e == nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
@@ -106,8 +107,10 @@ func (h *Hub) routes() []httpapi.Route {
 	routes = append(routes, h.jobRoutes(p)...)
 	routes = append(routes, h.configRoutes(p)...)
 	routes = append(routes, h.rolloutRoutes(p)...)
+	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + "/auth/whoami", Handler: h.getWhoami,
+		Doc: httpapi.Doc{Summary: "Who the request's credential authenticates as: principal, kind, roles, scopes, expiry", Tag: tagSystem, Response: Whoami{}}})
 	for i, rt := range routes {
-		routes[i].Handler = validPathIDs(rt.Pattern, rt.Handler)
+		routes[i].Handler = validPathIDs(rt.Pattern, h.authorize(rt, rt.Handler))
 		if pathIDs(rt.Pattern) != nil {
 			routes[i].Doc.Problems = append(slices.Clone(rt.Doc.Problems), http.StatusUnprocessableEntity)
 		}
@@ -115,7 +118,9 @@ func (h *Hub) routes() []httpapi.Route {
 	routes = append(routes, h.agentRoutes(p)...)
 	// The document describes the table it is served from, itself included.
 	h.openapi = sync.OnceValues(func() ([]byte, error) { return openapi.Build(h.openAPIInfo(), routes) })
-	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + OpenAPIPath, Handler: openapi.Handler(h.openapi), Doc: openapi.Doc(tagSystem)})
+	doc := httpapi.Route{Method: "GET", Pattern: p + OpenAPIPath, Doc: openapi.Doc(tagSystem)}
+	doc.Handler = h.authorize(doc, openapi.Handler(h.openapi))
+	routes = append(routes, doc)
 	// Probes, the top-level metrics and the console's files stay open
 	// whatever the token.
 	return append(append(routes,
@@ -199,6 +204,7 @@ func (h *Hub) getOperations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
+	pg = visible(r.Context(), pg, func(in store.Intent) access.Resource { return recordResource(in.Kind, in.NodeID, in.ResourceID) })
 	return httpapi.WriteJSON(w, http.StatusOK, h.operations(r.Context(), pg))
 }
 
@@ -245,6 +251,7 @@ func (h *Hub) getEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := h.pump(r.Context()); err != nil {
 		return problemFor(err, anyResource)
 	}
+	f.Visible = eventsVisible(r.Context())
 	return httpapi.WriteJSON(w, http.StatusOK, h.events.Query(f, p.Page, p.PageSize))
 }
 
@@ -262,6 +269,9 @@ func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
+	pg = visible(r.Context(), pg, func(a store.AuditRecord) access.Resource {
+		return recordResource(a.ResourceType, a.NodeID, a.ResourceID)
+	})
 	return httpapi.WriteJSON(w, http.StatusOK, pg)
 }
 
@@ -298,7 +308,7 @@ func (h *Hub) getSystem(w http.ResponseWriter, r *http.Request) error {
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, System{
 		Role: "hub", Version: h.opts.Version, ProtocolVersion: wire.ProtocolVersion, APIPrefix: h.prefix,
-		Storage: storage, InsecureLocal: s.InsecureLocal, Auth: s.OperatorToken != "", StartedAt: wire.At(h.startedAt),
+		Storage: storage, InsecureLocal: s.InsecureLocal, Auth: h.auth.configured(), StartedAt: wire.At(h.startedAt),
 		Restored: Restored{Nodes: len(snap.Nodes), Resources: len(snap.Resources), PendingOutbox: len(snap.PendingOutbox),
 			ActiveAttempts: len(snap.ActiveAttempts), LastEventID: snap.LastEventID},
 	})

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/rollout"
 	"github.com/flowplane/flowplane/internal/hub/store"
@@ -101,6 +102,7 @@ func (h *Hub) getRollouts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
+	pg = visible(ctx, pg, func(ro store.Rollout) access.Resource { return access.Resource{Rollout: ro.ID} })
 	out := wire.Page[wire.Rollout]{Items: make([]wire.Rollout, 0, len(pg.Items)), Page: pg.Page, PageSize: pg.PageSize, Total: pg.Total}
 	for _, ro := range pg.Items {
 		out.Items = append(out.Items, h.rolloutView(ctx, ro))

@@ -43,7 +43,7 @@ func (h *Hub) stepRollout(ctx context.Context, ro store.Rollout, now time.Time) 
 	if len(effects) == 0 && !rolloutChanged(ro.Rollout, next) {
 		return
 	}
-	u := h.rolloutUpdate(ro, next, effects, stepBy{actor: ro.Actor, correlationID: ro.CorrelationID}, now)
+	u := h.rolloutUpdate(ro, next, effects, stepBy{actor: ro.Actor, correlationID: ro.CorrelationID, hub: true}, now)
 	res, err := h.st.SaveRollout(ctx, u)
 	switch {
 	case errors.Is(err, store.ErrRolloutConflict):
@@ -57,21 +57,49 @@ func (h *Hub) stepRollout(ctx context.Context, ro store.Rollout, now time.Time) 
 }
 
 // stepBy is who a rollout step is written in the name of: the operator of
-// an action, or, for the reconciler's steps, the rollout's creator.
+// an action, or, for the reconciler's steps, the rollout's creator with hub
+// set: the Hub acts for the creator, and its events say so (data
+// driven_by: hub) as its audit rows do (message).
 type stepBy struct {
 	actor, correlationID string
+	hub                  bool
+}
+
+// drivenByHub is the audit message of a step the Hub took for the
+// rollout's creator.
+const drivenByHub = "driven by the hub for the rollout's creator"
+
+// message is an audit row's message msg, saying so when the Hub drove the
+// step.
+func (b stepBy) message(msg string) string {
+	switch {
+	case !b.hub:
+		return msg
+	case msg == "":
+		return drivenByHub
+	}
+	return msg + "; " + drivenByHub
 }
 
 // event is a rollout_changed event of ro.
 func (b stepBy) event(ro store.Rollout, now time.Time, msg string, data map[string]any) wire.Event {
+	if b.hub {
+		data = maps.Clone(data)
+		if data == nil {
+			data = map[string]any{}
+		}
+		data["driven_by"] = actorHub
+	}
 	return wire.Event{Kind: wire.EventRolloutChanged, OccurredAt: wire.At(now), ResourceID: ro.ID,
 		CorrelationID: b.correlationID, Actor: b.actor, Outcome: store.OutcomeAccepted, Message: msg, Data: data}
 }
 
 // audit is an accepted audit row of the rollout.
 func (b stepBy) audit(id, action string, now time.Time) store.AuditRecord {
-	return store.AuditRecord{OccurredAt: wire.At(now), Actor: b.actor, Action: action, ResourceType: "rollout",
+	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: b.actor, Action: action, ResourceType: "rollout",
 		ResourceID: id, CorrelationID: b.correlationID, Outcome: store.OutcomeAccepted}
+	rec.Message = b.message("")
+	return rec
 }
 
 // rolloutUpdate turns a step (next and its effects) of cur into the store
@@ -112,7 +140,7 @@ func (h *Hub) rolloutUpdate(cur store.Rollout, next rollout.Rollout, effects []r
 			ev.NodeID = effectNode(e)
 			u.Events = append(u.Events, ev)
 			rec := by.audit(cur.ID, ActionRolloutChanged, now)
-			rec.NodeID, rec.Message = ev.NodeID, e.Message
+			rec.NodeID, rec.Message = ev.NodeID, by.message(e.Message)
 			u.Audit = append(u.Audit, rec)
 		}
 	}

@@ -348,14 +348,22 @@ func TestRolloutWavesPauseResume(t *testing.T) {
 	if evs.Total < 4 {
 		t.Errorf("rollout_changed events: %d", evs.Total)
 	}
-	var pauseEv bool
+	var pauseEv, hubEv bool
 	for _, e := range evs.Items {
 		if e.Kind != wire.EventRolloutChanged || e.ResourceID != ro.RolloutID {
 			t.Errorf("event %+v", e)
 		}
 		if e.Data["action"] == "pause" || strings.Contains(e.Message, "pause") {
 			pauseEv = true
+			if e.Data["driven_by"] != nil {
+				t.Errorf("the operator's pause says the Hub drove it: %+v", e)
+			}
 		}
+		// The waves the reconciler drives: the creator's name, the Hub's hand.
+		hubEv = hubEv || (e.Data["driven_by"] == actorHub && e.Actor == ro.Actor)
+	}
+	if !hubEv {
+		t.Errorf("no event of a wave the Hub drove for the creator: %+v", evs.Items)
 	}
 	if !pauseEv {
 		t.Errorf("no event of the pause: %+v", evs.Items)
@@ -364,6 +372,9 @@ func TestRolloutWavesPauseResume(t *testing.T) {
 		au := decode[wire.Page[store.AuditRecord]](t, th.do(t, "GET", APIPrefix+"/audit?resource_id="+ro.RolloutID+"&action="+action, ""))
 		if au.Total == 0 || au.Items[len(au.Items)-1].Outcome != store.OutcomeAccepted {
 			t.Errorf("audit %s: %+v", action, au)
+		}
+		if hub := strings.HasSuffix(au.Items[0].Message, drivenByHub); hub != (action == "rollout_changed") {
+			t.Errorf("audit %s: message %q", action, au.Items[0].Message)
 		}
 	}
 	list := decode[wire.Page[wire.Rollout]](t, th.do(t, "GET", rolloutsPath+"?state=succeeded", ""))

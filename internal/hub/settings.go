@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,14 @@ const (
 	EnvMaxNodes      = "SVC_HUB_MAX_NODES"
 	EnvRegisterRate  = "SVC_HUB_REGISTER_RATE"
 	EnvRegisterBurst = "SVC_HUB_REGISTER_BURST"
+	// Operator identity (docs/security.md).
+	EnvTokensFile       = "SVC_HUB_TOKENS_FILE"
+	EnvOIDCIssuer       = "SVC_HUB_OIDC_ISSUER"
+	EnvOIDCAudience     = "SVC_HUB_OIDC_AUDIENCE"
+	EnvOIDCRolesClaim   = "SVC_HUB_OIDC_ROLES_CLAIM"
+	EnvOIDCGroupsClaim  = "SVC_HUB_OIDC_GROUPS_CLAIM"
+	EnvOIDCScopesClaim  = "SVC_HUB_OIDC_SCOPES_CLAIM"
+	EnvOIDCSubjectClaim = "SVC_HUB_OIDC_SUBJECT_CLAIM"
 )
 
 // Defaults of the node identity settings.
@@ -101,6 +110,11 @@ type Settings struct {
 	// per remote address; 0 means the defaults, a negative rate no limit.
 	RegisterRate  float64
 	RegisterBurst int
+	// TokensFile names the file of named operator tokens (name, role,
+	// scopes, SHA-256, expiry), reloaded when it changes.
+	TokensFile string
+	// OIDC, when its Issuer is set, accepts the provider's bearer JWTs.
+	OIDC OIDCSettings
 }
 
 func (s Settings) maxNodes() int {
@@ -124,6 +138,13 @@ func (s Settings) registerLimit() (float64, int) {
 		burst = DefaultRegisterBurst
 	}
 	return rate, burst
+}
+
+// OIDCSettings name the identity provider whose JWTs the operator API
+// accepts, and the claims that carry roles, scopes and the actor.
+type OIDCSettings struct {
+	Issuer, Audience                                   string
+	RolesClaim, GroupsClaim, ScopesClaim, SubjectClaim string
 }
 
 func (s Settings) sessionTTLMax() time.Duration {
@@ -167,6 +188,12 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		TLSCert:       get(EnvTLSCert),
 		TLSKey:        get(EnvTLSKey),
 		ClientCA:      get(EnvClientCA),
+		TokensFile:    get(EnvTokensFile),
+		OIDC: OIDCSettings{Issuer: get(EnvOIDCIssuer), Audience: get(EnvOIDCAudience), RolesClaim: get(EnvOIDCRolesClaim),
+			GroupsClaim: get(EnvOIDCGroupsClaim), ScopesClaim: get(EnvOIDCScopesClaim), SubjectClaim: get(EnvOIDCSubjectClaim)},
+	}
+	if err := s.OIDC.validate(); err != nil {
+		return s, nil, fmt.Errorf("%w: %v", ErrInsecure, err)
 	}
 	if (s.TLSCert == "") != (s.TLSKey == "") {
 		return s, nil, fmt.Errorf("%w: %s and %s go together: set both to serve HTTPS, or neither", ErrInsecure, EnvTLSCert, EnvTLSKey)
@@ -270,7 +297,7 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 	if s.Storage == "" {
 		warnings = append(warnings, "no "+EnvStorage+": Hub state is volatile and lost at exit")
 	}
-	if s.OperatorToken == "" {
+	if s.OperatorToken == "" && s.TokensFile == "" && s.OIDC.Issuer == "" {
 		warnings = append(warnings, "no "+EnvOperatorToken+": the operator API is open to anyone who can reach "+s.Address)
 	}
 	if s.NodeToken == "" {
@@ -302,6 +329,22 @@ func admissionFromEnv(get func(string) string, s *Settings) error {
 			return fmt.Errorf("%w: %s must be a whole number of at least 1, got %q", ErrInsecure, EnvRegisterBurst, v)
 		}
 		s.RegisterBurst = n
+	}
+	return nil
+}
+
+// validate checks that issuer and audience go together and that the
+// issuer is HTTPS, or HTTP on loopback (a test provider).
+func (o OIDCSettings) validate() error {
+	if o.Issuer == "" && o.Audience == "" {
+		return nil
+	}
+	if o.Issuer == "" || o.Audience == "" {
+		return fmt.Errorf("%s and %s go together", EnvOIDCIssuer, EnvOIDCAudience)
+	}
+	u, err := url.Parse(o.Issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && config.IsLoopback(u.Host))) {
+		return fmt.Errorf("%s must be an https URL (http only on loopback), got %q", EnvOIDCIssuer, o.Issuer)
 	}
 	return nil
 }

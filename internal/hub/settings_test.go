@@ -57,6 +57,12 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"session ttl max", with(map[string]string{EnvSessionTTLMax: "15m"}, full), "", "", 0, DefaultAddress},
 		{"session ttl max too short", with(map[string]string{EnvSessionTTLMax: "500ms"}, full), "", "SVC_HUB_SESSION_TTL_MAX must be a duration of at least 1s", 0, ""},
 		{"node gc off", with(map[string]string{EnvNodeGCAfter: "0"}, full), "", "", 0, DefaultAddress},
+		{"oidc", with(map[string]string{EnvOIDCIssuer: "https://idp.example/realms/ops", EnvOIDCAudience: "flowplane"}, full), "", "", 0, DefaultAddress},
+		{"oidc on loopback http", with(map[string]string{EnvOIDCIssuer: "http://127.0.0.1:9998", EnvOIDCAudience: "flowplane"}, full), "", "", 0, DefaultAddress},
+		{"oidc issuer without audience", with(map[string]string{EnvOIDCIssuer: "https://idp.example"}, full), "", "SVC_HUB_OIDC_ISSUER and SVC_HUB_OIDC_AUDIENCE go together", 0, ""},
+		{"oidc audience without issuer", with(map[string]string{EnvOIDCAudience: "flowplane"}, full), "", "go together", 0, ""},
+		{"oidc over plain http", with(map[string]string{EnvOIDCIssuer: "http://idp.example", EnvOIDCAudience: "flowplane"}, full), "", "must be an https URL", 0, ""},
+		{"insecure local with a tokens file is not open", map[string]string{EnvInsecureLocal: "1", EnvTokensFile: "/etc/hub/tokens"}, "", "", 2, DefaultAddress},
 		{"node gc negative", with(map[string]string{EnvNodeGCAfter: "-1h"}, full), "", "SVC_HUB_NODE_GC_AFTER must be a duration", 0, ""},
 	}
 	for _, tt := range tests {

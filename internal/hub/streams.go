@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/fleet"
 	"github.com/flowplane/flowplane/internal/hub/store"
@@ -253,8 +254,9 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 		return problemFor(err, anyResource)
 	}
 	now := h.opts.Now()
+	ctx := r.Context()
 	var refs wire.Page[streamRef]
-	if convFilter == "" && stateFilter == "" {
+	if convFilter == "" && stateFilter == "" && !scoped(ctx) {
 		refs = pageSegments(segs, page, size)
 	} else {
 		var all []streamRef
@@ -262,6 +264,12 @@ func (h *Hub) getStreams(w http.ResponseWriter, r *http.Request) error {
 			all = append(all, sg.merge()...)
 		}
 		all = slices.DeleteFunc(all, func(s streamRef) bool {
+			if scoped(ctx) && !mayRead(ctx, access.Resource{Node: s.nodeID(), Stream: s.streamID()}) {
+				return true
+			}
+			if convFilter == "" && stateFilter == "" {
+				return false
+			}
 			conv, state := h.streamSummary(s, now)
 			return (convFilter != "" && conv != convFilter) || (stateFilter != "" && state != stateFilter)
 		})
@@ -290,6 +298,22 @@ type streamRef struct {
 	rs   *store.ResourceState
 	node *fleet.Node
 	obs  *store.ObservedStream
+}
+
+// nodeID is the node s is on.
+func (s streamRef) nodeID() string {
+	if s.rs != nil {
+		return s.rs.NodeID
+	}
+	return s.node.NodeID
+}
+
+// streamID is the id of s.
+func (s streamRef) streamID() string {
+	if s.rs != nil {
+		return s.rs.ResourceID
+	}
+	return s.obs.StreamID
 }
 
 // streamRefView is the view of s.

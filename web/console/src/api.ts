@@ -15,6 +15,21 @@ export function apiPrefix(): string {
   return prefix;
 }
 
+let readOnlyRole = false;
+
+/**
+ * setReadOnly records that the signed-in principal may only read (role
+ * viewer): every write button is then disabled. The Hub refuses such
+ * writes anyway (403); this only spares the attempt.
+ */
+export function setReadOnly(b: boolean) {
+  readOnlyRole = b;
+}
+
+export function readOnly(): boolean {
+  return readOnlyRole;
+}
+
 export function token(): string {
   return sessionStorage.getItem(TOKEN_KEY) ?? "";
 }

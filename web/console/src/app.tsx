@@ -2,14 +2,18 @@
 // pause switch, the theme switch, and the page of the current route.
 
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, call, describe, setToken, setUnauthorizedHandler, token } from "./api";
+import { ApiError, call, describe, setReadOnly, setToken, setUnauthorizedHandler, token } from "./api";
 import { isPaused, setPaused, startLive, stopLive, useLiveState } from "./live";
 import { pages } from "./pages/index";
 import { href, match, useLocation } from "./router";
-import type { System } from "./types";
+import type { System, Whoami } from "./types";
 import { Empty } from "./ui";
 
-type Phase = { kind: "checking" } | { kind: "login"; message?: string } | { kind: "down"; message: string } | { kind: "in"; system: System };
+type Phase =
+  | { kind: "checking" }
+  | { kind: "login"; message?: string }
+  | { kind: "down"; message: string }
+  | { kind: "in"; system: System; who?: Whoami };
 
 export function App() {
   const [phase, setPhase] = useState<Phase>({ kind: "checking" });
@@ -17,7 +21,16 @@ export function App() {
   const check = async (message?: string) => {
     try {
       const r = await call<System>("/system");
-      setPhase({ kind: "in", system: r.body });
+      // Who signed in, to show their name and, for a viewer, to disable
+      // writes. A Hub without whoami (older) leaves writes enabled.
+      let who: Whoami | undefined;
+      try {
+        who = (await call<Whoami>("/auth/whoami")).body;
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 401) throw e;
+      }
+      setReadOnly(who !== undefined && !who.permissions.some((p) => p !== "read"));
+      setPhase({ kind: "in", system: r.body, who });
       startLive();
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) {
@@ -61,8 +74,10 @@ export function App() {
       return (
         <Shell
           system={phase.system}
+          who={phase.who}
           onSignOut={() => {
             setToken("");
+            setReadOnly(false);
             stopLive();
             setPhase({ kind: "login" });
           }}
@@ -76,7 +91,10 @@ function Login(props: { message?: string; onSignedIn: () => void }) {
   return (
     <main class="login" data-page="login">
       <h1>flowplane</h1>
-      <p class="muted">Sign in to the Hub with the operator token (SVC_OPERATOR_TOKEN). It is kept in this tab only (sessionStorage).</p>
+      <p class="muted">
+        Sign in to the Hub with an operator token: SVC_OPERATOR_TOKEN, a named token, or an access token of the Hub's identity provider. It is kept in this tab only
+        (sessionStorage).
+      </p>
       <form
         data-form="login"
         onSubmit={(e) => {
@@ -111,7 +129,7 @@ function Login(props: { message?: string; onSignedIn: () => void }) {
   );
 }
 
-function Shell(props: { system: System; onSignOut: () => void }) {
+function Shell(props: { system: System; who?: Whoami; onSignOut: () => void }) {
   const loc = useLocation();
   const live = useLiveState();
   const [theme, setTheme] = useState(localStorage.getItem("flowplane.theme") ?? "");
@@ -167,6 +185,11 @@ function Shell(props: { system: System; onSignOut: () => void }) {
           >
             {theme === "" ? "◐ system" : theme === "light" ? "☀ light" : "☾ dark"}
           </button>
+          {props.who ? (
+            <span class="principal muted" data-principal={props.who.principal} title={`${props.who.kind} principal; scopes: ${props.who.scopes.join(", ") || "all"}`}>
+              {props.who.principal} · {props.who.roles.join(", ") || "no role"}
+            </span>
+          ) : null}
           <button type="button" class="ghost" onClick={props.onSignOut}>
             Sign out
           </button>

@@ -22,6 +22,16 @@ export interface System {
   started_at: string;
 }
 
+/** Whoami is GET /auth/whoami: who the signed-in credential is. */
+export interface Whoami {
+  principal: string;
+  kind: string;
+  roles: string[];
+  scopes: string[];
+  expires_at?: string;
+  permissions: string[];
+}
+
 export interface Status {
   version?: string;
   started_at: string;

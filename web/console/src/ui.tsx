@@ -4,7 +4,7 @@
 
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, describe } from "./api";
+import { ApiError, describe, readOnly } from "./api";
 import { useLive } from "./live";
 import { setQuery } from "./router";
 import type { HubEvent } from "./types";
@@ -195,7 +195,14 @@ export function Confirm(props: {
   const close = () => ref.current?.close();
   return (
     <>
-      <button type="button" class={props.danger ? "danger" : ""} disabled={props.disabled} onClick={open}>
+      <button
+        type="button"
+        class={props.danger ? "danger" : ""}
+        disabled={props.disabled || readOnly()}
+        title={readOnly() ? "Your role may only read" : undefined}
+        data-write
+        onClick={open}
+      >
         {props.label}
       </button>
       <dialog ref={ref} aria-label={props.title} data-confirm={props.label}>
