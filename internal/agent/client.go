@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,7 +33,14 @@ type statusError struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter is the answer's Retry-After in seconds (0 when absent):
+	// a Hub refusing for capacity says when to come back.
+	RetryAfter time.Duration
 }
+
+// maxRetryAfter caps a Hub's Retry-After: a wrong or hostile answer must
+// not park the Agent for long.
+const maxRetryAfter = 5 * time.Minute
 
 func (e *statusError) Error() string {
 	if e.Code == "" {
@@ -215,6 +223,11 @@ func (c *client) registerRound(ctx context.Context) (*session, error) {
 	c.mu.Lock()
 	c.failures++
 	wait := c.backoff.delay(c.failures)
+	if se := (*statusError)(nil); errors.As(err, &se) {
+		// A Hub refusing for capacity (429, 503) says when to come back:
+		// not sooner than that.
+		wait = max(wait, se.RetryAfter)
+	}
 	c.nextRound = c.now().Add(wait)
 	c.connected = false
 	c.mu.Unlock()
@@ -368,6 +381,9 @@ func (c *client) do(ctx context.Context, idx int, method, path, token string, bo
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &statusError{Status: resp.StatusCode}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			se.RetryAfter = min(time.Duration(secs)*time.Second, maxRetryAfter)
+		}
 		var p wire.Problem
 		if json.Unmarshal(data, &p) == nil {
 			se.Code, se.Message = p.Code, p.Message

@@ -379,6 +379,56 @@ func TestFailoverOrder(t *testing.T) {
 	})
 }
 
+// TestRegisterRetryAfter: a Hub refusing a registration for capacity with
+// Retry-After is not asked again sooner than it said (longer than the
+// backoff), and a hostile Retry-After is capped.
+func TestRegisterRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+	}{
+		{"", 500 * time.Millisecond}, // the backoff's first delay, zero jitter
+		{"7", 7 * time.Second},
+		{"86400", maxRetryAfter},
+		{"soon", 500 * time.Millisecond},
+	} {
+		t.Run("Retry-After "+tc.header, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				refused := true
+				f := &fakeHubs{answer: map[string]func(*http.Request) (*http.Response, error){
+					"a": func(r *http.Request) (*http.Response, error) {
+						if refused {
+							resp, err := jsonAnswer(429, wire.Problem{Code: "capacity"})(r)
+							if tc.header != "" {
+								resp.Header.Set("Retry-After", tc.header)
+							}
+							return resp, err
+						}
+						return jsonAnswer(200, wire.RegisterResponse{SessionToken: "s", SessionExpiresAt: wire.At(time.Now().Add(time.Hour)), HeartbeatIntervalMS: 5000})(r)
+					},
+				}}
+				c := &client{
+					urls: []string{"http://a"}, bases: []string{"http://a/api/v1"},
+					nodeToken: "tok", httpc: &http.Client{Transport: f}, log: discard(), now: time.Now,
+					backoff: newBackoff(time.Second, 8*time.Second, func() float64 { return 0 }), timeout: time.Second, ttl: time.Hour, leaseTTL: 15 * time.Second,
+					registerBody: func() wire.RegisterRequest { return wire.RegisterRequest{NodeID: "n"} }, regSem: make(chan struct{}, 1),
+				}
+				start := time.Now()
+				if _, err := c.ensure(t.Context()); err == nil {
+					t.Fatal("registered while refused")
+				}
+				refused = false
+				if _, err := c.ensure(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if waited := time.Since(start); waited != tc.want {
+					t.Errorf("registered again after %v, want %v", waited, tc.want)
+				}
+			})
+		})
+	}
+}
+
 // TestReporterUrgent: a finished command's report does not wait for the
 // debounce of the changes before it.
 func TestReporterUrgent(t *testing.T) {
