@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -21,6 +23,9 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	if filepath.Base(os.Args[0]) != "flowplane" { // not a script's flowplane command
+		parallelProcessTests()
+	}
 	testscript.Main(m, map[string]func(){
 		"flowplane": func() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -29,6 +34,19 @@ func TestMain(m *testing.M) {
 			os.Exit(code)
 		},
 	})
+}
+
+// parallelProcessTests lets four parallel tests run at once unless
+// -test.parallel says otherwise: this package's parallel tests (scripts,
+// fleets of child processes) mostly wait on their children, and the
+// default (GOMAXPROCS, two on CI) left the CPUs idle.
+func parallelProcessTests() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", "4")
+	}
 }
 
 // TestScripts runs the CLI scripts in testdata/script (txtar files).
