@@ -113,6 +113,7 @@ func origin(r *http.Request) string {
 }
 
 func (s *signIn) login(w http.ResponseWriter, r *http.Request) error {
+	console.Header(w.Header())
 	c := s.client
 	c.RedirectURL = s.redirectURL(r)
 	p := idp.NewPending()
@@ -161,6 +162,7 @@ func (s *signIn) takeFlow(r *http.Request) (flow, bool) {
 }
 
 func (s *signIn) callback(w http.ResponseWriter, r *http.Request) error {
+	console.Header(w.Header())
 	w.Header().Set("Cache-Control", "no-store")
 	http.SetCookie(w, &http.Cookie{Name: flowCookieName, Path: flowCookiePath, MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	f, ok := s.takeFlow(r)
@@ -222,6 +224,7 @@ func printable(s string) string {
 }
 
 func (s *signIn) logout(w http.ResponseWriter, r *http.Request) error {
+	console.Header(w.Header())
 	if err := sameOriginCaller(r); err != nil {
 		return err
 	}
