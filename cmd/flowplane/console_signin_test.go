@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/flowplane/flowplane/internal/hub"
 	"github.com/flowplane/flowplane/internal/idp/testop"
-	"github.com/flowplane/flowplane/internal/wire"
 )
 
 // TestHubConsoleSignIn signs in to the console through a real OpenID
@@ -57,15 +55,7 @@ func TestHubConsoleSignIn(t *testing.T) {
 	}
 	b.goTo("#/audit", "audit")
 	b.waitJS("the operator's name in the audit", `document.querySelector("main").innerText.includes("otto")`)
-	var audit wire.Page[wire.AuditRecord]
-	req, _ := http.NewRequest("GET", h.url()+"/api/v1/audit?actor=otto&outcome=accepted", nil)
-	req.Header.Set("Authorization", "Bearer "+fleetOperatorToken)
-	res, err := fleetHTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = json.NewDecoder(res.Body).Decode(&audit)
-	res.Body.Close()
+	audit, err := auditOf(h, "actor=otto&outcome=accepted")
 	if err != nil || audit.Total < 1 || audit.Items[0].Actor != "otto" {
 		t.Fatalf("audit of otto: %+v %v", audit, err)
 	}

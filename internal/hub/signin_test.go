@@ -66,16 +66,7 @@ func send(t *testing.T, c *http.Client, method, target, body string, hdr ...stri
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	return roundTrip(t, c, req)
 }
 
 // location is r's redirect target, resolved against base.
