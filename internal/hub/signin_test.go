@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -332,5 +333,37 @@ func TestConsoleSessionEnds(t *testing.T) {
 	clock.set(clock.Now().Add(testop.TokenLifetime + time.Second))
 	if _, r := whoamiOf(t, ada, th); r.status != 401 || !strings.Contains(r.problem(t).Message, "session ended") {
 		t.Fatalf("whoami past the token's expiry: %d %s", r.status, r.body)
+	}
+}
+
+// TestSameOriginCaller is the decision of where a cookie may come from.
+func TestSameOriginCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, site, origin string
+		ok                         bool
+	}{
+		{"read, no browser headers", "GET", "", "", true},
+		{"read, same-origin", "GET", "same-origin", "", true},
+		{"read, typed URL", "GET", "none", "", true},
+		{"read, same-site", "GET", "same-site", "", false},
+		{"read, cross-site", "GET", "cross-site", "", false},
+		{"read, another Origin", "GET", "", "http://127.0.0.1:1", false},
+		{"write, same-origin", "POST", "same-origin", "http://hub.test:8090", true},
+		{"write, own Origin only", "PUT", "", "http://hub.test:8090", true},
+		{"write, Origin of another scheme", "PUT", "", "https://hub.test:8090", false},
+		{"write, nothing to show", "DELETE", "", "", false},
+		{"write, typed URL", "POST", "none", "", false},
+		{"write, same-site", "POST", "same-site", "http://other.hub.test:8090", false},
+	} {
+		r := httptest.NewRequest(tc.method, "http://hub.test:8090/api/v1/nodes", nil)
+		if tc.site != "" {
+			r.Header.Set("Sec-Fetch-Site", tc.site)
+		}
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if err := sameOriginCaller(r); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.name, err, tc.ok)
+		}
 	}
 }

@@ -44,7 +44,7 @@ export function App() {
   useEffect(() => {
     setUnauthorizedHandler(() => {
       stopLive();
-      setPhase({ kind: "login", message: "The Hub no longer accepts the operator token (401 unauthorized). Sign in again." });
+      setPhase({ kind: "login", message: "The Hub no longer accepts the operator token or the session ended (401 unauthorized). Sign in again." });
     });
     void check();
   }, []);
