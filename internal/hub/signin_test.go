@@ -327,10 +327,15 @@ func TestConsoleSessionEnds(t *testing.T) {
 		t.Fatalf("whoami after logout with the old cookie: %d %s", r.status, r.body)
 	}
 	ada, _ = signInAs(t, th, op, "ada", "ada-password")
-	if _, r := whoamiOf(t, ada, th); r.status != 200 {
+	w, r := whoamiOf(t, ada, th)
+	if r.status != 200 || w.ExpiresAt == nil || w.ExpiresAt.After(time.Now().Add(testop.TokenLifetime+time.Second)) {
 		t.Fatalf("whoami: %d %s", r.status, r.body)
 	}
-	clock.set(clock.Now().Add(testop.TokenLifetime + time.Second))
+	clock.set(w.ExpiresAt.Add(-time.Second))
+	if _, r := whoamiOf(t, ada, th); r.status != 200 {
+		t.Fatalf("whoami a second before the token's expiry: %d %s", r.status, r.body)
+	}
+	clock.set(w.ExpiresAt.Add(time.Second))
 	if _, r := whoamiOf(t, ada, th); r.status != 401 || !strings.Contains(r.problem(t).Message, "session ended") {
 		t.Fatalf("whoami past the token's expiry: %d %s", r.status, r.body)
 	}
