@@ -190,6 +190,10 @@ func TestConsoleSignIn(t *testing.T) {
 	if w, r := whoamiOf(t, browser(t), th, "Authorization", "Bearer "+testToken); r.status != 200 || w.Principal != PrincipalOperator {
 		t.Fatalf("bearer beside sign-in: %d %s", r.status, r.body)
 	}
+	// The sign-in routes lie outside the API and its OpenAPI document.
+	if r := th.do(t, "GET", APIPrefix+"/openapi.json", "", "Authorization", "Bearer "+testToken); r.status != 200 || strings.Contains(string(r.body), "/auth/login") {
+		t.Fatalf("openapi.json with the sign-in routes: %d", r.status)
+	}
 	// A wrong password stays on the provider's login page.
 	c := browser(t)
 	login := location(t, send(t, c, "GET", begin(t, c, th).String(), ""), op.Issuer)
