@@ -71,15 +71,7 @@ func TestHubConsoleViewer(t *testing.T) {
 	if s := put(tok); s != http.StatusForbidden {
 		t.Fatalf("a viewer's write forced by hand: %d", s)
 	}
-	var audit wire.Page[wire.AuditRecord]
-	req, _ := http.NewRequest("GET", h.url()+"/api/v1/audit?actor=vera&outcome=rejected", nil)
-	req.Header.Set("Authorization", "Bearer "+fleetOperatorToken)
-	res, err := fleetHTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = json.NewDecoder(res.Body).Decode(&audit)
-	res.Body.Close()
+	audit, err := auditOf(h, "actor=vera&outcome=rejected")
 	if err != nil || audit.Total != 1 || audit.Items[0].FailureCode != "forbidden" {
 		t.Fatalf("audit of vera: %+v %v", audit, err)
 	}
@@ -90,4 +82,22 @@ func TestHubConsoleViewer(t *testing.T) {
 	if ok, err := eval[bool](b, `[...document.querySelectorAll("main [data-write]")].some(e => e.title !== "")`); err != nil || ok {
 		t.Fatalf("the bootstrap token's console marks writes read-only (%v)", err)
 	}
+}
+
+// auditOf reads the Hub's audit rows matching query, as the bootstrap
+// operator.
+func auditOf(h *fleetHub, query string) (wire.Page[wire.AuditRecord], error) {
+	var audit wire.Page[wire.AuditRecord]
+	req, err := http.NewRequest("GET", h.url()+"/api/v1/audit?"+query, nil)
+	if err != nil {
+		return audit, err
+	}
+	req.Header.Set("Authorization", "Bearer "+fleetOperatorToken)
+	res, err := fleetHTTP.Do(req)
+	if err != nil {
+		return audit, err
+	}
+	defer res.Body.Close()
+	err = json.NewDecoder(res.Body).Decode(&audit)
+	return audit, err
 }

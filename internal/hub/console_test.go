@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -18,17 +17,7 @@ func TestConsoleServed(t *testing.T) {
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path string, hdr ...string) resp {
 		t.Helper()
-		req := th.request(t, t.Context(), "GET", path, "", hdr...)
-		res, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp{status: res.StatusCode, header: res.Header, body: b}
+		return roundTrip(t, noRedirect, th.request(t, t.Context(), "GET", path, "", hdr...))
 	}
 
 	root := get("/")

@@ -93,6 +93,7 @@ type Hub struct {
 	auth      *operatorAuth
 	tokenFile *access.TokenFile
 	oidc      *idp.Verifier // nil: no identity provider; refreshed while serving
+	signIn    *signIn       // nil: the console signs in with tokens only
 	// nodeTokenDigest is the SHA-256 of the node token in force, to which
 	// every session is bound (sessionBinding).
 	nodeTokenDigest [sha256.Size]byte

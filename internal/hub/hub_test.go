@@ -99,7 +99,15 @@ func (r resp) problem(t *testing.T) wire.Problem {
 func (th *testHub) do(t *testing.T, method, path, body string, hdr ...string) resp {
 	t.Helper()
 	req := th.request(t, context.Background(), method, path, body, hdr...)
-	res, err := http.DefaultClient.Do(req)
+	r := roundTrip(t, http.DefaultClient, req)
+	checkOpenAPI(t, th.h, req, r.status, r.header, r.body)
+	return r
+}
+
+// roundTrip sends req with c and reads the whole answer.
+func roundTrip(t *testing.T, c *http.Client, req *http.Request) resp {
+	t.Helper()
+	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +116,6 @@ func (th *testHub) do(t *testing.T, method, path, body string, hdr ...string) re
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOpenAPI(t, th.h, req, res.StatusCode, res.Header, b)
 	return resp{status: res.StatusCode, header: res.Header, body: b}
 }
 

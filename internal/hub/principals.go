@@ -38,6 +38,7 @@ type operatorAuth struct {
 	hasBootstrap bool
 	tokens       interface{ Tokens() []access.NamedToken } // nil: no tokens file
 	oidc         bearerVerifier                            // nil: no identity provider
+	sessions     *signIn                                   // nil: no console sign-in through the provider
 	now          func() time.Time
 }
 
@@ -49,6 +50,12 @@ func (a *operatorAuth) configured() bool {
 
 func (a *operatorAuth) authenticate(r *http.Request) (access.Principal, error) {
 	tok, ok := httpapi.BearerCredential(r)
+	if !ok && a.sessions != nil && len(r.Header.Values("Authorization")) == 0 {
+		// No Authorization at all: the console's session cookie, if any.
+		if p, found, err := a.sessions.principal(r); found {
+			return p, err
+		}
+	}
 	if !ok {
 		return access.Principal{}, httpapi.Unauthorized(httpapi.CodeUnauthorized, "a bearer token is required")
 	}
@@ -147,6 +154,10 @@ func (h *Hub) setupAuth(ctx context.Context) error {
 			return err
 		}
 		h.oidc, h.auth.oidc = v, v
+		if o.ClientID != "" {
+			h.signIn = newSignIn(v, s, h.tls != nil, h.opts.Now)
+			h.auth.sessions = h.signIn
+		}
 	}
 	return nil
 }

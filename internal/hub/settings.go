@@ -49,6 +49,10 @@ const (
 	EnvOIDCGroupsClaim  = "SVC_HUB_OIDC_GROUPS_CLAIM"
 	EnvOIDCScopesClaim  = "SVC_HUB_OIDC_SCOPES_CLAIM"
 	EnvOIDCSubjectClaim = "SVC_HUB_OIDC_SUBJECT_CLAIM"
+	// Console sign-in through the provider (docs/console.md).
+	EnvOIDCClientID     = "SVC_HUB_OIDC_CLIENT_ID"
+	EnvOIDCClientSecret = "SVC_HUB_OIDC_CLIENT_SECRET"
+	EnvOIDCRedirectURL  = "SVC_HUB_OIDC_REDIRECT_URL"
 )
 
 // Defaults of the node identity settings.
@@ -145,6 +149,12 @@ func (s Settings) registerLimit() (float64, int) {
 type OIDCSettings struct {
 	Issuer, Audience                                   string
 	RolesClaim, GroupsClaim, ScopesClaim, SubjectClaim string
+	// ClientID, when set, enables the console's sign-in through the
+	// provider (authorization code with PKCE) as this client; ClientSecret
+	// is empty for a public client. RedirectURL is the console's callback
+	// registered with the provider; "" derives it from each request
+	// (scheme and Host + /ui/auth/callback).
+	ClientID, ClientSecret, RedirectURL string
 }
 
 func (s Settings) sessionTTLMax() time.Duration {
@@ -190,7 +200,8 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 		ClientCA:      get(EnvClientCA),
 		TokensFile:    get(EnvTokensFile),
 		OIDC: OIDCSettings{Issuer: get(EnvOIDCIssuer), Audience: get(EnvOIDCAudience), RolesClaim: get(EnvOIDCRolesClaim),
-			GroupsClaim: get(EnvOIDCGroupsClaim), ScopesClaim: get(EnvOIDCScopesClaim), SubjectClaim: get(EnvOIDCSubjectClaim)},
+			GroupsClaim: get(EnvOIDCGroupsClaim), ScopesClaim: get(EnvOIDCScopesClaim), SubjectClaim: get(EnvOIDCSubjectClaim),
+			ClientID: get(EnvOIDCClientID), ClientSecret: get(EnvOIDCClientSecret), RedirectURL: get(EnvOIDCRedirectURL)},
 	}
 	if err := s.OIDC.validate(); err != nil {
 		return s, nil, fmt.Errorf("%w: %v", ErrInsecure, err)
@@ -336,6 +347,18 @@ func admissionFromEnv(get func(string) string, s *Settings) error {
 // validate checks that issuer and audience go together and that the
 // issuer is HTTPS, or HTTP on loopback (a test provider).
 func (o OIDCSettings) validate() error {
+	if o.ClientID == "" && (o.ClientSecret != "" || o.RedirectURL != "") {
+		return fmt.Errorf("%s and %s need %s", EnvOIDCClientSecret, EnvOIDCRedirectURL, EnvOIDCClientID)
+	}
+	if o.ClientID != "" && o.Issuer == "" {
+		return fmt.Errorf("%s needs %s and %s", EnvOIDCClientID, EnvOIDCIssuer, EnvOIDCAudience)
+	}
+	if o.RedirectURL != "" {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && config.IsLoopback(u.Host))) || u.Path != signInCallbackPath {
+			return fmt.Errorf("%s must be the console's callback, https://<hub>%s (http only on loopback), got %q", EnvOIDCRedirectURL, signInCallbackPath, o.RedirectURL)
+		}
+	}
 	if o.Issuer == "" && o.Audience == "" {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/oauth2"
 
 	"github.com/flowplane/flowplane/internal/access"
 )
@@ -99,6 +100,7 @@ type Verifier struct {
 	mu       sync.Mutex // guards verifier, keys, lastTry
 	verifier *oidc.IDTokenVerifier
 	keys     *oidc.RemoteKeySet
+	endpoint oauth2.Endpoint // the provider's authorization and token endpoints
 	lastTry  time.Time
 
 	cacheMu sync.Mutex // guards cache
@@ -149,6 +151,7 @@ func (v *Verifier) discover(ctx context.Context) (*oidc.IDTokenVerifier, error) 
 	}
 	// The key set outlives the request that discovered it.
 	v.keys = oidc.NewRemoteKeySet(oidc.ClientContext(context.WithoutCancel(ctx), v.cfg.Client), meta.JWKS)
+	v.endpoint = p.Endpoint()
 	v.verifier = oidc.NewVerifier(v.cfg.Issuer, v.keys, &oidc.Config{
 		ClientID: v.cfg.Audience, SupportedSigningAlgs: Algorithms, Now: v.cfg.Now,
 	})

@@ -37,9 +37,24 @@ type Site struct {
 	files map[string]file
 }
 
-// New loads the embedded console and the settings it reads before its
-// first call, served at Path+"hub.json": {"api_prefix"}.
-func New(apiPrefix string) *Site {
+// Config is what the console reads before its first call, served at
+// Path+"hub.json". It holds nothing secret.
+type Config struct {
+	APIPrefix string `json:"api_prefix"`
+	// SignIn, when set, offers the sign-in through the Hub's identity
+	// provider beside the token sign-in.
+	SignIn *SignIn `json:"sign_in,omitempty"`
+}
+
+// SignIn names the identity provider and the Hub's sign-in paths.
+type SignIn struct {
+	Provider string `json:"provider"`
+	Login    string `json:"login"`
+	Logout   string `json:"logout"`
+}
+
+// New loads the embedded console and serves cfg at Path+"hub.json".
+func New(cfg Config) *Site {
 	s := &Site{files: map[string]file{}}
 	sub, err := fs.Sub(dist, "dist")
 	if err != nil {
@@ -59,7 +74,7 @@ func New(apiPrefix string) *Site {
 	if err != nil {
 		panic(err) // an embedded file system does not fail to read
 	}
-	info, _ := json.Marshal(map[string]string{"api_prefix": apiPrefix})
+	info, _ := json.Marshal(cfg)
 	s.files["hub.json"] = newFile(info, "application/json")
 	if f, ok := s.files["index.html"]; ok {
 		s.files[""] = f

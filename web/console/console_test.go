@@ -96,7 +96,7 @@ func tree(t *testing.T, dir string) map[string][]byte {
 
 // TestSiteFiles checks what the Site serves and refuses.
 func TestSiteFiles(t *testing.T) {
-	s := New("/api/v2")
+	s := New(Config{APIPrefix: "/api/v2"})
 	for _, tc := range []struct {
 		path string
 		want bool
@@ -110,5 +110,10 @@ func TestSiteFiles(t *testing.T) {
 	}
 	if got := string(s.files["hub.json"].body); got != `{"api_prefix":"/api/v2"}` {
 		t.Errorf("hub.json %s", got)
+	}
+	s = New(Config{APIPrefix: "/api/v1", SignIn: &SignIn{Provider: "idp.example", Login: "/ui/auth/login", Logout: "/ui/auth/logout"}})
+	want := `{"api_prefix":"/api/v1","sign_in":{"provider":"idp.example","login":"/ui/auth/login","logout":"/ui/auth/logout"}}`
+	if got := string(s.files["hub.json"].body); got != want {
+		t.Errorf("hub.json with sign-in %s", got)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/text/language"
 )
 
 // Principal is one identity the provider issues tokens for.
@@ -35,6 +36,10 @@ type Principal struct {
 	Secret string
 	// Roles go into the roles claim, Scopes into flowplane_scopes.
 	Roles, Scopes []string
+	// Password, when set, makes the principal a user too: it signs in
+	// on the provider's login page (user name Name) in the authorization
+	// code flow of PublicClient.
+	Password string
 }
 
 // Options configure a Provider.
@@ -45,9 +50,24 @@ type Options struct {
 	Audience string
 	// Principals may sign in.
 	Principals []Principal
+	// PublicClient is the id of the public client of the authorization
+	// code flow (the Hub's console): PKCE S256 required, no secret, JWT
+	// access tokens whose aud is the client id. "" means Audience, so that
+	// its access tokens carry the Hub's audience.
+	PublicClient string
+	// RedirectURIs are PublicClient's registered redirect URIs; a loopback
+	// http URI matches any port (RFC 8252). Empty means DefaultRedirectURIs.
+	RedirectURIs []string
 	// Logger receives the provider's own log; nil discards it.
 	Logger *slog.Logger
 }
+
+// TokenLifetime is how long the access tokens of the authorization code
+// flow live (zitadel's example storage issues them for 5 minutes).
+const TokenLifetime = 5 * time.Minute
+
+// DefaultRedirectURIs are the console's callback on loopback, any port.
+var DefaultRedirectURIs = []string{"http://127.0.0.1/ui/auth/callback", "http://localhost/ui/auth/callback"}
 
 // Provider is a running OpenID Provider.
 type Provider struct {
@@ -74,13 +94,26 @@ func Start(o Options) (*Provider, error) {
 		return nil, err
 	}
 	issuer := "http://" + ln.Addr().String()
+	users := users{}
+	pub := publicClient{id: o.PublicClient, redirects: o.RedirectURIs}
+	if pub.id == "" {
+		pub.id = o.Audience
+	}
+	if len(pub.redirects) == 0 {
+		pub.redirects = DefaultRedirectURIs
+	}
 	st := &store{
-		Storage:    storage.NewStorage(storage.NewUserStore(issuer)),
+		Storage:    storage.NewStorage(users),
 		audience:   o.Audience,
+		public:     pub,
 		principals: map[string]Principal{},
 	}
 	for _, p := range o.Principals {
 		st.principals[p.Name] = p
+		if p.Password != "" {
+			users[p.Name] = &storage.User{ID: p.Name, Username: p.Name, Password: p.Password, FirstName: p.Name,
+				Email: p.Name + "@example.test", EmailVerified: true, PreferredLanguage: language.English}
+		}
 	}
 	if err := st.rotate(jose.RS256); err != nil {
 		ln.Close()
@@ -97,8 +130,11 @@ func Start(o Options) (*Provider, error) {
 		ln.Close()
 		return nil, err
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/", provider)
+	mux.Handle(loginPath, &login{st: st, issuer: issuer, callback: op.AuthCallbackURL(provider)})
 	p := &Provider{Issuer: issuer, audience: o.Audience, store: st, done: make(chan error, 1),
-		srv: &http.Server{Handler: provider, ReadHeaderTimeout: 10 * time.Second}}
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { p.done <- p.srv.Serve(ln) }()
 	return p, nil
 }
@@ -195,6 +231,7 @@ func (p *Provider) Claims(name string, now time.Time, ttl time.Duration) map[str
 type store struct {
 	*storage.Storage
 	audience string
+	public   publicClient
 
 	mu         sync.Mutex // guards principals and keys
 	principals map[string]Principal

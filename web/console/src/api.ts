@@ -1,6 +1,10 @@
 // The operator API client: every request carries the operator token from
-// sessionStorage (never a URL), and every error becomes an ApiError holding
-// the Hub's problem envelope, or a network failure.
+// sessionStorage (never a URL) or, signed in through the Hub's identity
+// provider, the Hub's HttpOnly session cookie (same origin only), and every
+// error becomes an ApiError holding the Hub's problem envelope, or a
+// network failure.
+
+import type { SignInInfo } from "./types";
 
 const TOKEN_KEY = "flowplane.operator_token";
 
@@ -13,6 +17,31 @@ export function setPrefix(p: string) {
 
 export function apiPrefix(): string {
   return prefix;
+}
+
+let signInInfo: SignInInfo | null = null;
+
+/** setSignIn records the Hub's identity provider sign-in (hub.json). */
+export function setSignIn(s: SignInInfo) {
+  signInInfo = s;
+}
+
+/** signIn is the Hub's identity provider sign-in, or null when it has none. */
+export function signIn(): SignInInfo | null {
+  return signInInfo;
+}
+
+/**
+ * signOutSession ends the Hub's session of this browser (a no-op without
+ * one); the cookie is HttpOnly, so only the Hub can clear it.
+ */
+export async function signOutSession() {
+  if (!signInInfo) return;
+  try {
+    await fetch(signInInfo.logout, { method: "POST", credentials: "same-origin", cache: "no-store" });
+  } catch {
+    /* the Hub is down: the session ends at its expiry */
+  }
 }
 
 let readOnlyRole = false;
@@ -71,7 +100,7 @@ export class ApiError extends Error {
 export function describe(err: unknown): string {
   if (err instanceof ApiError) {
     if (err.unreachable) return "Cannot reach the Hub: it may be down or restarting. Retrying on its own.";
-    if (err.status === 401) return "The Hub did not accept the operator token (401 unauthorized). Sign in again with the right token.";
+    if (err.status === 401) return "The Hub did not accept the sign-in (401 unauthorized): the token is wrong or the session ended. Sign in again.";
     if (err.status === 412) return "Changed by someone else: this view was out of date, so nothing was changed. Reload and try again.";
     if (err.status === 503 && err.code === "recovering") return "The Hub is restoring its state; it will answer in a moment.";
     const p = err.problem;
@@ -137,7 +166,8 @@ export async function call<T>(target: string, opts: CallOptions = {}): Promise<R
       headers: headers(extra),
       body: opts.body === undefined ? (method === "GET" ? undefined : "{}") : JSON.stringify(opts.body),
       signal: opts.signal,
-      credentials: "omit",
+      // The session cookie, if any, goes to the Hub's own origin only.
+      credentials: "same-origin",
       cache: "no-store",
     });
   } catch (e) {

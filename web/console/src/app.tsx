@@ -2,7 +2,7 @@
 // pause switch, the theme switch, and the page of the current route.
 
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, call, describe, setReadOnly, setToken, setUnauthorizedHandler, token } from "./api";
+import { ApiError, call, describe, setReadOnly, setToken, setUnauthorizedHandler, signIn, signOutSession, token } from "./api";
 import { isPaused, setPaused, startLive, stopLive, useLiveState } from "./live";
 import { pages } from "./pages/index";
 import { href, match, useLocation } from "./router";
@@ -44,7 +44,7 @@ export function App() {
   useEffect(() => {
     setUnauthorizedHandler(() => {
       stopLive();
-      setPhase({ kind: "login", message: "The Hub no longer accepts the operator token (401 unauthorized). Sign in again." });
+      setPhase({ kind: "login", message: "The Hub no longer accepts the operator token or the session ended (401 unauthorized). Sign in again." });
     });
     void check();
   }, []);
@@ -79,7 +79,7 @@ export function App() {
             setToken("");
             setReadOnly(false);
             stopLive();
-            setPhase({ kind: "login" });
+            void signOutSession().then(() => setPhase({ kind: "login" }));
           }}
         />
       );
@@ -88,11 +88,21 @@ export function App() {
 
 function Login(props: { message?: string; onSignedIn: () => void }) {
   const [value, setValue] = useState("");
+  const idp = signIn();
   return (
     <main class="login" data-page="login">
       <h1>flowplane</h1>
+      {idp ? (
+        <p>
+          {/* A navigation, not a fetch: the browser goes to the provider and comes back with the Hub's session cookie. */}
+          <a class="button primary" href={idp.login} data-sign-in="provider">
+            Sign in with {idp.provider}
+          </a>
+        </p>
+      ) : null}
       <p class="muted">
-        Sign in to the Hub with an operator token: SVC_OPERATOR_TOKEN, a named token, or an access token of the Hub's identity provider. It is kept in this tab only
+        {idp ? "Or sign in " : "Sign in "}
+        to the Hub with an operator token: SVC_OPERATOR_TOKEN, a named token, or an access token of the Hub's identity provider. It is kept in this tab only
         (sessionStorage).
       </p>
       <form
@@ -111,7 +121,7 @@ function Login(props: { message?: string; onSignedIn: () => void }) {
             type="password"
             autocomplete="current-password"
             required
-            autofocus
+            autofocus={!idp}
             value={value}
             onInput={(e) => setValue(e.currentTarget.value)}
           />

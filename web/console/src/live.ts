@@ -66,7 +66,7 @@ async function loop() {
     try {
       const h = headers({ Accept: "text/event-stream" });
       if (lastEventID) h["Last-Event-ID"] = lastEventID;
-      const resp = await fetch(url("/events/stream"), { headers: h, signal: controller.signal, cache: "no-store", credentials: "omit" });
+      const resp = await fetch(url("/events/stream"), { headers: h, signal: controller.signal, cache: "no-store", credentials: "same-origin" });
       if (!resp.ok || !resp.body) throw new Error("events stream: HTTP " + resp.status);
       failures = 0;
       if (!paused) setState("live");

@@ -9,6 +9,8 @@ export const OPERATION_STATES = ["pending", "dispatched", "acknowledged", "succe
 
 export interface HubInfo {
   api_prefix: string;
+  /** sign_in is present when the Hub signs the console in through its identity provider. */
+  sign_in?: SignInInfo;
 }
 
 export interface System {
@@ -145,4 +147,11 @@ export interface AuditRecord {
   outcome: "accepted" | "rejected";
   failure_code?: string;
   message?: string;
+}
+
+/** SignInInfo names the Hub's identity provider and its sign-in paths (hub.json). */
+export interface SignInInfo {
+  provider: string;
+  login: string;
+  logout: string;
 }
