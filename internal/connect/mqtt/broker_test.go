@@ -344,6 +344,31 @@ func (b *broker) waitHeld(t testing.TB, clientID string, n int) {
 	}
 }
 
+// waitClosed waits until the broker has ended clientID's connection. Its
+// reading of a connection is sequential, so the acknowledgements sent
+// before the DISCONNECT are then processed too: mochi clones a session
+// taken over by a new connection at once, without waiting for the old
+// connection's last packets, so a client that reconnects right after
+// Close could get acknowledged messages again.
+func (b *broker) waitClosed(t testing.TB, clientID string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		srv := b.server()
+		if srv == nil {
+			return
+		}
+		cl, ok := srv.Clients.Get(clientID)
+		if !ok || cl.Closed() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker still serves %s's connection", clientID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (h *memStore) StoredInflightMessages() ([]storage.Message, error) {
 	return h.messages(storage.InflightKey)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
+	"github.com/eclipse/paho.golang/paho/session"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/sandbox"
@@ -139,6 +140,9 @@ type dialer struct {
 	// connection is known to be lost, possibly more than once.
 	onDown    func()
 	manualAck bool
+	// session, when set, is the session state of every connection (nil:
+	// autopaho's in-memory one).
+	session session.SessionManager
 }
 
 // dial starts a connection manager that reconnects by itself and waits for
@@ -184,6 +188,7 @@ func (c *ClientConfig) dial(ctx context.Context, d dialer) (*autopaho.Connection
 			}
 		},
 		ClientConfig: paho.ClientConfig{
+			Session:                    d.session,
 			ClientID:                   c.ClientID,
 			EnableManualAcknowledgment: d.manualAck,
 			SendAcksInterval:           ackInterval,

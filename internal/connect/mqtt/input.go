@@ -8,10 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
+	"github.com/eclipse/paho.golang/paho/session"
+	"github.com/eclipse/paho.golang/paho/session/state"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
@@ -85,6 +89,11 @@ type Input struct {
 	closed   chan struct{}
 	close    sync.Once
 
+	// acks is the session of the input's connections; it counts the
+	// acknowledgements paho sent, and released those the stream let go.
+	acks     *ackSession
+	released atomic.Uint64
+
 	mu       sync.Mutex // guards cm, redo, subReady
 	cm       *autopaho.ConnectionManager
 	redo     []pending
@@ -120,6 +129,7 @@ func NewInput(conf map[string]any, res component.Resources) (component.Input, er
 		incoming: make(chan received, max(c.BatchSize, 64)),
 		wake:     make(chan struct{}, 1),
 		closed:   make(chan struct{}),
+		acks:     &ackSession{SessionManager: state.NewInMemory()},
 	}, nil
 }
 
@@ -133,7 +143,7 @@ func (in *Input) Connect(ctx context.Context) error {
 	in.subReady = sub
 	in.mu.Unlock()
 	cm, err := in.conf.dial(ctx, dialer{
-		role: "mqtt input", log: in.log, net: in.net, manualAck: true,
+		role: "mqtt input", log: in.log, net: in.net, manualAck: true, session: in.acks,
 		onUp:      in.onUp,
 		onPublish: in.onPublish,
 	})
@@ -335,7 +345,9 @@ func (in *Input) ackFor(p pending) message.AckFunc {
 			// the broker sends the message again on the next one.
 			if err := r.cli.Ack(r.pub); err != nil {
 				in.log.Debug("mqtt input: acknowledgement not sent; the broker will redeliver", "topic", r.pub.Topic, "error", err)
+				continue
 			}
+			in.released.Add(1)
 		}
 		return nil
 	}
@@ -353,6 +365,24 @@ func (in *Input) nextRedo() (pending, bool) {
 	return p, true
 }
 
+// closeAckWait bounds how long Close waits for released acknowledgements
+// to be sent.
+const closeAckWait = 2 * time.Second
+
+// ackSession is an input's session state; it counts the acknowledgements
+// (PUBACK, PUBREC) it wrote, so that Close can wait for them.
+type ackSession struct {
+	session.SessionManager
+	sent atomic.Uint64
+}
+
+// Ack writes the acknowledgement of pb and counts it.
+func (s *ackSession) Ack(pb *packets.Publish) error {
+	err := s.SessionManager.Ack(pb)
+	s.sent.Add(1)
+	return err
+}
+
 // Close disconnects. Unacknowledged QoS 1/2 messages stay with the broker
 // (in the session when clean_session is false) and are delivered again.
 func (in *Input) Close(ctx context.Context) error {
@@ -364,12 +394,30 @@ func (in *Input) Close(ctx context.Context) error {
 	if cm == nil {
 		return nil
 	}
-	// Let paho send the acknowledgements released just before Close.
-	t := time.NewTimer(3 * ackInterval)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
+	// paho sends released acknowledgements every ackInterval, in order:
+	// wait until it sent them all, else the broker delivers acknowledged
+	// messages again. Bounded: acknowledgements released on a connection
+	// that was lost since are never sent (the broker redelivers those).
+	deadline := time.NewTimer(closeAckWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(ackInterval)
+	defer tick.Stop()
+	// Then a few ticks more, for the broker's answers (PUBREL, for QoS 2)
+	// to be answered before the connection ends.
+	settle := 3
+	for settle > 0 {
+		if in.acks.sent.Load() < in.released.Load() {
+			settle = 3
+		} else {
+			settle--
+		}
+		select {
+		case <-tick.C:
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		break
 	}
 	if err := cm.Disconnect(ctx); err != nil {
 		return fmt.Errorf("mqtt input: disconnect: %w", err)

@@ -106,6 +106,7 @@ func TestInputPersistentSession(t *testing.T) {
 			if err := second.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
+			b.waitClosed(t, fmt.Sprintf("in-p%d", qos))
 
 			// 4. Acknowledged ones are not delivered again: the next
 			// message is the marker published after.
@@ -150,6 +151,7 @@ func TestInputFailedAckRedelivers(t *testing.T) {
 	if err := in.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	b.waitClosed(t, "in-nack")
 	again := connectInput(t, conf)
 	publish(t, b, "t/n", 1, nil, "marker")
 	if got := payloads(readN(t, again, 1, nil)); got[0] != "marker" {
