@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,12 +28,25 @@ const (
 // Roles are the roles, least powerful first.
 var Roles = []Role{Viewer, Operator, Admin}
 
+// maxShown is the longest value an error quotes. Roles, scopes and field
+// names are short; a longer value is likely a token or a digest pasted in
+// the wrong place, and no part of it is echoed.
+const maxShown = 48
+
+// shown is v quoted for an error, or only its length when it is long.
+func shown(v string) string {
+	if len(v) > maxShown {
+		return fmt.Sprintf("(a value of %d characters, not shown)", len(v))
+	}
+	return strconv.Quote(v)
+}
+
 // ParseRole returns the role named s.
 func ParseRole(s string) (Role, error) {
 	if r := Role(s); slices.Contains(Roles, r) {
 		return r, nil
 	}
-	return "", fmt.Errorf("unknown role %q (viewer, operator or admin)", s)
+	return "", fmt.Errorf("unknown role %s (viewer, operator or admin)", shown(s))
 }
 
 // Permission is what a route needs.
@@ -173,7 +187,7 @@ type Scope struct {
 func ParseScope(s string) (Scope, error) {
 	typ, glob, ok := strings.Cut(s, ":")
 	if !ok || glob == "" {
-		return Scope{}, fmt.Errorf("scope %q: want node:<id>, stream:<node>/<id>, job:<id> or rollout:<id>", s)
+		return Scope{}, fmt.Errorf("scope %s: want node:<id>, stream:<node>/<id>, job:<id> or rollout:<id>", shown(s))
 	}
 	sc := Scope{Type: typ}
 	switch typ {
@@ -182,17 +196,17 @@ func ParseScope(s string) (Scope, error) {
 	case "stream":
 		n, id, ok := strings.Cut(glob, "/")
 		if !ok || n == "" || id == "" {
-			return Scope{}, fmt.Errorf("scope %q: a stream scope is stream:<node>/<id>", s)
+			return Scope{}, fmt.Errorf("scope %s: a stream scope is stream:<node>/<id>", shown(s))
 		}
 		sc.Node, sc.ID = n, id
 	case "job", "rollout":
 		sc.ID = glob
 	default:
-		return Scope{}, fmt.Errorf("scope %q: unknown type %q (node, stream, job or rollout)", s, typ)
+		return Scope{}, fmt.Errorf("scope %s: unknown type %s (node, stream, job or rollout)", shown(s), shown(typ))
 	}
 	for _, g := range []string{sc.Node, sc.ID} {
 		if _, err := path.Match(g, ""); err != nil {
-			return Scope{}, fmt.Errorf("scope %q: bad glob %q", s, g)
+			return Scope{}, fmt.Errorf("scope %s: bad glob %s", shown(s), shown(g))
 		}
 	}
 	return sc, nil

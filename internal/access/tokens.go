@@ -108,10 +108,10 @@ func parseTokenLine(line string) (NamedToken, error) {
 	for f := range strings.FieldsSeq(line) {
 		k, v, ok := strings.Cut(f, "=")
 		if !ok || v == "" {
-			return t, fmt.Errorf("field %q is not key=value", k)
+			return t, fmt.Errorf("field %s is not key=value", shown(k))
 		}
 		if seen[k] {
-			return t, fmt.Errorf("field %s is given twice", k)
+			return t, fmt.Errorf("field %s is given twice", shown(k))
 		}
 		seen[k] = true
 		var err error
@@ -119,7 +119,7 @@ func parseTokenLine(line string) (NamedToken, error) {
 		case "name":
 			t.Name = v
 			if !validName(v) {
-				err = fmt.Errorf("name %q: 1 to 64 letters, digits, '.', '_', '-' or '@'", v)
+				err = fmt.Errorf("name %s: 1 to 64 letters, digits, '.', '_', '-' or '@'", shown(v))
 			} else if v == "operator" || v == "hub" || v == string(KindAnonymous) {
 				err = fmt.Errorf("name %q is reserved", v)
 			}
@@ -138,10 +138,10 @@ func parseTokenLine(line string) (NamedToken, error) {
 		case "expires":
 			t.Expires, err = time.Parse(time.RFC3339, v)
 			if err != nil {
-				err = fmt.Errorf("expires %q is not RFC 3339", v)
+				err = fmt.Errorf("expires %s is not RFC 3339", shown(v))
 			}
 		default:
-			err = fmt.Errorf("unknown field %q", k)
+			err = fmt.Errorf("unknown field %s", shown(k))
 		}
 		if err != nil {
 			return t, err
