@@ -1,13 +1,11 @@
 package redis
 
 import (
-	"errors"
-	"net/netip"
-	"sync/atomic"
 	"testing"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/sandbox"
+	"github.com/flowplane/flowplane/internal/sandbox/sandboxtest"
 )
 
 // TestDialsThroughNet: the server is dialled through the component's
@@ -15,28 +13,15 @@ import (
 // that allows it connects and writes, having decided the connection.
 func TestDialsThroughNet(t *testing.T) {
 	s := startServer(t)
-	for _, tc := range []struct {
-		name string
-		why  string
-	}{{"refused", "not allowed here"}, {"allowed", ""}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var decided atomic.Int32
-			n := sandbox.Restrict(func(string, netip.Addr) string { decided.Add(1); return tc.why }, nil, "remote_policy.outbound_allow")
-			out, err := NewOutput(conf(t, "mode: {type: single, url: '"+s.url()+"'}\nredis_type: {type: list, key: l}"), component.Resources{Net: n})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer out.Close(t.Context())
-			err = out.Connect(t.Context())
-			if err == nil {
-				err = out.Write(t.Context(), batchOf(`{"a":1}`))
-			}
-			if errors.Is(err, sandbox.ErrDenied) != (tc.why != "") || (tc.why == "" && err != nil) {
-				t.Fatalf("Connect/Write = %v", err)
-			}
-			if decided.Load() == 0 {
-				t.Error("no connection was decided by the Net")
-			}
-		})
-	}
+	sandboxtest.DialsThroughNet(t, func(t *testing.T, _ string, n sandbox.Net) error {
+		out, err := NewOutput(conf(t, "mode: {type: single, url: '"+s.url()+"'}\nredis_type: {type: list, key: l}"), component.Resources{Net: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close(t.Context())
+		if err := out.Connect(t.Context()); err != nil {
+			return err
+		}
+		return out.Write(t.Context(), batchOf(`{"a":1}`))
+	})
 }

@@ -1,14 +1,12 @@
 package websocket_test
 
 import (
-	"errors"
-	"net/netip"
-	"sync/atomic"
 	"testing"
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/connect/websocket"
 	"github.com/flowplane/flowplane/internal/sandbox"
+	"github.com/flowplane/flowplane/internal/sandbox/sandboxtest"
 )
 
 // TestDialsThroughNet: the server is dialled through the component's
@@ -16,25 +14,12 @@ import (
 // that allows it connects, having decided the connection.
 func TestDialsThroughNet(t *testing.T) {
 	s := startServer(t)
-	for _, tc := range []struct {
-		name string
-		why  string
-	}{{"refused", "not allowed here"}, {"allowed", ""}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var decided atomic.Int32
-			n := sandbox.Restrict(func(string, netip.Addr) string { decided.Add(1); return tc.why }, nil, "remote_policy.outbound_allow")
-			in, err := websocket.NewInput(map[string]any{"url": s.url()}, component.Resources{Net: n})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close(testCtx(t))
-			err = in.Connect(testCtx(t))
-			if errors.Is(err, sandbox.ErrDenied) != (tc.why != "") || (tc.why == "" && err != nil) {
-				t.Fatalf("Connect = %v", err)
-			}
-			if decided.Load() == 0 {
-				t.Error("no connection was decided by the Net")
-			}
-		})
-	}
+	sandboxtest.DialsThroughNet(t, func(t *testing.T, _ string, n sandbox.Net) error {
+		in, err := websocket.NewInput(map[string]any{"url": s.url()}, component.Resources{Net: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close(testCtx(t))
+		return in.Connect(testCtx(t))
+	})
 }
