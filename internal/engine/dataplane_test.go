@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/engine"
 	"github.com/flowplane/flowplane/internal/job"
@@ -57,13 +58,10 @@ func TestSplitHubJobWithoutDataPlane(t *testing.T) {
 	}
 }
 
-// TestSplitHubJobMesh needs the real data plane (internal/dataplane): a
-// split Hub job joins its mesh on the node's data plane for as long as it
-// runs; a restart joins it again, a removal leaves it. Every task is
-// placed on this node, so the job runs whole over a mesh without peers.
-func TestSplitHubJobMesh(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// engineOnDataPlane is an engine of node "a" with a real data plane on a
+// loopback port.
+func engineOnDataPlane(t *testing.T) (*engine.Engine, *dataplane.Server) {
+	t.Helper()
 	dp, err := dataplane.Listen(dataplane.Options{Addr: "127.0.0.1:0", NodeID: "a"})
 	if err != nil {
 		t.Fatalf("dataplane.Listen: %v", err)
@@ -71,14 +69,32 @@ func TestSplitHubJobMesh(t *testing.T) {
 	t.Cleanup(func() { _ = dp.Close() })
 	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second, NodeID: "a", DataPlane: dp})
 	t.Cleanup(func() { e.Shutdown(context.Background()) })
-	if e.DataPlane() != dp {
-		t.Error("DataPlane() is not the engine's data plane")
-	}
+	return e, dp
+}
+
+// splitCountJob is the counting job "split" and its plan.
+func splitCountJob(t *testing.T) (*config.Config, *job.Plan) {
+	t.Helper()
 	cfg := materialize(t, countJob("split", t.TempDir(), "5ms", 0, 1))
 	plan, ps := job.Build("jobs[0]", cfg.Jobs[0])
 	if len(ps) > 0 {
 		t.Fatal(ps)
 	}
+	return cfg, plan
+}
+
+// TestSplitHubJobMesh needs the real data plane (internal/dataplane): a
+// split Hub job joins its mesh on the node's data plane for as long as it
+// runs; a restart joins it again, a removal leaves it. Every task is
+// placed on this node, so the job runs whole over a mesh without peers.
+func TestSplitHubJobMesh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, dp := engineOnDataPlane(t)
+	if e.DataPlane() != dp {
+		t.Error("DataPlane() is not the engine's data plane")
+	}
+	cfg, plan := splitCountJob(t)
 	tasks := map[string]string{}
 	for _, tk := range plan.Tasks {
 		tasks[tk.ID] = "a"
@@ -116,18 +132,8 @@ func TestSplitHubJobMesh(t *testing.T) {
 func TestSplitHubJobPeerWithoutFingerprint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dp, err := dataplane.Listen(dataplane.Options{Addr: "127.0.0.1:0", NodeID: "a"})
-	if err != nil {
-		t.Fatalf("dataplane.Listen: %v", err)
-	}
-	t.Cleanup(func() { _ = dp.Close() })
-	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second, NodeID: "a", DataPlane: dp})
-	t.Cleanup(func() { e.Shutdown(context.Background()) })
-	cfg := materialize(t, countJob("split", t.TempDir(), "5ms", 0, 1))
-	plan, ps := job.Build("jobs[0]", cfg.Jobs[0])
-	if len(ps) > 0 {
-		t.Fatal(ps)
-	}
+	e, dp := engineOnDataPlane(t)
+	cfg, plan := splitCountJob(t)
 	tasks := map[string]string{}
 	for i, tk := range plan.Tasks {
 		tasks[tk.ID] = []string{"a", "b"}[i%2]
@@ -135,7 +141,7 @@ func TestSplitHubJobPeerWithoutFingerprint(t *testing.T) {
 	h := engine.HubJob{Spec: cfg.Jobs[0], Generation: 1, TaskNodes: tasks,
 		DataAddresses:    map[string]string{"a": dp.Addr(), "b": "127.0.0.1:1"},
 		DataFingerprints: map[string]string{"a": dp.Fingerprint()}, DataSecret: testDataSecret}
-	err = e.StartHubJob(ctx, h)
+	err := e.StartHubJob(ctx, h)
 	if !errors.Is(err, engine.ErrSplitPlacement) || !strings.Contains(err.Error(), "no data-plane certificate fingerprint for nodes b") {
 		t.Fatalf("StartHubJob = %v, want ErrSplitPlacement naming node b", err)
 	}
