@@ -265,7 +265,8 @@ func (h *Hub) refuseRegistration(r *http.Request, reason, key, nodeID, why strin
 		why += fmt.Sprintf("; %d more refused since the last record", suppressed)
 	}
 	ctx := context.WithoutCancel(r.Context())
-	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: httpapi.Principal(ctx), Action: actionNodeRegister, ResourceType: "node",
+	by := actorOf(ctx)
+	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: by.id, ActorKind: by.kind, Action: actionNodeRegister, ResourceType: "node",
 		ResourceID: nodeID, NodeID: nodeID, CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: CodeCapacity, Message: why}
 	if _, err := h.st.AppendAudit(ctx, rec); err != nil {
 		h.storeFailed(err)

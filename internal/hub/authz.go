@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/flowplane/flowplane/internal/access"
@@ -246,18 +245,19 @@ func mayReadEvent(p access.Principal, ev wire.Event) bool {
 	return false
 }
 
-// visible is pg without the items the request's principal may not read. A
-// store page is filtered after paging: a scoped principal's pages may hold
-// fewer than page_size items, and total counts only what it may read of
-// this page's range (docs/security.md).
-func visible[T any](ctx context.Context, pg wire.Page[T], resourceOf func(T) access.Resource) wire.Page[T] {
+// readable is the list filter of the request's principal: nil when it
+// reads every record (the store's COUNT and LIMIT path), otherwise whether
+// it may read the resource of a record. The store applies it before
+// paging, so a scoped principal's pages are full and its total exact.
+func readable[T any](ctx context.Context, resourceOf func(T) access.Resource) func(T) bool {
 	if !scoped(ctx) {
-		return pg
+		return nil
 	}
-	n := len(pg.Items)
-	pg.Items = slices.DeleteFunc(pg.Items, func(it T) bool { return !mayRead(ctx, resourceOf(it)) })
-	pg.Total -= n - len(pg.Items)
-	return pg
+	p := httpapi.Caller(ctx)
+	return func(it T) bool {
+		ok, _ := access.Allow(p, access.Read, resourceOf(it))
+		return ok
+	}
 }
 
 // eventsVisible is the event filter of the request's principal; nil when

@@ -183,6 +183,16 @@ func TestScopedPrincipal(t *testing.T) {
 			t.Fatalf("scoped operations list shows %+v", op)
 		}
 	}
+	// The scoped token's own write: actor edge, kind token, on the
+	// operation and its event.
+	mine := slices.IndexFunc(ops.Items, func(op wire.Operation) bool { return op.Actor == "edge" })
+	if mine < 0 || ops.Items[mine].ActorKind != string(access.KindToken) {
+		t.Fatalf("edge's operation: %+v", ops.Items)
+	}
+	evs := decode[wire.Page[wire.Event]](t, ph.as(t, "edge", "GET", APIPrefix+"/events?operation_id="+ops.Items[mine].OperationID, ""))
+	if !slices.ContainsFunc(evs.Items, func(e wire.Event) bool { return e.Actor == "edge" && e.ActorKind == string(access.KindToken) }) {
+		t.Fatalf("events of edge's operation: %+v", evs.Items)
+	}
 	if len(ops.Items) != 2 {
 		t.Fatalf("scoped operations: %d items, want n1's two", len(ops.Items))
 	}
@@ -200,10 +210,12 @@ func TestScopedPrincipal(t *testing.T) {
 	}
 	// The accepted write names the principal.
 	got := decode[wire.Page[wire.AuditRecord]](t, ph.do(t, "GET", APIPrefix+"/audit?actor=edge", "", bearer...))
-	if !slices.ContainsFunc(got.Items, func(a wire.AuditRecord) bool { return a.Outcome == "accepted" && a.NodeID == "n1" }) ||
-		!slices.ContainsFunc(got.Items, func(a wire.AuditRecord) bool {
-			return a.Outcome == "rejected" && a.FailureCode == "forbidden" && a.NodeID == "n2"
-		}) {
+	token := string(access.KindToken)
+	if !slices.ContainsFunc(got.Items, func(a wire.AuditRecord) bool {
+		return a.Outcome == "accepted" && a.NodeID == "n1" && a.ActorKind == token
+	}) || !slices.ContainsFunc(got.Items, func(a wire.AuditRecord) bool {
+		return a.Outcome == "rejected" && a.FailureCode == "forbidden" && a.NodeID == "n2" && a.ActorKind == token
+	}) {
 		t.Fatalf("audit of edge: %+v", got.Items)
 	}
 	// A node scope does not reach jobs; a job scope reaches only its jobs.

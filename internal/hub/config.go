@@ -227,7 +227,7 @@ func maskedContent(format, content string) string {
 
 func configVersionView(v store.ConfigVersion) wire.ConfigVersion {
 	return wire.ConfigVersion{Version: v.Version, NodeID: v.NodeID, Format: v.Format, Content: maskedContent(v.Format, v.Content),
-		SHA256: v.SHA256, Source: v.Source, RolloutID: v.RolloutID, Actor: v.Actor, CorrelationID: v.CorrelationID,
+		SHA256: v.SHA256, Source: v.Source, RolloutID: v.RolloutID, Actor: v.Actor, ActorKind: v.ActorKind, CorrelationID: v.CorrelationID,
 		CreatedAt: wire.At(v.CreatedAt)}
 }
 
@@ -318,7 +318,7 @@ func (h *Hub) writeConfigCommand(w http.ResponseWriter, r *http.Request, nodeID,
 	}
 	return h.accept(w, r, intentWrite{about: anyResource, commit: func(ctx context.Context, m intentMeta) (committed, error) {
 		in, err := h.st.WriteConfigCommand(ctx, store.ConfigCommandWrite{IntentID: m.id, Operation: op, NodeID: nodeID,
-			Payload: payload, Action: m.action, CorrelationID: m.correlationID, Actor: m.actor,
+			Payload: payload, Action: m.action, CorrelationID: m.correlationID, Actor: m.by.id, ActorKind: m.by.kind,
 			Now: m.now, ExpiresAt: m.expiresAt})
 		if err != nil {
 			return committed{}, err
@@ -361,7 +361,7 @@ func (h *Hub) writeConfig(w http.ResponseWriter, r *http.Request, cw store.Confi
 	return h.accept(w, r, intentWrite{about: aConfigVersion(cw.Version), conditional: true,
 		conflict: map[string]any{"node_id": cw.NodeID, "resource": wire.ConfigResource},
 		commit: func(ctx context.Context, m intentMeta) (committed, error) {
-			cw.IntentID, cw.IfMatch, cw.Action, cw.CorrelationID, cw.Actor = m.id, m.ifMatch, m.action, m.correlationID, m.actor
+			cw.IntentID, cw.IfMatch, cw.Action, cw.CorrelationID, cw.Actor, cw.ActorKind = m.id, m.ifMatch, m.action, m.correlationID, m.by.id, m.by.kind
 			cw.Now, cw.ExpiresAt = m.now, m.expiresAt
 			res, err := h.st.WriteConfig(ctx, cw)
 			if err != nil {
@@ -505,7 +505,7 @@ func (h *Hub) reassertConfig(ctx context.Context, nodeID string, now time.Time) 
 		return
 	}
 	_, err = h.st.WriteConfig(ctx, store.ConfigWrite{IntentID: h.opts.NewID(), NodeID: nodeID, Version: d.ConfigVersion,
-		Action: actionConfigReassert, Actor: "hub", CorrelationID: l.CorrelationID, Now: now,
+		Action: actionConfigReassert, Actor: hubActor.id, ActorKind: hubActor.kind, CorrelationID: l.CorrelationID, Now: now,
 		ExpiresAt: now.Add(h.opts.Settings.IntentTTL)})
 	if err != nil {
 		h.storeFailed(err)
@@ -529,7 +529,7 @@ func (h *Hub) configApplied(ctx context.Context, in store.Intent, state string, 
 		version = "its own " + res.NodeVersion
 	}
 	ev := wire.Event{Kind: wire.EventConfigurationApplied, OccurredAt: wire.At(now), NodeID: in.NodeID, ResourceID: wire.ConfigResource,
-		OperationID: in.ID, CorrelationID: in.CorrelationID, Actor: in.Actor, Outcome: "applied",
+		OperationID: in.ID, CorrelationID: in.CorrelationID, Actor: in.Actor, ActorKind: in.ActorKind, Outcome: "applied",
 		Message: "configuration " + version + " applied",
 		Data: map[string]any{"config_version": in.ConfigVersion, "node_version": res.NodeVersion, "generation": in.Generation,
 			"added": len(res.Added), "removed": len(res.Removed), "changed": len(res.Changed)}}

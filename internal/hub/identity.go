@@ -39,7 +39,8 @@ const (
 // actionNodeRegister is the audit action of a refused registration.
 const actionNodeRegister = "node_register"
 
-// actorHub is the actor of what the Hub does on its own (node GC).
+// actorHub is the actor id of what the Hub does on its own (node GC,
+// configuration re-sent to a restarted node).
 const actorHub = "hub"
 
 // credentialDigest is what the Hub keeps of a node credential.
@@ -142,7 +143,8 @@ func (h *Hub) identityRefused(r *http.Request, nodeID, why string) error {
 	ctx := context.WithoutCancel(r.Context())
 	now := h.opts.Now()
 	corr := httpapi.CorrelationID(ctx)
-	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: httpapi.Principal(ctx), Action: actionNodeRegister, ResourceType: "node",
+	by := actorOf(ctx)
+	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: by.id, ActorKind: by.kind, Action: actionNodeRegister, ResourceType: "node",
 		ResourceID: nodeID, NodeID: nodeID, CorrelationID: corr, Outcome: store.OutcomeRejected, FailureCode: CodeNodeIdentityMismatch, Message: why}
 	if _, err := h.st.AppendAudit(ctx, rec); err != nil {
 		h.storeFailed(err)
@@ -174,7 +176,8 @@ func (h *Hub) deleteNode(w http.ResponseWriter, r *http.Request) error {
 	if n, ok := h.fleet.Node(id); ok && n.Online && !force {
 		return httpapi.Conflict(CodeNodeOnline, "the node is online: stop it first, or forget it anyway with ?force=true (its Agent then registers again as a new node)")
 	}
-	if err := h.forget(ctx, store.Forget{NodeID: id, Actor: httpapi.Principal(ctx), CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now()}); err != nil {
+	by := actorOf(ctx)
+	if err := h.forget(ctx, store.Forget{NodeID: id, Actor: by.id, ActorKind: by.kind, CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now()}); err != nil {
 		return h.storeFailedAbout(err, aNode)
 	}
 	w.WriteHeader(http.StatusNoContent)

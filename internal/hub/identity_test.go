@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -57,7 +58,7 @@ func TestRegisterKnownNodeWithAnotherCredential(t *testing.T) {
 	}
 	audit := operatorGet[wire.Page[store.AuditRecord]](t, th, "/audit?action="+actionNodeRegister)
 	if len(audit.Items) != 1 || audit.Items[0].Outcome != store.OutcomeRejected || audit.Items[0].FailureCode != CodeNodeIdentityMismatch ||
-		audit.Items[0].NodeID != "node-a" {
+		audit.Items[0].NodeID != "node-a" || audit.Items[0].ActorKind != string(access.KindNode) {
 		t.Fatalf("audit: %+v", audit.Items)
 	}
 	evs := operatorGet[wire.Page[wire.Event]](t, th, "/events?kind="+wire.EventNodeIdentityMismatch)

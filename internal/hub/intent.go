@@ -31,10 +31,11 @@ type intentWrite struct {
 // makes ids or reads the clock, and the audit action is the route's, so
 // that an accepted and a rejected request of a route carry the same one.
 type intentMeta struct {
-	id                           string
-	ifMatch                      *int64 // nil: no If-Match, or *
-	action, actor, correlationID string
-	now, expiresAt               time.Time
+	id                    string
+	ifMatch               *int64 // nil: no If-Match, or *
+	action, correlationID string
+	by                    actor
+	now, expiresAt        time.Time
 }
 
 // committed is a committed write as the pipeline answers it.
@@ -67,7 +68,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request, iw intentWrite) err
 	}
 	m.id, m.now = h.opts.NewID(), h.opts.Now()
 	m.expiresAt = m.now.Add(h.opts.Settings.IntentTTL)
-	m.action, m.actor, m.correlationID = actionOf(r), httpapi.Principal(ctx), httpapi.CorrelationID(ctx)
+	m.action, m.by, m.correlationID = actionOf(r), actorOf(ctx), httpapi.CorrelationID(ctx)
 	c, err := iw.commit(ctx, m)
 	var gc *store.GenerationConflictError
 	switch {

@@ -57,7 +57,7 @@ func (h *Hub) postArtifact(kind string) httpapi.HandlerFunc {
 			}
 			in, err := h.st.WriteJobCommand(ctx, store.JobCommandWrite{IntentID: m.id, Operation: op, JobID: js.Job.ID, NodeID: js.Job.NodeID,
 				Generation: js.Job.Generation, Payload: payload, Artifact: art, CorrelationID: m.correlationID,
-				Actor: m.actor, Now: m.now, ExpiresAt: m.expiresAt})
+				Actor: m.by.id, ActorKind: m.by.kind, Now: m.now, ExpiresAt: m.expiresAt})
 			if err != nil {
 				return committed{}, err
 			}

@@ -149,7 +149,7 @@ func (h *Hub) writeJob(w http.ResponseWriter, r *http.Request, jw jobWrite) erro
 			if jw.NodeID != "" && jw.FenceIntentID == "" {
 				jw.FenceIntentID = h.opts.NewID()
 			}
-			jw.Action, jw.CorrelationID, jw.Actor, jw.Now, jw.ExpiresAt = m.action, m.correlationID, m.actor, m.now, m.expiresAt
+			jw.Action, jw.CorrelationID, jw.Actor, jw.ActorKind, jw.Now, jw.ExpiresAt = m.action, m.correlationID, m.by.id, m.by.kind, m.now, m.expiresAt
 			res, err := h.st.WriteJob(ctx, jw.JobWrite)
 			if err != nil {
 				return committed{}, err

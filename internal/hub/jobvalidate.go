@@ -57,7 +57,7 @@ func (h *Hub) postJobValidate(w http.ResponseWriter, r *http.Request) error {
 		resp.RequiredCapabilities, resp.SecretReferences, resp.Plan = m.required, m.secrets, m.explain
 	}
 	ctx := r.Context()
-	now := h.opts.Now()
+	now, by := h.opts.Now(), actorOf(ctx)
 	ids := slices.Compact(slices.Sorted(slices.Values(body.NodeIDs)))
 	resp.Valid = m != nil
 	for _, id := range ids {
@@ -68,7 +68,7 @@ func (h *Hub) postJobValidate(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			in, err := h.st.WriteJobCommand(ctx, store.JobCommandWrite{IntentID: h.opts.NewID(), Operation: wire.CommandJobValidate,
-				JobID: m.job.ID, NodeID: id, Payload: payload, CorrelationID: httpapi.CorrelationID(ctx), Actor: httpapi.Principal(ctx),
+				JobID: m.job.ID, NodeID: id, Payload: payload, CorrelationID: httpapi.CorrelationID(ctx), Actor: by.id, ActorKind: by.kind,
 				Now: now, ExpiresAt: now.Add(h.opts.Settings.IntentTTL)})
 			if err != nil {
 				return h.storeFailed(err)

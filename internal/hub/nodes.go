@@ -114,7 +114,8 @@ func (h *Hub) nodeMode(mode string) httpapi.HandlerFunc {
 		if _, err := httpapi.DecodeOptionalJSON(r, &struct{}{}, MaxBodyBytes); err != nil {
 			return err
 		}
-		err := h.st.SetNodeMode(ctx, store.ModeChange{NodeID: id, Mode: mode, Actor: httpapi.Principal(ctx),
+		by := actorOf(ctx)
+		err := h.st.SetNodeMode(ctx, store.ModeChange{NodeID: id, Mode: mode, Actor: by.id, ActorKind: by.kind,
 			CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now()})
 		if err != nil {
 			return h.storeFailedAbout(err, aNode)
@@ -186,7 +187,8 @@ func (h *Hub) auditedAs(resType string, name auditAction, next httpapi.HandlerFu
 		if resType == "" {
 			resType, resID = h.auditTarget(r, action)
 		}
-		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: httpapi.Principal(ctx), Action: action,
+		by := actorOf(ctx)
+		rec := store.AuditRecord{OccurredAt: wire.At(h.opts.Now()), Actor: by.id, ActorKind: by.kind, Action: action,
 			ResourceType: resType, ResourceID: truncate(resID, maxIDLen), NodeID: truncate(r.PathValue("node_id"), maxIDLen),
 			CorrelationID: httpapi.CorrelationID(ctx), Outcome: store.OutcomeRejected, FailureCode: e.Code}
 		if _, aerr := h.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil {

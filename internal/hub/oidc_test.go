@@ -52,7 +52,8 @@ func withBearer(tok string) []string { return []string{"Authorization", "Bearer 
 
 // TestOIDCPrincipals: the provider's viewer reads and changes nothing, its
 // operator scoped to n1 acts on n1 only, its admin does everything; each
-// is the actor of its audit rows.
+// is the actor of its audit rows, kind oidc, as of its operations and
+// their events.
 func TestOIDCPrincipals(t *testing.T) {
 	th, op := serveOIDC(t)
 	vera, otto, ada := tokenOf(t, op, "vera"), tokenOf(t, op, "otto"), tokenOf(t, op, "ada")
@@ -85,13 +86,22 @@ func TestOIDCPrincipals(t *testing.T) {
 	audit := decode[wire.Page[wire.AuditRecord]](t, th.do(t, "GET", APIPrefix+"/audit", "", bearer...))
 	want := map[string]string{"vera": "rejected", "otto": "accepted", "ada": "accepted"}
 	for actor, outcome := range want {
-		if !slices.ContainsFunc(audit.Items, func(a wire.AuditRecord) bool { return a.Actor == actor && a.Outcome == outcome }) {
+		if !slices.ContainsFunc(audit.Items, func(a wire.AuditRecord) bool {
+			return a.Actor == actor && a.ActorKind == string(access.KindOIDC) && a.Outcome == outcome
+		}) {
 			t.Errorf("no %s audit row of %s: %+v", outcome, actor, audit.Items)
 		}
 	}
 	ops := decode[wire.Page[wire.Operation]](t, th.do(t, "GET", APIPrefix+"/operations", "", bearer...))
-	if ops.Total != 2 || !slices.ContainsFunc(ops.Items, func(o wire.Operation) bool { return o.Actor == "otto" && o.NodeID == "n1" }) {
+	i := slices.IndexFunc(ops.Items, func(o wire.Operation) bool { return o.Actor == "otto" && o.NodeID == "n1" })
+	if ops.Total != 2 || i < 0 || ops.Items[i].ActorKind != string(access.KindOIDC) {
 		t.Fatalf("operations: %+v", ops)
+	}
+	evs := decode[wire.Page[wire.Event]](t, th.do(t, "GET", APIPrefix+"/events?operation_id="+ops.Items[i].OperationID, "", bearer...))
+	if evs.Total == 0 || !slices.ContainsFunc(evs.Items, func(e wire.Event) bool {
+		return e.Kind == wire.EventIntentAccepted && e.Actor == "otto" && e.ActorKind == string(access.KindOIDC)
+	}) {
+		t.Fatalf("events of otto's operation: %+v", evs)
 	}
 }
 

@@ -199,12 +199,12 @@ func (h *Hub) getOperations(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.IntentFilter{NodeID: q.Get("node_id"), ResourceID: q.Get("resource_id"), Operation: q.Get("operation"), State: q.Get("state"), CorrelationID: q.Get("correlation_id")}
+	f := store.IntentFilter{NodeID: q.Get("node_id"), ResourceID: q.Get("resource_id"), Operation: q.Get("operation"), State: q.Get("state"), CorrelationID: q.Get("correlation_id"),
+		Visible: readable(r.Context(), func(in store.Intent) access.Resource { return recordResource(in.Kind, in.NodeID, in.ResourceID) })}
 	pg, err := h.st.ListIntents(r.Context(), f, p)
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
-	pg = visible(r.Context(), pg, func(in store.Intent) access.Resource { return recordResource(in.Kind, in.NodeID, in.ResourceID) })
 	return httpapi.WriteJSON(w, http.StatusOK, h.operations(r.Context(), pg))
 }
 
@@ -218,9 +218,9 @@ func (h *Hub) getOperation(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Hub) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	id := r.PathValue("id")
+	id, by := r.PathValue("id"), actorOf(ctx)
 	in, err := h.st.CancelIntent(ctx, store.Cancellation{
-		IntentID: id, Actor: httpapi.Principal(ctx), CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now(),
+		IntentID: id, Actor: by.id, ActorKind: by.kind, CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now(),
 	})
 	if err != nil {
 		e := h.storeFailedAbout(err, anOperation)
@@ -261,7 +261,10 @@ func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.AuditFilter{ResourceID: q.Get("resource_id"), NodeID: q.Get("node_id"), Actor: q.Get("actor"), Action: q.Get("action"), Outcome: q.Get("outcome")}
+	f := store.AuditFilter{ResourceID: q.Get("resource_id"), NodeID: q.Get("node_id"), Actor: q.Get("actor"), Action: q.Get("action"), Outcome: q.Get("outcome"),
+		Visible: readable(r.Context(), func(a store.AuditRecord) access.Resource {
+			return recordResource(a.ResourceType, a.NodeID, a.ResourceID)
+		})}
 	if f.Outcome != "" && f.Outcome != store.OutcomeAccepted && f.Outcome != store.OutcomeRejected {
 		return httpapi.BadRequest(httpapi.CodeInvalidQuery, "outcome must be accepted or rejected")
 	}
@@ -269,9 +272,6 @@ func (h *Hub) getAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
-	pg = visible(r.Context(), pg, func(a store.AuditRecord) access.Resource {
-		return recordResource(a.ResourceType, a.NodeID, a.ResourceID)
-	})
 	return httpapi.WriteJSON(w, http.StatusOK, pg)
 }
 

@@ -24,6 +24,26 @@ const PrincipalOperator = "operator"
 // looked at.
 const tokensPollInterval = time.Second
 
+// actor is who a record is written in the name of: the actor and
+// actor_kind of audit rows, events and operations.
+type actor struct {
+	id   string
+	kind string // an access.Kind
+}
+
+// hubActor is the Hub acting on its own.
+var hubActor = actor{id: actorHub, kind: string(access.KindHub)}
+
+// actorOf is the actor of the request's principal (anonymous outside a
+// router, as httpapi.Principal).
+func actorOf(ctx context.Context) actor {
+	p := httpapi.Caller(ctx)
+	if p.ID == "" {
+		return actor{id: httpapi.PrincipalAnonymous, kind: string(access.KindAnonymous)}
+	}
+	return actor{id: p.ID, kind: string(p.Kind)}
+}
+
 // bearerVerifier turns a bearer JWT into a principal (the OIDC verifier).
 type bearerVerifier interface {
 	PrincipalOf(ctx context.Context, rawToken string, sum [sha256.Size]byte) (access.Principal, error)

@@ -72,7 +72,7 @@ func (h *Hub) collectNodes(ctx context.Context, now time.Time, after time.Durati
 		if n, ok := h.fleet.Node(id); !ok || n.Online {
 			continue // it came back meanwhile
 		}
-		err := h.forget(ctx, store.Forget{NodeID: id, Actor: actorHub, Now: now,
+		err := h.forget(ctx, store.Forget{NodeID: id, Actor: hubActor.id, ActorKind: hubActor.kind, Now: now,
 			Reason: "node unavailable longer than " + EnvNodeGCAfter + " (" + shortDuration(after) + ") and holding no desired state"})
 		switch {
 		case errors.Is(err, store.ErrNotFound):

@@ -78,7 +78,8 @@ func (h *Hub) postRollout(w http.ResponseWriter, r *http.Request) error {
 	now := h.opts.Now()
 	ro.Rollout = rollout.New(h.opts.NewID(), ro.Plan, now)
 	ro.Revision = 1
-	ro.Actor, ro.CorrelationID = httpapi.Principal(ctx), httpapi.CorrelationID(ctx)
+	by := actorOf(ctx)
+	ro.Actor, ro.ActorKind, ro.CorrelationID = by.id, by.kind, httpapi.CorrelationID(ctx)
 	ro.CreatedAt = now
 	if err := h.st.CreateRollout(ctx, ro); err != nil {
 		return h.storeFailedAbout(err, aRollout)
@@ -98,11 +99,11 @@ func (h *Hub) getRollouts(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.BadRequest(httpapi.CodeInvalidQuery, "state must be one of "+strings.Join(rolloutStates, ", "))
 	}
 	ctx := r.Context()
-	pg, err := h.st.ListRollouts(ctx, store.RolloutFilter{State: state}, p)
+	pg, err := h.st.ListRollouts(ctx, store.RolloutFilter{State: state,
+		Visible: readable(ctx, func(ro store.Rollout) access.Resource { return access.Resource{Rollout: ro.ID} })}, p)
 	if err != nil {
 		return problemFor(err, anyResource)
 	}
-	pg = visible(ctx, pg, func(ro store.Rollout) access.Resource { return access.Resource{Rollout: ro.ID} })
 	out := wire.Page[wire.Rollout]{Items: make([]wire.Rollout, 0, len(pg.Items)), Page: pg.Page, PageSize: pg.PageSize, Total: pg.Total}
 	for _, ro := range pg.Items {
 		out.Items = append(out.Items, h.rolloutView(ctx, ro))
@@ -134,7 +135,7 @@ func (h *Hub) postRolloutAction(w http.ResponseWriter, r *http.Request) error {
 	r.SetPathValue("action", body.Action)
 	ctx := r.Context()
 	id := r.PathValue("id")
-	by := stepBy{actor: httpapi.Principal(ctx), correlationID: httpapi.CorrelationID(ctx)}
+	by := stepBy{by: actorOf(ctx), correlationID: httpapi.CorrelationID(ctx)}
 	for attempt := 1; ; attempt++ {
 		cur, err := h.st.GetRollout(ctx, id)
 		if err != nil {

@@ -43,7 +43,7 @@ func (h *Hub) stepRollout(ctx context.Context, ro store.Rollout, now time.Time) 
 	if len(effects) == 0 && !rolloutChanged(ro.Rollout, next) {
 		return
 	}
-	u := h.rolloutUpdate(ro, next, effects, stepBy{actor: ro.Actor, correlationID: ro.CorrelationID, hub: true}, now)
+	u := h.rolloutUpdate(ro, next, effects, stepBy{by: actor{id: ro.Actor, kind: hubActor.kind}, correlationID: ro.CorrelationID, hub: true}, now)
 	res, err := h.st.SaveRollout(ctx, u)
 	switch {
 	case errors.Is(err, store.ErrRolloutConflict):
@@ -57,12 +57,13 @@ func (h *Hub) stepRollout(ctx context.Context, ro store.Rollout, now time.Time) 
 }
 
 // stepBy is who a rollout step is written in the name of: the operator of
-// an action, or, for the reconciler's steps, the rollout's creator with hub
-// set: the Hub acts for the creator, and its events say so (data
-// driven_by: hub) as its audit rows do (message).
+// an action, or, for the reconciler's steps, the rollout's creator with
+// kind hub and hub set: the Hub acts for the creator, and its events say
+// so (data driven_by: hub) as its audit rows do (message).
 type stepBy struct {
-	actor, correlationID string
-	hub                  bool
+	by            actor
+	correlationID string
+	hub           bool
 }
 
 // drivenByHub is the audit message of a step the Hub took for the
@@ -91,12 +92,12 @@ func (b stepBy) event(ro store.Rollout, now time.Time, msg string, data map[stri
 		data["driven_by"] = actorHub
 	}
 	return wire.Event{Kind: wire.EventRolloutChanged, OccurredAt: wire.At(now), ResourceID: ro.ID,
-		CorrelationID: b.correlationID, Actor: b.actor, Outcome: store.OutcomeAccepted, Message: msg, Data: data}
+		CorrelationID: b.correlationID, Actor: b.by.id, ActorKind: b.by.kind, Outcome: store.OutcomeAccepted, Message: msg, Data: data}
 }
 
 // audit is an accepted audit row of the rollout.
 func (b stepBy) audit(id, action string, now time.Time) store.AuditRecord {
-	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: b.actor, Action: action, ResourceType: "rollout",
+	rec := store.AuditRecord{OccurredAt: wire.At(now), Actor: b.by.id, ActorKind: b.by.kind, Action: action, ResourceType: "rollout",
 		ResourceID: id, CorrelationID: b.correlationID, Outcome: store.OutcomeAccepted}
 	rec.Message = b.message("")
 	return rec
@@ -113,7 +114,7 @@ func (h *Hub) rolloutUpdate(cur store.Rollout, next rollout.Rollout, effects []r
 	for _, e := range effects {
 		switch e.Kind {
 		case rollout.EffectApply:
-			w := store.ConfigWrite{IntentID: h.opts.NewID(), NodeID: e.NodeID, CorrelationID: by.correlationID, Actor: by.actor,
+			w := store.ConfigWrite{IntentID: h.opts.NewID(), NodeID: e.NodeID, CorrelationID: by.correlationID, Actor: by.by.id, ActorKind: by.by.kind,
 				Now: now, ExpiresAt: now.Add(h.opts.Settings.IntentTTL)}
 			if e.Rollback {
 				if e.Version == "" && e.NodeVersion == "" {

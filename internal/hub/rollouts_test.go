@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/wire"
 )
@@ -355,12 +356,12 @@ func TestRolloutWavesPauseResume(t *testing.T) {
 		}
 		if e.Data["action"] == "pause" || strings.Contains(e.Message, "pause") {
 			pauseEv = true
-			if e.Data["driven_by"] != nil {
+			if e.Data["driven_by"] != nil || e.ActorKind != string(access.KindAnonymous) {
 				t.Errorf("the operator's pause says the Hub drove it: %+v", e)
 			}
 		}
 		// The waves the reconciler drives: the creator's name, the Hub's hand.
-		hubEv = hubEv || (e.Data["driven_by"] == actorHub && e.Actor == ro.Actor)
+		hubEv = hubEv || (e.Data["driven_by"] == actorHub && e.Actor == ro.Actor && e.ActorKind == string(access.KindHub))
 	}
 	if !hubEv {
 		t.Errorf("no event of a wave the Hub drove for the creator: %+v", evs.Items)
@@ -376,9 +377,18 @@ func TestRolloutWavesPauseResume(t *testing.T) {
 		if hub := strings.HasSuffix(au.Items[0].Message, drivenByHub); hub != (action == "rollout_changed") {
 			t.Errorf("audit %s: message %q", action, au.Items[0].Message)
 		}
+		// A wave row is the Hub acting for the creator; the operator's
+		// own actions are theirs.
+		wantKind := access.KindAnonymous
+		if action == "rollout_changed" {
+			wantKind = access.KindHub
+		}
+		if a := au.Items[0]; a.Actor != ro.Actor || a.ActorKind != string(wantKind) {
+			t.Errorf("audit %s: actor %q (%s), want %q (%s)", action, a.Actor, a.ActorKind, ro.Actor, wantKind)
+		}
 	}
 	list := decode[wire.Page[wire.Rollout]](t, th.do(t, "GET", rolloutsPath+"?state=succeeded", ""))
-	if list.Total != 1 || list.Items[0].RolloutID != ro.RolloutID {
+	if list.Total != 1 || list.Items[0].RolloutID != ro.RolloutID || list.Items[0].ActorKind != string(access.KindAnonymous) {
 		t.Errorf("list ?state=succeeded: %+v", list)
 	}
 	if list := decode[wire.Page[wire.Rollout]](t, th.do(t, "GET", rolloutsPath+"?state=running", "")); list.Total != 0 {

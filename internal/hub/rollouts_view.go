@@ -21,7 +21,7 @@ func (h *Hub) rolloutView(ctx context.Context, ro store.Rollout) wire.Rollout {
 		SHA256: ro.SHA256, NodeIDs: []string{}, Waves: [][]string{}, CurrentWave: ro.CurrentWave,
 		GateTimeoutMS: ro.Plan.GateTimeout.Milliseconds(), SoakMS: ro.Plan.Soak.Milliseconds(), PauseMS: ro.Plan.Pause.Milliseconds(),
 		MaxFailures: ro.Plan.MaxFailures, Failures: ro.Failures, Nodes: make([]wire.RolloutNode, 0, len(ro.Nodes)),
-		Actor: ro.Actor, CorrelationID: ro.CorrelationID, CreatedAt: wire.At(ro.CreatedAt), UpdatedAt: wire.At(ro.UpdatedAt),
+		Actor: ro.Actor, ActorKind: ro.ActorKind, CorrelationID: ro.CorrelationID, CreatedAt: wire.At(ro.CreatedAt), UpdatedAt: wire.At(ro.UpdatedAt),
 		FinishedAt: wire.At(ro.FinishedAt)}
 	if ro.ConfigVersion == "" && ro.Content != "" {
 		v.Configuration = &wire.ConfigDocument{Format: ro.Format, Content: maskedContent(ro.Format, ro.Content)}

@@ -186,7 +186,7 @@ func (h *Hub) writeDesired(w http.ResponseWriter, r *http.Request, d desire) err
 			res, err := h.st.WriteDesired(ctx, store.DesiredWrite{
 				IntentID: m.id, Operation: d.operation, NodeID: d.nodeID, Kind: store.KindStream,
 				ResourceID: d.streamID, State: d.state, ConfigVersion: d.configVersion, ActionID: d.actionID, IfMatch: m.ifMatch,
-				CorrelationID: m.correlationID, Actor: m.actor, Now: m.now, ExpiresAt: m.expiresAt,
+				CorrelationID: m.correlationID, Actor: m.by.id, ActorKind: m.by.kind, Now: m.now, ExpiresAt: m.expiresAt,
 			})
 			if err != nil {
 				return committed{}, err

@@ -115,6 +115,7 @@ type ConfigVersion struct {
 	Source        string `json:"source"`
 	RolloutID     string `json:"rollout_id,omitempty"`
 	Actor         string `json:"actor,omitempty"`
+	ActorKind     string `json:"actor_kind,omitempty"`
 	CorrelationID string `json:"correlation_id,omitempty"`
 	CreatedAt     Time   `json:"created_at"`
 }
@@ -249,6 +250,7 @@ type Rollout struct {
 	Nodes         []RolloutNode   `json:"nodes"`
 	Failure       *Failure        `json:"failure,omitempty"`
 	Actor         string          `json:"actor,omitempty"`
+	ActorKind     string          `json:"actor_kind,omitempty"`
 	CorrelationID string          `json:"correlation_id,omitempty"`
 	CreatedAt     Time            `json:"created_at"`
 	UpdatedAt     Time            `json:"updated_at"`

@@ -11,6 +11,7 @@ type Event struct {
 	OperationID   string         `json:"operation_id,omitempty"`
 	CorrelationID string         `json:"correlation_id,omitempty"`
 	Actor         string         `json:"actor,omitempty"`
+	ActorKind     string         `json:"actor_kind,omitempty"`
 	Outcome       string         `json:"outcome,omitempty"`
 	Message       string         `json:"message,omitempty"`
 	Data          map[string]any `json:"data,omitempty"`

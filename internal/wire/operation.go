@@ -53,6 +53,7 @@ type Operation struct {
 	Observed       any      `json:"observed,omitempty"`
 	CorrelationID  string   `json:"correlation_id,omitempty"`
 	Actor          string   `json:"actor,omitempty"`
+	ActorKind      string   `json:"actor_kind,omitempty"`
 	CreatedAt      Time     `json:"created_at"`
 	UpdatedAt      Time     `json:"updated_at"`
 	DispatchedAt   Time     `json:"dispatched_at,omitzero"`

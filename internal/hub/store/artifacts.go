@@ -221,7 +221,7 @@ func recordArtifact(ctx context.Context, q querier, a Artifact, now time.Time) e
 	if stored.Kind == wire.ArtifactSavepoint {
 		kind = wire.EventSavepointCompleted
 	}
-	e := event(kind, now, stored.NodeID, stored.JobID, stored.OperationID, "", "", "", "")
+	e := event(kind, now, stored.NodeID, stored.JobID, stored.OperationID, "", "", "", "", "")
 	e.Data = map[string]any{"kind": stored.Kind, "id": stored.ID, "job_version": stored.JobVersion,
 		"format_version": stored.FormatVersion, "bytes": stored.Bytes, "location": stored.Location, "trigger": stored.Trigger}
 	_, err = insertEvent(ctx, q, e)

@@ -58,6 +58,7 @@ type ConfigVersion struct {
 	Source        string // wire.ConfigSourceAPI or wire.ConfigSourceRollout
 	RolloutID     string
 	Actor         string
+	ActorKind     string
 	CorrelationID string
 	CreatedAt     time.Time
 }
@@ -83,6 +84,7 @@ type ConfigWrite struct {
 	IfMatch       *int64
 	CorrelationID string
 	Actor         string
+	ActorKind     string
 	Now           time.Time
 	ExpiresAt     time.Time
 }
@@ -104,6 +106,7 @@ type ConfigCommandWrite struct {
 	Action        string          // audit action
 	CorrelationID string
 	Actor         string
+	ActorKind     string
 	Now           time.Time
 	ExpiresAt     time.Time
 }
@@ -135,13 +138,17 @@ type Rollout struct {
 	SourceNodeID  string
 	SHA256        string
 	Actor         string
+	ActorKind     string
 	CorrelationID string
 	CreatedAt     time.Time
 }
 
-// RolloutFilter narrows ListRollouts.
+// RolloutFilter narrows ListRollouts. Visible, when set, keeps only the
+// rollouts it accepts (a scoped principal's), with exact pages and total
+// (listPage); it sees a rollout without its nodes.
 type RolloutFilter struct {
-	State string
+	State   string
+	Visible func(Rollout) bool
 }
 
 // RolloutUpdate is one step of a rollout, committed at once.

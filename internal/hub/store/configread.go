@@ -10,12 +10,12 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-const configVersionCols = "node_id, seq, format, content, sha256, source, rollout_id, actor, correlation_id, created_at"
+const configVersionCols = "node_id, seq, format, content, sha256, source, rollout_id, actor, actor_kind, correlation_id, created_at"
 
 func scanConfigVersion(r scanner) (ConfigVersion, error) {
 	var v ConfigVersion
 	var seq, at int64
-	if err := r.Scan(&v.NodeID, &seq, &v.Format, &v.Content, &v.SHA256, &v.Source, &v.RolloutID, &v.Actor,
+	if err := r.Scan(&v.NodeID, &seq, &v.Format, &v.Content, &v.SHA256, &v.Source, &v.RolloutID, &v.Actor, &v.ActorKind,
 		&v.CorrelationID, &at); err != nil {
 		return v, err
 	}

@@ -117,7 +117,7 @@ func writeConfig(ctx context.Context, q querier, w ConfigWrite) (ConfigWriteResu
 	}
 	in := Intent{ID: w.IntentID, Operation: wire.CommandConfigApply, NodeID: w.NodeID, Kind: KindConfiguration,
 		ResourceID: wire.ConfigResource, Generation: res.Generation, DesiredState: wire.ConfigApplied,
-		ConfigVersion: res.Version, CorrelationID: w.CorrelationID, Actor: w.Actor, Payload: payload,
+		ConfigVersion: res.Version, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, Payload: payload,
 		CreatedAt: w.Now, ExpiresAt: w.ExpiresAt}
 	if res.Intent, err = desire(ctx, q, in, data); err != nil {
 		return res, err
@@ -130,7 +130,7 @@ func writeConfig(ctx context.Context, q querier, w ConfigWrite) (ConfigWriteResu
 	if w.NodeVersion != "" {
 		msg = "node version " + w.NodeVersion
 	}
-	if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, Action: action,
+	if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, ActorKind: w.ActorKind, Action: action,
 		ResourceType: KindConfiguration, ResourceID: wire.ConfigResource, NodeID: w.NodeID, CorrelationID: w.CorrelationID,
 		Outcome: OutcomeAccepted, Message: msg}); err != nil {
 		return res, err
@@ -153,8 +153,8 @@ func insertConfigVersion(ctx context.Context, q querier, w ConfigWrite) (string,
 	}
 	sum := sha256.Sum256([]byte(w.Content))
 	if _, err := q.ExecContext(ctx, `INSERT INTO config_versions (node_id, seq, format, content, sha256, source, rollout_id,
-		actor, correlation_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)`, w.NodeID, seq, w.Format, w.Content,
-		hex.EncodeToString(sum[:]), source, w.RolloutID, w.Actor, w.CorrelationID, ms(w.Now)); err != nil {
+		actor, actor_kind, correlation_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)`, w.NodeID, seq, w.Format, w.Content,
+		hex.EncodeToString(sum[:]), source, w.RolloutID, w.Actor, w.ActorKind, w.CorrelationID, ms(w.Now)); err != nil {
 		return "", err
 	}
 	return versionID(seq), nil
@@ -176,7 +176,7 @@ func (s *Store) WriteConfigCommand(ctx context.Context, w ConfigCommandWrite) (I
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		in := Intent{ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: KindConfigCommand,
-			ResourceID: wire.ConfigResource, CorrelationID: w.CorrelationID, Actor: w.Actor, Payload: w.Payload,
+			ResourceID: wire.ConfigResource, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, Payload: w.Payload,
 			CreatedAt: w.Now, ExpiresAt: w.ExpiresAt}
 		var err error
 		if out, err = addIntent(ctx, q, in, map[string]any{"operation": w.Operation}); err != nil {
@@ -186,7 +186,7 @@ func (s *Store) WriteConfigCommand(ctx context.Context, w ConfigCommandWrite) (I
 		if action == "" {
 			action = w.Operation
 		}
-		_, err = insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, Action: action,
+		_, err = insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, ActorKind: w.ActorKind, Action: action,
 			ResourceType: KindConfiguration, ResourceID: wire.ConfigResource, NodeID: w.NodeID,
 			CorrelationID: w.CorrelationID, Outcome: OutcomeAccepted})
 		return err

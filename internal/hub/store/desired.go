@@ -33,6 +33,7 @@ type DesiredWrite struct {
 	IfMatch       *int64
 	CorrelationID string
 	Actor         string
+	ActorKind     string
 	Now           time.Time
 	// ExpiresAt is when the intent fails as expired if not done; zero means never.
 	ExpiresAt time.Time
@@ -97,10 +98,10 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 			return err
 		}
 		r, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
-			desired_state, config_version, action_id, correlation_id, actor, state, created_at, updated_at, expires_at)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
+			desired_state, config_version, action_id, correlation_id, actor, actor_kind, state, created_at, updated_at, expires_at)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
 			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, res.Generation, w.State, w.ConfigVersion, w.ActionID,
-			w.CorrelationID, w.Actor, now, now, ms(w.ExpiresAt))
+			w.CorrelationID, w.Actor, w.ActorKind, now, now, ms(w.ExpiresAt))
 		if err != nil {
 			return err
 		}
@@ -110,7 +111,7 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		}
 		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
 			ResourceID: w.ResourceID, Generation: res.Generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
-			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, State: wire.OpPending,
+			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, State: wire.OpPending,
 			CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
 		if err := s.at("after_intent"); err != nil {
 			return err
@@ -119,12 +120,12 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 			w.IntentID, w.NodeID, now); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, Action: w.Operation,
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, ActorKind: w.ActorKind, Action: w.Operation,
 			ResourceType: w.Kind, ResourceID: w.ResourceID, NodeID: w.NodeID, CorrelationID: w.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err
 		}
-		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, OutcomeAccepted, "")
+		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, w.ActorKind, OutcomeAccepted, "")
 		e.Data = map[string]any{"generation": res.Generation, "desired_state": w.State}
 		res.EventID, err = insertEvent(ctx, q, e)
 		res.Txn = txnOf(q)

@@ -62,7 +62,7 @@ func startAttempt(ctx context.Context, q querier, a AttemptStart) (bool, error) 
 		WHERE id = ?`, a.AttemptID, now, now, i.ID); err != nil {
 		return false, err
 	}
-	e := event(wire.EventCommandDispatched, a.Now, node, i.ResourceID, i.ID, i.CorrelationID, "", "", "")
+	e := event(wire.EventCommandDispatched, a.Now, node, i.ResourceID, i.ID, i.CorrelationID, "", "", "", "")
 	e.Data = map[string]any{"attempt_id": a.AttemptID, "generation": i.Generation}
 	_, err = insertEvent(ctx, q, e)
 	return err == nil, err

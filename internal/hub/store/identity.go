@@ -14,6 +14,7 @@ const ActionNodeForget = "node_forget"
 type Forget struct {
 	NodeID        string
 	Actor         string
+	ActorKind     string
 	CorrelationID string
 	// Reason is the event's message ("" for an operator's forget).
 	Reason string
@@ -39,7 +40,7 @@ func (s *Store) ForgetNode(ctx context.Context, f Forget) error {
 				return err
 			}
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(f.Now), Actor: f.Actor, Action: ActionNodeForget,
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(f.Now), Actor: f.Actor, ActorKind: f.ActorKind, Action: ActionNodeForget,
 			ResourceType: "node", ResourceID: f.NodeID, NodeID: f.NodeID, CorrelationID: f.CorrelationID,
 			Outcome: OutcomeAccepted, Message: f.Reason}); err != nil {
 			return err
@@ -48,7 +49,7 @@ func (s *Store) ForgetNode(ctx context.Context, f Forget) error {
 		if msg == "" {
 			msg = "node forgotten"
 		}
-		_, err = insertEvent(ctx, q, event(wire.EventNodeForgotten, f.Now, f.NodeID, f.NodeID, "", f.CorrelationID, f.Actor, OutcomeAccepted, msg))
+		_, err = insertEvent(ctx, q, event(wire.EventNodeForgotten, f.Now, f.NodeID, f.NodeID, "", f.CorrelationID, f.Actor, f.ActorKind, OutcomeAccepted, msg))
 		return err
 	})
 }

@@ -25,6 +25,7 @@ type Intent struct {
 	ActionID      string
 	CorrelationID string
 	Actor         string
+	ActorKind     string
 	State         string
 	AttemptID     string
 	RetryCount    int
@@ -46,7 +47,7 @@ type Intent struct {
 func (i Intent) Wire() wire.Operation {
 	op := wire.Operation{OperationID: i.ID, IntentID: i.ID, AttemptID: i.AttemptID, Operation: i.Operation,
 		NodeID: i.NodeID, ResourceID: i.ResourceID, Generation: i.Generation, State: i.State,
-		Retry: wire.Retry{Count: i.RetryCount}, Failure: i.Failure, CorrelationID: i.CorrelationID, Actor: i.Actor,
+		Retry: wire.Retry{Count: i.RetryCount}, Failure: i.Failure, CorrelationID: i.CorrelationID, Actor: i.Actor, ActorKind: i.ActorKind,
 		CreatedAt: wire.At(i.CreatedAt), UpdatedAt: wire.At(i.UpdatedAt), DispatchedAt: wire.At(i.DispatchedAt),
 		AcknowledgedAt: wire.At(i.AckedAt), FinishedAt: wire.At(i.FinishedAt), ExpiresAt: wire.At(i.ExpiresAt)}
 	if len(i.Result) > 0 {
@@ -65,7 +66,7 @@ func terminal(state string) bool {
 }
 
 const intentCols = `seq, id, operation, node_id, resource_kind, resource_id, generation, desired_state, config_version,
-	action_id, correlation_id, actor, state, attempt_id, retry_count, failure_class, failure_code, failure_message, result,
+	action_id, correlation_id, actor, actor_kind, state, attempt_id, retry_count, failure_class, failure_code, failure_message, result,
 	created_at, updated_at, dispatched_at, acknowledged_at, finished_at, expires_at, payload`
 
 type scanner interface{ Scan(...any) error }
@@ -75,7 +76,7 @@ func scanIntent(r scanner) (Intent, error) {
 	var fc, fcode, fmsg, result, payload string
 	var c, u, d, a, f, e int64
 	err := r.Scan(&i.Seq, &i.ID, &i.Operation, &i.NodeID, &i.Kind, &i.ResourceID, &i.Generation, &i.DesiredState,
-		&i.ConfigVersion, &i.ActionID, &i.CorrelationID, &i.Actor, &i.State, &i.AttemptID, &i.RetryCount,
+		&i.ConfigVersion, &i.ActionID, &i.CorrelationID, &i.Actor, &i.ActorKind, &i.State, &i.AttemptID, &i.RetryCount,
 		&fc, &fcode, &fmsg, &result, &c, &u, &d, &a, &f, &e, &payload)
 	if err != nil {
 		return i, err
@@ -113,8 +114,11 @@ func getIntent(ctx context.Context, q querier, id string) (Intent, error) {
 }
 
 // IntentFilter narrows ListIntents; empty fields match everything.
+// Visible, when set, keeps only the intents it accepts (a scoped
+// principal's), with exact pages and total (listPage).
 type IntentFilter struct {
 	NodeID, ResourceID, Operation, State, CorrelationID string
+	Visible                                             func(Intent) bool
 }
 
 // ListIntents returns one page of the intents matching f, newest first.
@@ -130,23 +134,10 @@ func (s *Store) ListIntents(ctx context.Context, f IntentFilter, p Paging) (wire
 	w.eq("state", f.State)
 	w.eq("correlation_id", f.CorrelationID)
 	err := s.readTx(ctx, func(q querier) error {
-		if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM intents"+w.String(), w.args...).Scan(&out.Total); err != nil {
-			return err
-		}
-		rows, err := q.QueryContext(ctx, "SELECT "+intentCols+" FROM intents"+w.String()+" ORDER BY seq DESC LIMIT ? OFFSET ?",
-			append(w.args, p.PageSize, p.offset())...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			i, err := scanIntent(rows)
-			if err != nil {
-				return err
-			}
-			out.Items = append(out.Items, i)
-		}
-		return rows.Err()
+		var err error
+		out.Items, out.Total, err = listPage(ctx, q, p, f.Visible, scanIntent, "SELECT COUNT(*) FROM intents"+w.String(),
+			"SELECT "+intentCols+" FROM intents"+w.String()+" ORDER BY seq DESC", w.args...)
+		return err
 	})
 	return out, err
 }
@@ -158,6 +149,7 @@ const ActionCancel = "operation_cancel"
 type Cancellation struct {
 	IntentID      string
 	Actor         string
+	ActorKind     string
 	CorrelationID string
 	Now           time.Time
 }
@@ -185,13 +177,13 @@ func (s *Store) CancelIntent(ctx context.Context, c Cancellation) (Intent, error
 			now, i.ID); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(c.Now), Actor: c.Actor, Action: ActionCancel,
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(c.Now), Actor: c.Actor, ActorKind: c.ActorKind, Action: ActionCancel,
 			ResourceType: i.Kind, ResourceID: i.ResourceID, NodeID: i.NodeID, CorrelationID: c.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err
 		}
 		if _, err := insertEvent(ctx, q, event(wire.EventOperationCancelled, c.Now, i.NodeID, i.ResourceID, i.ID,
-			c.CorrelationID, c.Actor, OutcomeAccepted, "")); err != nil {
+			c.CorrelationID, c.Actor, c.ActorKind, OutcomeAccepted, "")); err != nil {
 			return err
 		}
 		out, err = getIntent(ctx, q, i.ID)

@@ -149,7 +149,7 @@ func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time, qui
 	if quiet {
 		return true, nil
 	}
-	e := event(wire.EventJobStateChanged, at, o.NodeID, o.JobID, "", "", "", "", "job "+o.State)
+	e := event(wire.EventJobStateChanged, at, o.NodeID, o.JobID, "", "", "", "", "", "job "+o.State)
 	e.Data = map[string]any{"state": o.State, "previous": prev.State, "generation": o.Generation, "version": o.Version}
 	_, err = insertEvent(ctx, q, e)
 	return err == nil, err

@@ -175,6 +175,7 @@ type JobWrite struct {
 	Payload       json.RawMessage
 	CorrelationID string
 	Actor         string
+	ActorKind     string
 	Now           time.Time
 	ExpiresAt     time.Time
 }
@@ -215,6 +216,7 @@ type JobCommandWrite struct {
 	Artifact      *Artifact
 	CorrelationID string
 	Actor         string
+	ActorKind     string
 	Now           time.Time
 	ExpiresAt     time.Time
 }

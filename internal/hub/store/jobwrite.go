@@ -103,7 +103,7 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		}
 		in := Intent{ID: w.IntentID, Operation: w.Operation, NodeID: j.NodeID, Kind: KindJob, ResourceID: j.ID,
 			Generation: j.Generation, DesiredState: w.State, ConfigVersion: strconv.Itoa(j.Version), ActionID: w.ActionID,
-			CorrelationID: w.CorrelationID, Actor: w.Actor, Payload: w.Payload, CreatedAt: w.Now, ExpiresAt: w.ExpiresAt}
+			CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, Payload: w.Payload, CreatedAt: w.Now, ExpiresAt: w.ExpiresAt}
 		if res.Intent, err = s.desireJob(ctx, q, in); err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *Store) WriteJob(ctx context.Context, w JobWrite) (JobWriteResult, error
 		if action == "" {
 			action = w.Operation
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, Action: action,
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, ActorKind: w.ActorKind, Action: action,
 			ResourceType: KindJob, ResourceID: j.ID, NodeID: j.NodeID, CorrelationID: w.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err
@@ -335,10 +335,10 @@ func desire(ctx context.Context, q querier, in Intent, data map[string]any) (Int
 func addIntent(ctx context.Context, q querier, in Intent, data map[string]any) (Intent, error) {
 	now := ms(in.CreatedAt)
 	r, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
-		desired_state, config_version, action_id, correlation_id, actor, state, created_at, updated_at, expires_at, payload)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?,?)`,
+		desired_state, config_version, action_id, correlation_id, actor, actor_kind, state, created_at, updated_at, expires_at, payload)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?,?)`,
 		in.ID, in.Operation, in.NodeID, in.Kind, in.ResourceID, in.Generation, in.DesiredState, in.ConfigVersion,
-		in.ActionID, in.CorrelationID, in.Actor, now, now, ms(in.ExpiresAt), string(in.Payload))
+		in.ActionID, in.CorrelationID, in.Actor, in.ActorKind, now, now, ms(in.ExpiresAt), string(in.Payload))
 	if err != nil {
 		return in, err
 	}
@@ -354,7 +354,7 @@ func addIntent(ctx context.Context, q querier, in Intent, data map[string]any) (
 		in.ID, in.NodeID, now); err != nil {
 		return in, err
 	}
-	e := event(wire.EventIntentAccepted, in.CreatedAt, in.NodeID, in.ResourceID, in.ID, in.CorrelationID, in.Actor,
+	e := event(wire.EventIntentAccepted, in.CreatedAt, in.NodeID, in.ResourceID, in.ID, in.CorrelationID, in.Actor, in.ActorKind,
 		OutcomeAccepted, "")
 	e.Data = data
 	_, err = insertEvent(ctx, q, e)
@@ -377,7 +377,7 @@ func (s *Store) WriteJobCommand(ctx context.Context, w JobCommandWrite) (Intent,
 	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		in := Intent{ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: KindJobCommand, ResourceID: w.JobID,
-			Generation: w.Generation, CorrelationID: w.CorrelationID, Actor: w.Actor, Payload: w.Payload,
+			Generation: w.Generation, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, Payload: w.Payload,
 			CreatedAt: w.Now, ExpiresAt: w.ExpiresAt}
 		var err error
 		if out, err = addIntent(ctx, q, in, map[string]any{"generation": w.Generation}); err != nil {
@@ -399,7 +399,7 @@ func (s *Store) WriteJobCommand(ctx context.Context, w JobCommandWrite) (Intent,
 				return err
 			}
 		}
-		_, err = insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, Action: w.Operation,
+		_, err = insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, ActorKind: w.ActorKind, Action: w.Operation,
 			ResourceType: KindJob, ResourceID: w.JobID, NodeID: w.NodeID, CorrelationID: w.CorrelationID,
 			Outcome: OutcomeAccepted})
 		return err

@@ -84,8 +84,8 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 	}
 	at := ms(e.OccurredAt.Time)
 	r, err := q.ExecContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
-		correlation_id, actor, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.Outcome, e.Message, data)
+		correlation_id, actor, actor_kind, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.ActorKind, e.Outcome, e.Message, data)
 	if err != nil {
 		return 0, err
 	}
@@ -147,7 +147,7 @@ func (f EventFilter) where() *where {
 	return w
 }
 
-const eventCols = "id, kind, occurred_at, node_id, resource_id, operation_id, correlation_id, actor, outcome, message, data"
+const eventCols = "id, kind, occurred_at, node_id, resource_id, operation_id, correlation_id, actor, actor_kind, outcome, message, data"
 
 // ListEvents returns one page of the events matching f, newest first.
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, p Paging) (wire.Page[wire.Event], error) {
@@ -205,7 +205,7 @@ func scanEvents(rows interface {
 		var at int64
 		var data string
 		if err := rows.Scan(&e.ID, &e.Kind, &at, &e.NodeID, &e.ResourceID, &e.OperationID, &e.CorrelationID,
-			&e.Actor, &e.Outcome, &e.Message, &data); err != nil {
+			&e.Actor, &e.ActorKind, &e.Outcome, &e.Message, &data); err != nil {
 			return nil, err
 		}
 		e.OccurredAt = wire.At(tm(at))
@@ -259,9 +259,9 @@ func insertAudit(ctx context.Context, q querier, r AuditRecord) (int64, error) {
 	if r.Outcome != OutcomeAccepted && r.Outcome != OutcomeRejected {
 		return 0, fmt.Errorf("%w: audit outcome %q", ErrInvalid, r.Outcome)
 	}
-	res, err := q.ExecContext(ctx, `INSERT INTO audit (occurred_at, actor, action, resource_type, resource_id, node_id,
-		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		ms(r.OccurredAt.Time), r.Actor, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message)
+	res, err := q.ExecContext(ctx, `INSERT INTO audit (occurred_at, actor, actor_kind, action, resource_type, resource_id, node_id,
+		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		ms(r.OccurredAt.Time), r.Actor, r.ActorKind, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message)
 	if err != nil {
 		return 0, err
 	}
@@ -269,9 +269,24 @@ func insertAudit(ctx context.Context, q querier, r AuditRecord) (int64, error) {
 }
 
 // AuditFilter narrows ListAudit; empty fields match everything. Outcome is
-// OutcomeAccepted or OutcomeRejected.
+// OutcomeAccepted or OutcomeRejected. Visible, when set, keeps only the
+// rows it accepts (a scoped principal's), with exact pages and total
+// (listPage).
 type AuditFilter struct {
 	ResourceID, NodeID, Actor, Action, Outcome string
+	Visible                                    func(AuditRecord) bool
+}
+
+const auditCols = `id, occurred_at, actor, actor_kind, action, resource_type, resource_id, node_id, correlation_id,
+	outcome, failure_code, message`
+
+func scanAudit(r scanner) (AuditRecord, error) {
+	var a AuditRecord
+	var at int64
+	err := r.Scan(&a.ID, &at, &a.Actor, &a.ActorKind, &a.Action, &a.ResourceType, &a.ResourceID, &a.NodeID,
+		&a.CorrelationID, &a.Outcome, &a.FailureCode, &a.Message)
+	a.OccurredAt = wire.At(tm(at))
+	return a, err
 }
 
 // ListAudit returns one page of the audit rows matching f, newest first.
@@ -287,33 +302,16 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, p Paging) (wire.Pa
 	w.eq("action", f.Action)
 	w.eq("outcome", f.Outcome)
 	err := s.readTx(ctx, func(q querier) error {
-		if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM audit"+w.String(), w.args...).Scan(&out.Total); err != nil {
-			return err
-		}
-		rows, err := q.QueryContext(ctx, `SELECT id, occurred_at, actor, action, resource_type, resource_id, node_id,
-			correlation_id, outcome, failure_code, message FROM audit`+w.String()+" ORDER BY id DESC LIMIT ? OFFSET ?",
-			append(w.args, p.PageSize, p.offset())...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r AuditRecord
-			var at int64
-			if err := rows.Scan(&r.ID, &at, &r.Actor, &r.Action, &r.ResourceType, &r.ResourceID, &r.NodeID,
-				&r.CorrelationID, &r.Outcome, &r.FailureCode, &r.Message); err != nil {
-				return err
-			}
-			r.OccurredAt = wire.At(tm(at))
-			out.Items = append(out.Items, r)
-		}
-		return rows.Err()
+		var err error
+		out.Items, out.Total, err = listPage(ctx, q, p, f.Visible, scanAudit, "SELECT COUNT(*) FROM audit"+w.String(),
+			"SELECT "+auditCols+" FROM audit"+w.String()+" ORDER BY id DESC", w.args...)
+		return err
 	})
 	return out, err
 }
 
 // event is a shorthand for the rows write functions append.
-func event(kind string, now time.Time, nodeID, resourceID, opID, corr, actor, outcome, msg string) wire.Event {
+func event(kind string, now time.Time, nodeID, resourceID, opID, corr, actor, actorKind, outcome, msg string) wire.Event {
 	return wire.Event{Kind: kind, OccurredAt: wire.At(now), NodeID: nodeID, ResourceID: resourceID,
-		OperationID: opID, CorrelationID: corr, Actor: actor, Outcome: outcome, Message: msg}
+		OperationID: opID, CorrelationID: corr, Actor: actor, ActorKind: actorKind, Outcome: outcome, Message: msg}
 }

@@ -205,3 +205,62 @@ func TestMigrateConfiguration(t *testing.T) {
 		t.Errorf("job state = %+v, %v", js, err)
 	}
 }
+
+// TestMigrateActorKind builds a database at schema version 9, before
+// actor kinds were kept, with an actor on an intent, an event, an audit
+// row, a configuration version and a rollout, and opens it with this
+// build: every row reads with its actor and an empty kind, and new rows
+// keep their kind beside the old ones.
+func TestMigrateActorKind(t *testing.T) {
+	ctx := context.Background()
+	s := openFromVersion(t, 9,
+		`INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation, desired_state, actor, state,
+			created_at, updated_at) VALUES ('old', 'stream_desired_state', 'n1', 'stream', 's1', 1, 'running', 'alice', 'succeeded', 900, 950)`,
+		`INSERT INTO events (kind, occurred_at, node_id, resource_id, actor) VALUES ('intent_accepted', 900, 'n1', 's1', 'alice')`,
+		`INSERT INTO audit (occurred_at, actor, action, resource_type, resource_id, node_id, outcome)
+			VALUES (900, 'alice', 'stream_desired_state', 'stream', 's1', 'n1', 'accepted')`,
+		`INSERT INTO config_versions (node_id, seq, format, content, sha256, source, actor, created_at)
+			VALUES ('n1', 1, 'yaml', 'streams: []', 'x', 'api', 'alice', 900)`,
+		`INSERT INTO rollouts (rollout_id, revision, state, actor, created_at, updated_at) VALUES ('r1', 1, 'succeeded', 'alice', 900, 950)`,
+	)
+	type who struct{ Actor, Kind string }
+	old := who{"alice", ""}
+	in, err := s.GetIntent(ctx, "old")
+	if err != nil || (who{in.Actor, in.ActorKind}) != old {
+		t.Errorf("old intent = %+v, %v", in, err)
+	}
+	evs, err := s.ListEvents(ctx, EventFilter{}, Paging{Page: 1, PageSize: 10})
+	if err != nil || len(evs.Items) != 1 || (who{evs.Items[0].Actor, evs.Items[0].ActorKind}) != old {
+		t.Errorf("old events = %+v, %v", evs, err)
+	}
+	au, err := s.ListAudit(ctx, AuditFilter{}, Paging{Page: 1, PageSize: 10})
+	if err != nil || len(au.Items) != 1 || (who{au.Items[0].Actor, au.Items[0].ActorKind}) != old {
+		t.Errorf("old audit = %+v, %v", au, err)
+	}
+	cv, err := s.GetConfigVersion(ctx, "n1", "v1")
+	if err != nil || (who{cv.Actor, cv.ActorKind}) != old {
+		t.Errorf("old configuration version = %+v, %v", cv, err)
+	}
+	ro, err := s.GetRollout(ctx, "r1")
+	if err != nil || (who{ro.Actor, ro.ActorKind}) != old {
+		t.Errorf("old rollout = %+v, %v", ro, err)
+	}
+
+	w := dw("new", "n1", "s1", t0)
+	w.Actor, w.ActorKind = "bob", "oidc"
+	if _, err := s.WriteDesired(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	in, err = s.GetIntent(ctx, "new")
+	if err != nil || (who{in.Actor, in.ActorKind}) != (who{"bob", "oidc"}) {
+		t.Errorf("new intent = %+v, %v", in, err)
+	}
+	au, err = s.ListAudit(ctx, AuditFilter{Actor: "bob"}, Paging{Page: 1, PageSize: 10})
+	if err != nil || len(au.Items) != 1 || au.Items[0].ActorKind != "oidc" {
+		t.Errorf("new audit = %+v, %v", au, err)
+	}
+	evs, err = s.ListEvents(ctx, EventFilter{OperationID: "new"}, Paging{Page: 1, PageSize: 10})
+	if err != nil || len(evs.Items) != 1 || evs.Items[0].ActorKind != "oidc" {
+		t.Errorf("new events = %+v, %v", evs, err)
+	}
+}

@@ -108,7 +108,7 @@ func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
 		if r.Quiet {
 			return nil
 		}
-		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "")
+		e := event(wire.EventNodeRegistered, r.Now, r.NodeID, "", "", "", "", "", "", "")
 		e.Data = map[string]any{"boot_id": r.BootID, "version": r.Version}
 		_, err = insertEvent(ctx, q, e)
 		return err
@@ -196,6 +196,7 @@ type ModeChange struct {
 	NodeID        string
 	Mode          string
 	Actor         string
+	ActorKind     string
 	CorrelationID string
 	Now           time.Time
 }
@@ -221,12 +222,12 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 		if _, err := q.ExecContext(ctx, "UPDATE nodes SET mode = ? WHERE node_id = ?", m.Mode, m.NodeID); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, Action: ModeAction(m.Mode),
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, ActorKind: m.ActorKind, Action: ModeAction(m.Mode),
 			ResourceType: "node", ResourceID: m.NodeID, NodeID: m.NodeID, CorrelationID: m.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
 			return err
 		}
-		e := event(wire.EventNodeMaintenanceChanged, m.Now, m.NodeID, m.NodeID, "", m.CorrelationID, m.Actor, OutcomeAccepted, "")
+		e := event(wire.EventNodeMaintenanceChanged, m.Now, m.NodeID, m.NodeID, "", m.CorrelationID, m.Actor, m.ActorKind, OutcomeAccepted, "")
 		e.Data = map[string]any{"from": from, "to": m.Mode}
 		_, err = insertEvent(ctx, q, e)
 		return err
@@ -393,7 +394,7 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error)
 			}
 		}
 		if res.NewBoot && !r.Quiet {
-			e := event(wire.EventNodeRestarted, r.Now, r.NodeID, "", "", "", "", "", "node restarted")
+			e := event(wire.EventNodeRestarted, r.Now, r.NodeID, "", "", "", "", "", "", "node restarted")
 			e.Data = map[string]any{"boot_id": r.BootID, "previous_boot_id": boot}
 			if _, err := insertEvent(ctx, q, e); err != nil {
 				return err

@@ -184,7 +184,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f AttemptFinish) error {
 				return err
 			}
 		}
-		e := event(kind, f.Now, node, i.ResourceID, i.ID, i.CorrelationID, "", "", fmsg)
+		e := event(kind, f.Now, node, i.ResourceID, i.ID, i.CorrelationID, "", "", "", fmsg)
 		e.Data = map[string]any{"attempt_id": f.AttemptID}
 		if fcode != "" {
 			e.Data["failure_code"] = fcode
@@ -213,7 +213,7 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 		if f.State == wire.OpFailed && refusalCodes[fcode] {
 			// The node refused the work: audited as the Hub's own
 			// refusals are, with the node's code.
-			_, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(tm(now)), Actor: i.Actor, Action: i.Operation,
+			_, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(tm(now)), Actor: i.Actor, ActorKind: i.ActorKind, Action: i.Operation,
 				ResourceType: i.Kind, ResourceID: i.ResourceID, NodeID: i.NodeID, CorrelationID: i.CorrelationID,
 				Outcome: OutcomeRejected, FailureCode: fcode})
 			return err
@@ -253,12 +253,12 @@ func failIntent(ctx context.Context, q querier, i Intent, class, code, msg strin
 	if _, err := q.ExecContext(ctx, `UPDATE outbox SET processed_at = ? WHERE intent_id = ? AND processed_at IS NULL`, now, i.ID); err != nil {
 		return err
 	}
-	if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(tm(now)), Actor: i.Actor, Action: i.Operation,
+	if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(tm(now)), Actor: i.Actor, ActorKind: i.ActorKind, Action: i.Operation,
 		ResourceType: i.Kind, ResourceID: i.ResourceID, NodeID: i.NodeID, CorrelationID: i.CorrelationID,
 		Outcome: OutcomeRejected, FailureCode: code}); err != nil {
 		return err
 	}
-	e := event(wire.EventCommandFailed, tm(now), i.NodeID, i.ResourceID, i.ID, i.CorrelationID, "", "", msg)
+	e := event(wire.EventCommandFailed, tm(now), i.NodeID, i.ResourceID, i.ID, i.CorrelationID, "", "", "", msg)
 	e.Data = map[string]any{"failure_code": code}
 	_, err := insertEvent(ctx, q, e)
 	return err

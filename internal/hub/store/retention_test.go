@@ -83,7 +83,7 @@ func TestSweepCounts(t *testing.T) {
 				fmt.Sprint("i", i), ms(t0), proc); err != nil {
 				return err
 			}
-			if _, err := insertEvent(ctx, q, event("k", t0, "", "", "", "", "", "", "")); err != nil {
+			if _, err := insertEvent(ctx, q, event("k", t0, "", "", "", "", "", "", "", "")); err != nil {
 				return err
 			}
 		}
@@ -118,7 +118,7 @@ func TestSweepCounts(t *testing.T) {
 		t.Errorf("event ids %d..%d, want %d..%d", oldest, newest, last-MaxEvents+1, last)
 	}
 	// Ids keep increasing after the sweep.
-	id, _ := s.AppendEvent(ctx, event("k", t0, "", "", "", "", "", "", ""))
+	id, _ := s.AppendEvent(ctx, event("k", t0, "", "", "", "", "", "", "", ""))
 	if id != last+1 {
 		t.Errorf("next event id %d, want %d", id, last+1)
 	}

@@ -19,7 +19,7 @@ const ActionRolloutRollback = "rollout_rollback"
 
 const rolloutCols = `rollout_id, revision, state, format, content, config_version, source_node_id, sha256, waves,
 	gate_timeout_ms, soak_ms, pause_ms, max_failures, current_wave, wave_passed_at, failures, failure_code,
-	failure_message, actor, correlation_id, created_at, updated_at, finished_at`
+	failure_message, actor, actor_kind, correlation_id, created_at, updated_at, finished_at`
 
 func scanRollout(r scanner) (Rollout, error) {
 	var out Rollout
@@ -27,7 +27,7 @@ func scanRollout(r scanner) (Rollout, error) {
 	var gate, soak, pause, passed, c, u, f int64
 	if err := r.Scan(&out.ID, &out.Revision, &out.State, &out.Format, &out.Content, &out.ConfigVersion, &out.SourceNodeID,
 		&out.SHA256, &waves, &gate, &soak, &pause, &out.Plan.MaxFailures, &out.CurrentWave, &passed, &out.Failures,
-		&out.FailureCode, &out.FailureMsg, &out.Actor, &out.CorrelationID, &c, &u, &f); err != nil {
+		&out.FailureCode, &out.FailureMsg, &out.Actor, &out.ActorKind, &out.CorrelationID, &c, &u, &f); err != nil {
 		return out, err
 	}
 	if err := json.Unmarshal([]byte(waves), &out.Plan.Waves); err != nil {
@@ -181,13 +181,13 @@ func (s *Store) ListRollouts(ctx context.Context, f RolloutFilter, p Paging) (wi
 	w := &where{}
 	w.eq("state", f.State)
 	err := s.readTx(ctx, func(q querier) error {
-		if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM rollouts"+w.String(), w.args...).Scan(&out.Total); err != nil {
+		var err error
+		out.Items, out.Total, err = listPage(ctx, q, p, f.Visible, scanRollout, "SELECT COUNT(*) FROM rollouts"+w.String(),
+			"SELECT "+rolloutCols+" FROM rollouts"+w.String()+" ORDER BY created_at DESC, rowid DESC", w.args...)
+		if err != nil {
 			return err
 		}
-		var err error
-		out.Items, err = queryRollouts(ctx, q, "SELECT "+rolloutCols+" FROM rollouts"+w.String()+
-			" ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?", append(w.args, p.PageSize, p.offset())...)
-		return err
+		return loadRolloutNodes(ctx, q, out.Items)
 	})
 	return out, err
 }
@@ -248,11 +248,11 @@ func (s *Store) CreateRollout(ctx context.Context, r Rollout) error {
 		if err := putRollout(ctx, q, r); err != nil {
 			return err
 		}
-		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(r.CreatedAt), Actor: r.Actor, Action: "rollout_create",
+		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(r.CreatedAt), Actor: r.Actor, ActorKind: r.ActorKind, Action: "rollout_create",
 			ResourceType: "rollout", ResourceID: r.ID, CorrelationID: r.CorrelationID, Outcome: OutcomeAccepted}); err != nil {
 			return err
 		}
-		e := event(wire.EventRolloutChanged, r.CreatedAt, "", r.ID, "", r.CorrelationID, r.Actor, OutcomeAccepted, "rollout created")
+		e := event(wire.EventRolloutChanged, r.CreatedAt, "", r.ID, "", r.CorrelationID, r.Actor, r.ActorKind, OutcomeAccepted, "rollout created")
 		e.Data = map[string]any{"state": r.State, "nodes": len(r.Nodes), "waves": len(r.Plan.Waves)}
 		_, err := insertEvent(ctx, q, e)
 		return err
@@ -271,15 +271,15 @@ func putRollout(ctx context.Context, q querier, r Rollout) error {
 	}
 	if _, err := q.ExecContext(ctx, `INSERT INTO rollouts (rollout_id, revision, state, format, content, config_version,
 		source_node_id, sha256, waves, gate_timeout_ms, soak_ms, pause_ms, max_failures, current_wave, wave_passed_at,
-		failures, failure_code, failure_message, actor, correlation_id, created_at, updated_at, finished_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		failures, failure_code, failure_message, actor, actor_kind, correlation_id, created_at, updated_at, finished_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT (rollout_id) DO UPDATE SET revision = excluded.revision, state = excluded.state,
 		current_wave = excluded.current_wave, wave_passed_at = excluded.wave_passed_at, failures = excluded.failures,
 		failure_code = excluded.failure_code, failure_message = excluded.failure_message,
 		updated_at = excluded.updated_at, finished_at = excluded.finished_at`,
 		r.ID, r.Revision, r.State, r.Format, r.Content, r.ConfigVersion, r.SourceNodeID, r.SHA256, string(waves),
 		r.Plan.GateTimeout.Milliseconds(), r.Plan.Soak.Milliseconds(), r.Plan.Pause.Milliseconds(), r.Plan.MaxFailures,
-		r.CurrentWave, ms(r.WavePassed), r.Failures, r.FailureCode, r.FailureMsg, r.Actor, r.CorrelationID,
+		r.CurrentWave, ms(r.WavePassed), r.Failures, r.FailureCode, r.FailureMsg, r.Actor, r.ActorKind, r.CorrelationID,
 		ms(r.CreatedAt), ms(r.UpdatedAt), ms(r.FinishedAt)); err != nil {
 		return err
 	}

@@ -131,7 +131,7 @@ func TestSaveRollout(t *testing.T) {
 		return ConfigWrite{IntentID: id, NodeID: node, Format: r.Format, Content: r.Content, Action: "rollout_apply",
 			CorrelationID: r.CorrelationID, Actor: "hub", Now: now}
 	}
-	ev := event(wire.EventRolloutChanged, now, "", "r1", "", r.CorrelationID, "hub", "", "wave 1 started")
+	ev := event(wire.EventRolloutChanged, now, "", "r1", "", r.CorrelationID, "hub", "hub", "", "wave 1 started")
 	res, err := s.SaveRollout(ctx, RolloutUpdate{Rollout: step, Applies: []ConfigWrite{apply("i1", "n1"), apply("i2", "n2")},
 		Events: []wire.Event{ev}, Audit: []AuditRecord{{OccurredAt: wire.At(now), Actor: "hub", Action: "rollout_wave",
 			ResourceType: "rollout", ResourceID: "r1", Outcome: OutcomeAccepted}}})
@@ -256,7 +256,7 @@ func TestSaveRolloutAtomic(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.SaveRollout(ctx, RolloutUpdate{Rollout: step, Applies: tt.applies,
-				Events: []wire.Event{event(wire.EventRolloutChanged, t0, "", "r1", "", "", "", "", "step")}})
+				Events: []wire.Event{event(wire.EventRolloutChanged, t0, "", "r1", "", "", "", "", "", "step")}})
 			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}

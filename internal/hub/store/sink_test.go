@@ -40,7 +40,7 @@ func TestEventSinkGroupCommit(t *testing.T) {
 			}
 			wg.Go(func() {
 				err := s.write(ctx, func(ctx context.Context, q querier) error {
-					e := event(wire.EventNodeOnline, t0, fmt.Sprintf("n%d-%d", round, i), "", "", "", "", "", "")
+					e := event(wire.EventNodeOnline, t0, fmt.Sprintf("n%d-%d", round, i), "", "", "", "", "", "", "")
 					e.Data = map[string]any{"n": int64(i), "fail": fail, "s": "x"}
 					if _, err := insertEvent(ctx, q, e); err != nil {
 						return err
