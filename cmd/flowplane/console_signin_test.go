@@ -54,9 +54,9 @@ func TestHubConsoleSignIn(t *testing.T) {
 		t.Fatalf("the operator's write from the console: %d %v", status, err)
 	}
 	b.goTo("#/audit", "audit")
-	b.waitJS("the operator's name in the audit", `document.querySelector("main").innerText.includes("otto")`)
+	b.waitJS("the operator's name and kind in the audit", `document.querySelector("main").innerText.includes("otto (oidc)")`)
 	audit, err := auditOf(h, "actor=otto&outcome=accepted")
-	if err != nil || audit.Total < 1 || audit.Items[0].Actor != "otto" {
+	if err != nil || audit.Total < 1 || audit.Items[0].Actor != "otto" || audit.Items[0].ActorKind != "oidc" {
 		t.Fatalf("audit of otto: %+v %v", audit, err)
 	}
 

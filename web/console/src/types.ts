@@ -113,6 +113,7 @@ export interface Operation {
   observed?: unknown;
   correlation_id?: string;
   actor?: string;
+  actor_kind?: string;
   created_at: string;
   updated_at?: string;
   dispatched_at?: string;
@@ -130,6 +131,7 @@ export interface HubEvent {
   operation_id?: string;
   correlation_id?: string;
   actor?: string;
+  actor_kind?: string;
   outcome?: string;
   message?: string;
   data?: Record<string, unknown>;
@@ -139,6 +141,7 @@ export interface AuditRecord {
   id: number;
   occurred_at: string;
   actor: string;
+  actor_kind?: string;
   action: string;
   resource_type?: string;
   resource_id?: string;

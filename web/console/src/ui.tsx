@@ -279,6 +279,15 @@ export function Badge(props: { value: string | undefined | null; title?: string 
   );
 }
 
+/**
+ * who is the actor of a record with how it authenticated, "alice (oidc)";
+ * the actor alone on records kept before the Hub recorded kinds.
+ */
+export function who(r: { actor?: string; actor_kind?: string }): string {
+  if (!r.actor) return "";
+  return r.actor_kind ? `${r.actor} (${r.actor_kind})` : r.actor;
+}
+
 /** Time shows a timestamp as "12 s ago" with the exact time on hover. */
 export function Time(props: { at: string | undefined | null }) {
   if (!props.at) return <span class="muted">—</span>;

@@ -7,7 +7,7 @@ import { NodeLink, ResourceLink } from "../oplog";
 import type { PageDef, PageProps } from "../page";
 import { href } from "../router";
 import type { AuditRecord, HubEvent } from "../types";
-import { Badge, Filters, Loaded, PageHeader, Pager, pageOf, SelectFilter, Table, TextFilter, Time, useResource } from "../ui";
+import { Badge, Filters, Loaded, PageHeader, Pager, pageOf, SelectFilter, Table, TextFilter, Time, useResource, who } from "../ui";
 
 const PAGE_SIZE = 50;
 const FILTERS = ["resource_id", "node_id", "actor", "action", "outcome"] as const;
@@ -55,7 +55,7 @@ function Audit(props: PageProps) {
               rowKey={(r) => String(r.id)}
               columns={[
                 { key: "time", label: "Time", render: (r) => <Time at={r.occurred_at} /> },
-                { key: "actor", label: "Actor", render: (r) => r.actor },
+                { key: "actor", label: "Actor", render: (r) => who(r) },
                 { key: "action", label: "Action", render: (r) => <a href={href("/audit", { action: r.action })}>{r.action}</a> },
                 {
                   key: "resource",

@@ -9,7 +9,7 @@ import { diffLines } from "../diff";
 import type { PageDef, PageProps } from "../page";
 import { href, setQuery } from "../router";
 import type { HubEvent, NodeView, Operation as _Op } from "../types";
-import { ActionNotice, Badge, Confirm, Filters, KV, Loaded, PageHeader, Pager, pageOf, Section, SelectFilter, Table, Time, useAction, useResource } from "../ui";
+import { ActionNotice, Badge, Confirm, Filters, KV, Loaded, PageHeader, Pager, pageOf, Section, SelectFilter, Table, Time, useAction, useResource, who } from "../ui";
 
 export interface ConfigVersion {
   version: string;
@@ -20,6 +20,7 @@ export interface ConfigVersion {
   source: "api" | "rollout" | string;
   rollout_id?: string;
   actor?: string;
+  actor_kind?: string;
   correlation_id?: string;
   created_at: string;
 }
@@ -241,7 +242,7 @@ function NodeConfigurationPage(p: PageProps) {
                         v.source
                       ),
                   },
-                  { key: "actor", label: "Actor", render: (v) => v.actor ?? "" },
+                  { key: "actor", label: "Actor", render: (v) => who(v) },
                   { key: "created", label: "Created", render: (v) => <Time at={v.created_at} /> },
                   { key: "sha256", label: "SHA-256", render: (v) => <code title={v.sha256}>{v.sha256.slice(0, 12)}</code> },
                   {

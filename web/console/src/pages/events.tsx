@@ -10,7 +10,7 @@ import { EVENT_KINDS, eventResourceType, JSONBlock, matchesEventFilter, NodeLink
 import type { PageDef, PageProps } from "../page";
 import { href } from "../router";
 import type { HubEvent } from "../types";
-import { Badge, Filters, Loaded, num, PageHeader, SelectFilter, Table, TextFilter, Time, useResource } from "../ui";
+import { Badge, Filters, Loaded, num, PageHeader, SelectFilter, Table, TextFilter, Time, useResource, who } from "../ui";
 
 const INITIAL = 100;
 const KEEP = 500;
@@ -131,7 +131,7 @@ function Events(props: PageProps) {
                 { key: "node", label: "Node", render: (ev) => <NodeLink id={ev.node_id} /> },
                 { key: "resource", label: "Resource", render: (ev) => <ResourceLink type={eventResourceType(ev)} id={ev.resource_id} node={ev.node_id} /> },
                 { key: "operation", label: "Operation", render: (ev) => <OperationLink id={ev.operation_id} /> },
-                { key: "actor", label: "Actor", render: (ev) => ev.actor ?? "" },
+                { key: "actor", label: "Actor", render: (ev) => who(ev) },
                 { key: "outcome", label: "Outcome", render: (ev) => (ev.outcome ? <Badge value={ev.outcome} /> : "") },
                 { key: "message", label: "Message", render: (ev) => ev.message ?? "" },
                 {

@@ -27,6 +27,7 @@ import {
   Time,
   useAction,
   useResource,
+  who,
   type Resource,
 } from "../ui";
 
@@ -103,7 +104,7 @@ function Operations(props: PageProps) {
                 { key: "generation", label: "Gen.", class: "num", render: (o) => num(o.generation) },
                 { key: "retries", label: "Retries", class: "num", render: (o) => num(o.retry?.count ?? 0) },
                 { key: "failure", label: "Failure", render: (o) => <FailureCell failure={o.failure} /> },
-                { key: "actor", label: "Actor", render: (o) => o.actor ?? "" },
+                { key: "actor", label: "Actor", render: (o) => who(o) },
                 { key: "created", label: "Created", render: (o) => <Time at={o.created_at} /> },
               ]}
             />
@@ -261,7 +262,7 @@ function OperationBody(props: { op: Operation; events: Resource<Page<HubEvent>> 
             ["node", <NodeLink id={op.node_id} />],
             ["resource", <ResourceLink type={rtype} id={op.resource_id} node={op.node_id} />],
             ["generation", op.generation === undefined ? null : String(op.generation)],
-            ["actor", op.actor],
+            ["actor", who(op)],
             [
               "correlation_id",
               op.correlation_id ? (
@@ -345,7 +346,7 @@ function OperationBody(props: { op: Operation; events: Resource<Page<HubEvent>> 
                       <Time at={ev.occurred_at} />
                       <Badge value={ev.kind} />
                       <span>{eventDetail(ev)}</span>
-                      {ev.actor ? <span class="muted">by {ev.actor}</span> : null}
+                      {ev.actor ? <span class="muted">by {who(ev)}</span> : null}
                     </li>
                   ))}
                 </ol>

@@ -26,6 +26,7 @@ import {
   Time,
   useAction,
   useResource,
+  who,
 } from "../ui";
 
 export const ROLLOUT_STATES = ["pending", "running", "paused", "succeeded", "failed", "cancelled", "rolled_back"];
@@ -71,6 +72,7 @@ export interface Rollout {
   nodes: RolloutNode[];
   failure?: Failure;
   actor?: string;
+  actor_kind?: string;
   correlation_id?: string;
   created_at: string;
   updated_at?: string;
@@ -159,7 +161,7 @@ function Rollouts(p: PageProps) {
                   ),
                 },
                 { key: "created", label: "Created", render: (r) => <Time at={r.created_at} /> },
-                { key: "actor", label: "Actor", render: (r) => r.actor ?? "" },
+                { key: "actor", label: "Actor", render: (r) => who(r) },
               ]}
             />
             <Pager page={d.page} pageSize={d.page_size} total={d.total} />
@@ -389,7 +391,7 @@ function RolloutPage(p: PageProps) {
                   ["soak", r.soak_ms ? duration(r.soak_ms) : "none"],
                   ["pause between waves", r.pause_ms ? duration(r.pause_ms) : "none"],
                   ["failure budget", `${r.failures} failed of ${r.max_failures} allowed`],
-                  ["actor", r.actor ?? ""],
+                  ["actor", who(r)],
                   ["correlation id", r.correlation_id ? <a href={href("/operations", { correlation_id: r.correlation_id })}>{r.correlation_id}</a> : ""],
                   ["created", <Time at={r.created_at} />],
                   ["updated", <Time at={r.updated_at} />],

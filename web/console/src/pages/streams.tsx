@@ -27,6 +27,7 @@ import {
   pageOf,
   useAction,
   useResource,
+  who,
   type Column,
 } from "../ui";
 
@@ -379,7 +380,7 @@ export function OperationFacts(props: { op: Operation }) {
         ["generation", op.generation],
         ["retries", op.retry?.count],
         ["failure", op.failure ? [op.failure.code, op.failure.message].filter(Boolean).join(": ") : undefined],
-        ["actor", op.actor],
+        ["actor", who(op)],
         ["created", <Time at={op.created_at} />],
         ["updated", <Time at={op.updated_at} />],
       ]}
