@@ -30,7 +30,7 @@ func TestLeadership(t *testing.T) {
 			in.Leading, in.LeadingEpoch, in.LastRenewal = true, 3, now.Add(-3*time.Second)
 		}), LeadKeep},
 		{"store failed, just before ttl-margin", with(func(in *LeaderInput) {
-			in.Leading, in.LeadingEpoch, in.LastRenewal = true, 3, now.Add(-(ttl - margin) + time.Millisecond)
+			in.Leading, in.LeadingEpoch, in.LastRenewal = true, 3, now.Add(-(ttl-margin)+time.Millisecond)
 		}), LeadKeep},
 		{"store failed, at ttl-margin: steps down before the lease lapses", with(func(in *LeaderInput) {
 			in.Leading, in.LeadingEpoch, in.LastRenewal = true, 3, now.Add(-(ttl - margin))
