@@ -202,6 +202,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 		var msg string
 		if d.Action == reconcile.ActionDispatch {
 			cmd = commandOf(e, splitFor(splits, e.ResourceID), newUUIDv7(), d.AttemptExpiresAt)
+			cmd.Epoch, _ = store.EpochFrom(ctx)
 			// A configuration command gets its text and secrets now; one
 			// the Hub cannot complete fails before anything is sent.
 			if configKind(e.Kind) {
