@@ -68,6 +68,9 @@ type Options struct {
 	// HubID names this Hub as a holder of the leader lease; "" means a
 	// fresh id (NewID) per process.
 	HubID string
+	// sharedLease makes the Hub treat its store as shared (tests: a SQLite
+	// file plays a database other Hubs use).
+	sharedLease bool
 }
 
 // Hub is the fleet's control-plane server: the durable store, the live
@@ -188,7 +191,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
 		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)
-	h.lead = newLeadership(o, st.Shared())
+	h.lead = newLeadership(o, st.Shared() || o.sharedLease)
 	if !h.lead.shared {
 		if err := h.takeLease(ctx); err != nil {
 			_ = st.Close()
@@ -315,7 +318,11 @@ func (h *Hub) restoreFleet(ctx context.Context, snap store.Snapshot, withFlights
 		}
 		flights = append(flights, fleet.Flight{Command: cmd, State: c.Attempt.State, DispatchedAt: c.Attempt.CreatedAt, ExpiresAt: c.Attempt.ExpiresAt})
 	}
-	h.fleet.Restore(snap.Nodes, observed, pending, flights)
+	if h.ready.Load() {
+		h.fleet.Reload(snap.Nodes, observed, pending, flights)
+	} else {
+		h.fleet.Restore(snap.Nodes, observed, pending, flights)
+	}
 	if err := h.primeConvergence(ctx); err != nil {
 		return err
 	}
