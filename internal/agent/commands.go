@@ -32,15 +32,15 @@ const actor = "hub"
 // executor carries out commands as node operations. It owns the in-flight
 // set; the outcome cache lives in the store.
 type executor struct {
-	node  Node
-	st    *store
-	now   func() time.Time
-	log   *slog.Logger
-	post  func(ctx context.Context, commandID string, res wire.CommandResult)
-	wake  func() // a stream's desire changed: report
+	node Node
+	st   *store
+	now  func() time.Time
+	log  *slog.Logger
+	post func(ctx context.Context, commandID string, res wire.CommandResult)
+	wake func() // a stream's desire changed: report
 	// epochs is the highest leader epoch seen; older commands are refused.
 	epochs *epochs
-	tasks sync.WaitGroup
+	tasks  sync.WaitGroup
 
 	mu       sync.Mutex          // guards inflight and the ledgers' unposted, and orders cache lookups against records
 	inflight map[string][]string // command id -> attempt ids awaiting its outcome
