@@ -111,6 +111,19 @@ func (l *leadership) isLeading() (bool, int64) {
 	return l.leading, l.epoch
 }
 
+// mayAct reports whether the leader's loops may act at now: always on a
+// database of its own; on a shared one, only while the lease this Hub last
+// renewed is safely short of lapsing (reconcile.Leadership's margin), even
+// if the lease loop is still waiting for the store to answer a renewal.
+func (l *leadership) mayAct(now time.Time) bool {
+	if !l.shared {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leading && now.Before(l.lastRenewal.Add(l.ttl-leaseRenewInterval))
+}
+
 // takeLease starts the term of a Hub that owns its database alone: each
 // start is a new epoch, persisted.
 func (h *Hub) takeLease(ctx context.Context) error {
@@ -147,7 +160,11 @@ func (h *Hub) leaseLoop(ctx context.Context) {
 // leaseStep is one claim of the lease and what follows from it.
 func (h *Hub) leaseStep(ctx context.Context) {
 	now := h.opts.Now()
-	l, err := h.st.AcquireLease(ctx, h.lead.claim(now))
+	// A renewal slower than the interval counts as failed: the decision
+	// below must not wait for the store beyond it.
+	cctx, cancel := context.WithTimeout(ctx, leaseRenewInterval)
+	l, err := h.st.AcquireLease(cctx, h.lead.claim(now))
+	cancel()
 	var held *store.LeaseHeldError
 	claimed := err == nil || errors.As(err, &held)
 	if held != nil {

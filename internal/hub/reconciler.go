@@ -39,6 +39,12 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 		case <-h.nudgec:
 		}
 		now := h.opts.Now()
+		if !h.lead.mayAct(now) {
+			// The lease may lapse before the lease loop hears back: act no
+			// more until it renewed it, or stepped down.
+			wake(h.lead.fenced)
+			continue
+		}
 		h.pass(ctx, now)
 		if now.Sub(lastSweep) >= sweepInterval {
 			lastSweep = now
