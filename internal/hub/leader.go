@@ -209,7 +209,8 @@ func (h *Hub) leaseStep(ctx context.Context) {
 
 // gainLeadership rebuilds the fleet view from the store, then runs the
 // leader's loops at epoch. A rebuild that fails leaves the Hub standing by
-// and lets the lease lapse to another Hub: it does not renew it.
+// and releases the lease, which any Hub (this one included, at the next
+// claim and a new epoch) may then take.
 func (h *Hub) gainLeadership(ctx context.Context, epoch int64) {
 	lctx := store.WithEpoch(ctx, epoch)
 	if err := h.rebuildFleet(lctx, true); err != nil {
