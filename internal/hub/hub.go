@@ -280,9 +280,9 @@ func (h *Hub) rebuildFleet(ctx context.Context, withFlights bool) error {
 }
 
 // restoreFleet rebuilds the nodes, the command queues and attempts in
-// flight (only withFlights: a standby keeps none; their commands carry
-// the epoch of ctx, store.WithEpoch) and the convergence memory from snap
-// and the store.
+// flight and the convergence memory from snap and the store. withFlights
+// is for a leader: a standby keeps no attempts in flight and records no
+// convergence events. Commands carry the epoch of ctx (store.WithEpoch).
 func (h *Hub) restoreFleet(ctx context.Context, snap store.Snapshot, withFlights bool) error {
 	active, err := h.st.ActiveCommands(ctx)
 	if err != nil {
@@ -323,7 +323,7 @@ func (h *Hub) restoreFleet(ctx context.Context, snap store.Snapshot, withFlights
 	} else {
 		h.fleet.Restore(snap.Nodes, observed, pending, flights)
 	}
-	if err := h.primeConvergence(ctx); err != nil {
+	if err := h.primeConvergence(ctx, withFlights); err != nil {
 		return err
 	}
 	return nil
