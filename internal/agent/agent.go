@@ -230,11 +230,11 @@ func New(o Options) (*Agent, error) {
 	a.c = &client{
 		urls: o.HubURLs, bases: bases, nodeToken: o.NodeToken, httpc: o.HTTPClient, log: log, now: o.Now,
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
-		registerBody: a.registerBody, regSem: make(chan struct{}, 1), identityRetry: o.IdentityRetry,
+		registerBody: a.registerBody, regSem: make(chan struct{}, 1), identityRetry: o.IdentityRetry, epochs: &epochs{},
 	}
 	a.rep = newReporter(func() wire.Report { return snapshot(o.Node, a.x.desires(), a.x.configuration(), o.BootID) }, a.sendReport, o.ReportDebounce, o.ReportPeriod, a.b)
 	a.x = &executor{
-		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{},
+		node: o.Node, st: st, now: o.Now, log: log, wake: a.rep.wakeNow, inflight: map[string][]string{}, epochs: a.c.epochs,
 		post:   func(ctx context.Context, id string, res wire.CommandResult) { postResult(ctx, a.c, a.b, log, id, res) },
 		nodeID: o.NodeID, policy: o.Policy, jobTail: map[string]chan struct{}{}, triggers: map[string]taken{}, taking: map[string]int{},
 		streamLedger: ledger[Desire]{table: st.streams, unposted: map[string]*held[Desire]{}, wake: a.rep.wakeNow,
@@ -443,6 +443,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			a.log.Warn("heartbeat failed", "err", err)
 		default:
 			failures = 0
+			a.c.epochs.see(resp.Epoch)
 		}
 	}
 }

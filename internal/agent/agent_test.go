@@ -182,6 +182,58 @@ func TestCommandRunsOnce(t *testing.T) {
 	hub.checkNoTokenLeak(t, testNodeToken)
 }
 
+// TestStaleEpochRefused: a command of a leader epoch older than one the
+// Agent has seen (in the register answer, or on a newer command) fails
+// with stale_epoch and never runs; the same command at the current epoch
+// then runs, since the refusal is not its recorded outcome.
+func TestStaleEpochRefused(t *testing.T) {
+	hub := newTestHub(t, testNodeToken)
+	hub.epoch = 3
+	tn := startNode(t, nodeOptions{stateDir: t.TempDir(), hubURLs: []string{hub.URL}, streams: []string{"a"}})
+	hub.waitStream(t, "a", "running", func(s wire.ReportStream) bool { return s.State == "running" })
+	stop := wire.Command{CommandID: "cmd-stop", AttemptID: "att-1", Operation: wire.CommandStreamDesiredState, NodeID: testNodeID, ResourceID: "a",
+		Generation: 5, Epoch: 2, Payload: wire.CommandPayload{State: "stopped"}}
+	hub.enqueue(stop)
+	r := hub.waitFinal(t, "cmd-stop", "att-1")
+	if r.State != wire.ResultFailed || r.Failure == nil || r.Failure.Code != wire.FailureStaleEpoch || !strings.Contains(r.Failure.Message, "epoch 2") {
+		t.Fatalf("command of epoch 2 after epoch 3: %+v %+v", r, r.Failure)
+	}
+	if rs := hub.resultsFor("cmd-stop"); len(rs) != 1 {
+		t.Errorf("results %+v, want the refusal alone (no acknowledgement)", rs)
+	}
+	if evs := tn.hubEvents(wire.EventIntentAccepted, "cmd-stop"); len(evs) != 0 {
+		t.Fatalf("the stale command ran: %+v", evs)
+	}
+	if s := tn.stream(t, "a"); s.Observed.State != "running" {
+		t.Fatalf("the stale command stopped the stream: %s", s.Observed.State)
+	}
+	current := stop
+	current.AttemptID, current.Epoch = "att-2", 3
+	hub.enqueue(current)
+	if r := hub.waitFinal(t, "cmd-stop", "att-2"); r.State != wire.ResultSucceeded {
+		t.Fatalf("the command at the current epoch: %+v", r)
+	}
+	hub.waitStream(t, "a", "stopped at generation 5", func(s wire.ReportStream) bool { return s.State == "stopped" && s.Generation == 5 })
+	// A command of a newer epoch teaches it: epoch 4 is stale after 5.
+	start := wire.Command{CommandID: "cmd-start", AttemptID: "att-1", Operation: wire.CommandStreamDesiredState, NodeID: testNodeID, ResourceID: "a",
+		Generation: 6, Epoch: 5, Payload: wire.CommandPayload{State: "running"}}
+	older := start
+	older.CommandID, older.Generation, older.Epoch = "cmd-older", 7, 4
+	older.Payload.State = "stopped"
+	hub.enqueue(start, older)
+	if r := hub.waitFinal(t, "cmd-start", "att-1"); r.State != wire.ResultSucceeded {
+		t.Fatalf("command of epoch 5: %+v", r)
+	}
+	if r := hub.waitFinal(t, "cmd-older", "att-1"); r.State != wire.ResultFailed || r.Failure == nil || r.Failure.Code != wire.FailureStaleEpoch {
+		t.Fatalf("command of epoch 4 after 5: %+v", r)
+	}
+	hub.waitStream(t, "a", "running at generation 6", func(s wire.ReportStream) bool { return s.State == "running" && s.Generation == 6 })
+	if evs := tn.hubEvents(wire.EventIntentAccepted, "cmd-older"); len(evs) != 0 {
+		t.Fatalf("the stale command ran: %+v", evs)
+	}
+	tn.stop()
+}
+
 // TestCommandOutcomes: commands that cannot run fail with a stable code,
 // and an expired one is timed_out without running.
 func TestCommandOutcomes(t *testing.T) {

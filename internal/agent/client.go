@@ -102,6 +102,9 @@ type client struct {
 	// identityRetry is the wait after a round the Hub refused for the
 	// node's identity (DefaultIdentityRetry).
 	identityRetry time.Duration
+	// epochs is the highest Hub leader epoch seen (register and heartbeat
+	// answers, commands).
+	epochs *epochs
 
 	regSem chan struct{} // buffered(1): held while a register round runs
 
@@ -271,6 +274,7 @@ func (c *client) register(ctx context.Context, idx int) (*session, error) {
 	if resp.SessionToken == "" {
 		return nil, errors.New("hub answered register without a session token")
 	}
+	c.epochs.see(resp.Epoch)
 	now := c.now()
 	s := &session{hub: idx, token: resp.SessionToken, registeredAt: now, expiresAt: resp.SessionExpiresAt.Time}
 	if s.expiresAt.IsZero() {

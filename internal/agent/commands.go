@@ -32,13 +32,15 @@ const actor = "hub"
 // executor carries out commands as node operations. It owns the in-flight
 // set; the outcome cache lives in the store.
 type executor struct {
-	node  Node
-	st    *store
-	now   func() time.Time
-	log   *slog.Logger
-	post  func(ctx context.Context, commandID string, res wire.CommandResult)
-	wake  func() // a stream's desire changed: report
-	tasks sync.WaitGroup
+	node Node
+	st   *store
+	now  func() time.Time
+	log  *slog.Logger
+	post func(ctx context.Context, commandID string, res wire.CommandResult)
+	wake func() // a stream's desire changed: report
+	// epochs is the highest leader epoch seen; older commands are refused.
+	epochs *epochs
+	tasks  sync.WaitGroup
 
 	mu       sync.Mutex          // guards inflight and the ledgers' unposted, and orders cache lookups against records
 	inflight map[string][]string // command id -> attempt ids awaiting its outcome
@@ -182,6 +184,17 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 		// Redelivered while it runs: this attempt gets the outcome too.
 		x.inflight[cmd.CommandID] = append(atts, cmd.AttemptID)
 		x.mu.Unlock()
+		return
+	}
+	if ok, seen := x.epochs.admit(cmd.Epoch); !ok {
+		x.mu.Unlock()
+		// Not recorded as the command's outcome: the leader may send the
+		// same command again, at its epoch, and then it runs.
+		x.log.Warn("command of a deposed Hub leader refused; not run", "command_id", cmd.CommandID, "operation", cmd.Operation,
+			"epoch", cmd.Epoch, "seen_epoch", seen)
+		res := wire.CommandResult{AttemptID: cmd.AttemptID, State: wire.ResultFailed, Failure: &wire.Failure{Class: classPermanent, Code: wire.FailureStaleEpoch,
+			Message: fmt.Sprintf("the command is of leader epoch %d, older than epoch %d this Agent has seen: a deposed Hub leader sent it; not run", cmd.Epoch, seen)}}
+		x.background(func() { x.post(ctx, cmd.CommandID, res) })
 		return
 	}
 	x.inflight[cmd.CommandID] = []string{cmd.AttemptID}

@@ -33,6 +33,7 @@ type testHub struct {
 	sessions     map[string]bool // token -> valid
 	sessionLife  time.Duration   // 0: the registered session_ttl_ms
 	heartbeatMS  int64
+	epoch        int64 // the leader epoch register and heartbeat answers carry
 	registers    []wire.RegisterRequest
 	reports      []wire.Report
 	jobObs       []wire.JobObservations
@@ -142,7 +143,7 @@ func (h *testHub) register(w http.ResponseWriter, r *http.Request) {
 		if life == 0 {
 			life = time.Duration(req.SessionTTLMS) * time.Millisecond
 		}
-		resp = wire.RegisterResponse{SessionToken: tok, SessionExpiresAt: wire.At(time.Now().Add(life)), LeaseTTLMS: req.LeaseTTLMS, HeartbeatIntervalMS: h.heartbeatMS}
+		resp = wire.RegisterResponse{SessionToken: tok, SessionExpiresAt: wire.At(time.Now().Add(life)), LeaseTTLMS: req.LeaseTTLMS, HeartbeatIntervalMS: h.heartbeatMS, Epoch: h.epoch}
 	})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
@@ -166,8 +167,11 @@ func (h *testHub) authed(next http.HandlerFunc) http.HandlerFunc {
 }
 
 func (h *testHub) heartbeat(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	epoch := h.epoch
+	h.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(wire.HeartbeatResponse{LeaseExpiresAt: wire.At(time.Now().Add(15 * time.Second))})
+	_ = json.NewEncoder(w).Encode(wire.HeartbeatResponse{LeaseExpiresAt: wire.At(time.Now().Add(15 * time.Second)), Epoch: epoch})
 }
 
 func (h *testHub) report(w http.ResponseWriter, r *http.Request) {

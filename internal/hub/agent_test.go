@@ -139,7 +139,7 @@ func TestAgentConvergesDesiredState(t *testing.T) {
 	th := serve(t, dbPath(t), "", true)
 	a := newTestAgent(th, "n1")
 	reg := a.register(t, "", 15*time.Second)
-	if reg.HeartbeatIntervalMS != 5000 || reg.LeaseTTLMS != 15000 || reg.SessionToken == "" {
+	if reg.HeartbeatIntervalMS != 5000 || reg.LeaseTTLMS != 15000 || reg.SessionToken == "" || reg.Epoch != 1 {
 		t.Fatalf("register answer %+v", reg)
 	}
 	a.streams["s1"] = wire.ReportStream{ID: "s1", State: "stopped", ConfigVersion: "v1"}
@@ -152,7 +152,7 @@ func TestAgentConvergesDesiredState(t *testing.T) {
 	}
 	c := cmds[0]
 	if c.CommandID != w.OperationID || c.Operation != wire.CommandStreamDesiredState || c.Payload.State != "running" ||
-		c.Generation != 1 || c.ConfigVersion != "v1" || c.ExpiresAt.IsZero() || c.AttemptID == "" {
+		c.Generation != 1 || c.ConfigVersion != "v1" || c.ExpiresAt.IsZero() || c.AttemptID == "" || c.Epoch != reg.Epoch {
 		t.Fatalf("command %+v", c)
 	}
 	// Acknowledgement alone never converges.

@@ -196,7 +196,8 @@ func (h *Hub) postRegister(w http.ResponseWriter, r *http.Request) error {
 		h.converge(req.NodeID)
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, wire.RegisterResponse{SessionToken: token, SessionExpiresAt: wire.At(reg.SessionExpiresAt),
-		SessionTTLMS: sess.Milliseconds(), LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds()})
+		SessionTTLMS: sess.Milliseconds(), LeaseTTLMS: lease.Milliseconds(), HeartbeatIntervalMS: (lease / 3).Milliseconds(),
+		Epoch: h.lead.currentEpoch()})
 }
 
 // checkDataFingerprint checks an advertised data_fingerprint ("" is none:
@@ -243,7 +244,7 @@ func (h *Hub) postHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	if came {
 		h.nodeOnline(id, now)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, wire.HeartbeatResponse{LeaseExpiresAt: wire.At(until)})
+	return httpapi.WriteJSON(w, http.StatusOK, wire.HeartbeatResponse{LeaseExpiresAt: wire.At(until), Epoch: h.lead.currentEpoch()})
 }
 
 func (h *Hub) postReport(w http.ResponseWriter, r *http.Request) error {
@@ -484,6 +485,11 @@ func (h *Hub) postCommandResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	if req.Failure != nil {
 		req.Failure.Message = truncate(req.Failure.Message, maxErrorLen)
+	}
+	if req.State == wire.ResultFailed && req.Failure != nil && req.Failure.Code == wire.FailureStaleEpoch {
+		// The Agent refused a deposed leader's command without running it:
+		// the attempt is retried, as a timed-out one is, by the leader.
+		req.State = wire.ResultTimedOut
 	}
 	ctx := r.Context()
 	id := agentNode(r)

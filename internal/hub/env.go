@@ -47,6 +47,8 @@ func EnvVars() []EnvVar {
 		{EnvAPIPrefix, APIPrefix, "prefix of the operator and agent APIs"},
 		{EnvCORSOrigins, "", "comma-separated browser origins allowed to call the API"},
 		{EnvIntentTTL, shortDuration(DefaultIntentTTL), "how long an accepted intent may wait to be carried out"},
+		{EnvLeaseTTL, shortDuration(DefaultLeaseTTL), "leader lease of the Hubs sharing one database: renewed every second, lost after this; " + shortDuration(MinLeaseTTL) + " to " + shortDuration(MaxLeaseTTL)},
+		{EnvAdvertiseURL, "", "URL other Hubs and operators reach this Hub at, shown as the leader's address in /system; unset: the listen address"},
 	}
 }
 

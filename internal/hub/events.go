@@ -283,8 +283,9 @@ func (h *Hub) recordConvergence(ctx context.Context, states []sourced) error {
 // what the previous process last said of a resource may rest on one: that
 // resource's baseline is its convergence with its node reporting, so going
 // stale is recorded as a convergence_changed event, and so is coming back
-// with the node's first report.
-func (h *Hub) primeConvergence(ctx context.Context) error {
+// with the node's first report. Only a leader records (record): a standby
+// keeps the baseline alone, and the leader records the events.
+func (h *Hub) primeConvergence(ctx context.Context, record bool) error {
 	asOf := h.st.Committed() // the read below is at least as new
 	states, err := h.st.ResourceStates(ctx, "")
 	if err != nil {
@@ -303,6 +304,9 @@ func (h *Hub) primeConvergence(ctx context.Context) error {
 		h.conv.baseline(rs.NodeID+"\x00"+rs.Kind+"\x00"+rs.ResourceID, convSeen{value: res.Value, generation: rs.Generation, asOf: asOf})
 	}
 	h.conv.primed.Store(true)
+	if !record {
+		return nil
+	}
 	return h.recordConvergence(ctx, stale)
 }
 

@@ -65,6 +65,12 @@ type Options struct {
 	// LookupEnv reads the Hub's SVC_SECRET_<NAME> variables, from which it
 	// pre-resolves ${secret:NAME} at dispatch; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// HubID names this Hub as a holder of the leader lease; "" means a
+	// fresh id (NewID) per process.
+	HubID string
+	// sharedLease makes the Hub treat its store as shared (tests: a SQLite
+	// file plays a database other Hubs use).
+	sharedLease bool
 }
 
 // Hub is the fleet's control-plane server: the durable store, the live
@@ -99,6 +105,9 @@ type Hub struct {
 	nodeTokenDigest [sha256.Size]byte
 
 	fleet *fleet.Fleet
+	// lead is this Hub's part in the leader lease: only the leader runs
+	// the reconciler and the convergence worker.
+	lead *leadership
 	// admission: registration rate per address and SVC_HUB_MAX_NODES.
 	admission *admission
 	// nodeEvents is each node's budget of events (nodeEventRate).
@@ -182,6 +191,13 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
 		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)
+	h.lead = newLeadership(o, st.Shared() || o.sharedLease)
+	if !h.lead.shared {
+		if err := h.takeLease(ctx); err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("hub: take the leader lease: %w", err)
+		}
+	}
 	h.metrics = newHubMetrics(h)
 	h.schema = config.Schema(o.Registry)
 	if err := h.setupAuth(ctx); err != nil {
@@ -228,14 +244,6 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	active, err := h.st.ActiveCommands(ctx)
-	if err != nil {
-		return err
-	}
-	observed, err := h.st.AllObservedStreams(ctx)
-	if err != nil {
-		return err
-	}
 	// The live event log continues the durable ids; its tail is the
 	// retained rows.
 	oldest, _, err := h.st.EventIDs(ctx)
@@ -246,6 +254,45 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	h.events = eventlog.New(eventlog.Options{Capacity: store.MaxEvents, Now: h.opts.Now, LastID: max(oldest-1, 0)})
 	h.pumpMu.Unlock()
 	if err := h.pump(ctx); err != nil {
+		return err
+	}
+	leading, epoch := h.lead.isLeading()
+	if leading {
+		ctx = store.WithEpoch(ctx, epoch)
+	}
+	if err := h.restoreFleet(ctx, snap, leading); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.restored = snap
+	h.mu.Unlock()
+	return nil
+}
+
+// rebuildFleet rebuilds the fleet view from the store, for a Hub that
+// starts leading (withFlights) or stands by.
+func (h *Hub) rebuildFleet(ctx context.Context, withFlights bool) error {
+	snap, err := h.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	return h.restoreFleet(ctx, snap, withFlights)
+}
+
+// restoreFleet rebuilds the nodes, the command queues and attempts in
+// flight and the convergence memory from snap and the store. withFlights
+// is for a leader: a standby keeps no attempts in flight and records no
+// convergence events. Commands carry the epoch of ctx (store.WithEpoch).
+func (h *Hub) restoreFleet(ctx context.Context, snap store.Snapshot, withFlights bool) error {
+	active, err := h.st.ActiveCommands(ctx)
+	if err != nil {
+		return err
+	}
+	if !withFlights {
+		active = nil
+	}
+	observed, err := h.st.AllObservedStreams(ctx)
+	if err != nil {
 		return err
 	}
 	pending := make([]string, len(snap.PendingOutbox))
@@ -263,6 +310,7 @@ func (h *Hub) rebuild(ctx context.Context) error {
 	var flights []fleet.Flight
 	for _, c := range active {
 		cmd := commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt)
+		cmd.Epoch, _ = store.EpochFrom(ctx)
 		if configKind(c.Intent.Kind) && h.configCommand(ctx, &cmd) != nil {
 			// Not sendable any more (the Hub lost a secret across the
 			// restart): the attempt times out and the retry fails it.
@@ -270,13 +318,14 @@ func (h *Hub) rebuild(ctx context.Context) error {
 		}
 		flights = append(flights, fleet.Flight{Command: cmd, State: c.Attempt.State, DispatchedAt: c.Attempt.CreatedAt, ExpiresAt: c.Attempt.ExpiresAt})
 	}
-	h.fleet.Restore(snap.Nodes, observed, pending, flights)
-	if err := h.primeConvergence(ctx); err != nil {
+	if h.ready.Load() {
+		h.fleet.Reload(snap.Nodes, observed, pending, flights)
+	} else {
+		h.fleet.Restore(snap.Nodes, observed, pending, flights)
+	}
+	if err := h.primeConvergence(ctx, withFlights); err != nil {
 		return err
 	}
-	h.mu.Lock()
-	h.restored = snap
-	h.mu.Unlock()
 	return nil
 }
 
@@ -302,13 +351,18 @@ func (h *Hub) Run(ctx context.Context) error {
 }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully. It closes
-// ln. While it serves, the reconciler, the event pump and the convergence
-// worker run.
+// ln. While it serves, the event pump runs, and while the Hub leads, the
+// reconciler and the convergence worker (leader.go).
 func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	loops, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if h.ready.Load() {
-		run := []func(context.Context){h.reconcileLoop, h.pumpLoop, h.convergeLoop}
+		// The reconciler and the convergence worker run only while this Hub
+		// leads (leader.go); the lease loop starts and stops them.
+		run := []func(context.Context){h.pumpLoop}
+		if h.lead.shared {
+			run = append(run, h.leaseLoop)
+		}
 		if h.tokenFile != nil {
 			run = append(run, func(ctx context.Context) { h.tokenFile.Poll(ctx, tokensPollInterval) })
 		}
@@ -319,11 +373,17 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 			wg.Add(1)
 			go func() { defer wg.Done(); loop(loops) }()
 		}
-		h.nudge()
+		if !h.lead.shared {
+			// The term taken at open (takeLease) lasts until the process ends.
+			h.startLeading(loops)
+		}
 	}
 	defer func() {
 		stopLoops()
 		wg.Wait()
+		if !h.lead.shared {
+			h.stopLeaderLoops() // the term goes on if Serve runs again
+		}
 	}()
 	so := h.opts.Server
 	so.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)

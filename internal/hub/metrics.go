@@ -99,6 +99,19 @@ func newHubMetrics(h *Hub) *hubMetrics {
 		Name: "svc_hub_node_events_dropped_total",
 		Help: "Events nodes caused beyond their budget (120 a minute, 240 at once), dropped since the Hub started.",
 	})
+	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "svc_hub_leader",
+		Help: "1 while this Hub holds the leader lease and runs the reconciler, 0 while it stands by.",
+	}, func() float64 {
+		if leading, _ := h.lead.isLeading(); leading {
+			return 1
+		}
+		return 0
+	})
+	epoch := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "svc_hub_lease_epoch",
+		Help: "Epoch of the leader lease as this Hub last saw it; it grows by one at every change of leader.",
+	}, func() float64 { return float64(h.lead.currentEpoch()) })
 	m.refused.WithLabelValues(refusedRate)
 	m.refused.WithLabelValues(refusedMaxNodes)
 	// Every label combination exists from the start, so rates work at once.
@@ -108,7 +121,7 @@ func newHubMetrics(h *Hub) *hubMetrics {
 			m.total.WithLabelValues(c, o)
 		}
 	}
-	m.registry.MustRegister(m.accepted, m.total, m.duration, m.reconcileSeconds, m.refused, m.eventsDropped, collectors.NewGoCollector(),
+	m.registry.MustRegister(m.accepted, m.total, m.duration, m.reconcileSeconds, m.refused, m.eventsDropped, leader, epoch, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), fleetCollector{h})
 	m.reported.MustRegister(reportedCollector{h})
 	return m

@@ -286,6 +286,8 @@ type System struct {
 	Auth            bool      `json:"auth"`
 	StartedAt       wire.Time `json:"started_at"`
 	Restored        Restored  `json:"restored"`
+	// HA is this Hub's part in the leader lease.
+	HA HA `json:"ha"`
 }
 
 // Restored counts what the start-up restore read.
@@ -311,6 +313,7 @@ func (h *Hub) getSystem(w http.ResponseWriter, r *http.Request) error {
 		Storage: storage, InsecureLocal: s.InsecureLocal, Auth: h.auth.configured(), StartedAt: wire.At(h.startedAt),
 		Restored: Restored{Nodes: len(snap.Nodes), Resources: len(snap.Resources), PendingOutbox: len(snap.PendingOutbox),
 			ActiveAttempts: len(snap.ActiveAttempts), LastEventID: snap.LastEventID},
+		HA: h.lead.view(h.opts.Now()),
 	})
 }
 

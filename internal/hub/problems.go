@@ -108,6 +108,9 @@ func (h *Hub) storeFailed(err error) error { return h.storeFailedAbout(err, anyR
 // storeFailedAbout notes a storage failure (readiness turns 503 until a
 // probe write succeeds) and returns the problem a handler about s answers.
 func (h *Hub) storeFailedAbout(err error, s subject) error {
+	if errors.Is(err, store.ErrFenced) {
+		h.leaderFenced()
+	}
 	if errors.Is(err, store.ErrStorage) && !h.storageDown.Swap(true) {
 		h.log.Error("hub: storage failed; answering 503 until it takes writes again", "err", err)
 	}

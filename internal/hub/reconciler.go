@@ -39,6 +39,12 @@ func (h *Hub) reconcileLoop(ctx context.Context) {
 		case <-h.nudgec:
 		}
 		now := h.opts.Now()
+		if !h.lead.mayAct(now) {
+			// The lease may lapse before the lease loop hears back: act no
+			// more until it renewed it, or stepped down.
+			wake(h.lead.fenced)
+			continue
+		}
 		h.pass(ctx, now)
 		if now.Sub(lastSweep) >= sweepInterval {
 			lastSweep = now
@@ -202,6 +208,7 @@ func (h *Hub) dispatch(ctx context.Context, now time.Time) {
 		var msg string
 		if d.Action == reconcile.ActionDispatch {
 			cmd = commandOf(e, splitFor(splits, e.ResourceID), newUUIDv7(), d.AttemptExpiresAt)
+			cmd.Epoch, _ = store.EpochFrom(ctx)
 			// A configuration command gets its text and secrets now; one
 			// the Hub cannot complete fails before anything is sent.
 			if configKind(e.Kind) {

@@ -53,6 +53,18 @@ const (
 	EnvOIDCClientID     = "SVC_HUB_OIDC_CLIENT_ID"
 	EnvOIDCClientSecret = "SVC_HUB_OIDC_CLIENT_SECRET"
 	EnvOIDCRedirectURL  = "SVC_HUB_OIDC_REDIRECT_URL"
+	// Several Hubs on one database (docs/hub-api.md "High availability").
+	EnvLeaseTTL     = "SVC_HUB_LEASE_TTL"
+	EnvAdvertiseURL = "SVC_HUB_ADVERTISE_URL"
+)
+
+// Bounds of SVC_HUB_LEASE_TTL: a leader renews every leaseRenewInterval
+// and steps down one interval before its lease lapses, so the TTL must
+// leave room for a renewal or two.
+const (
+	DefaultLeaseTTL = 5 * time.Second
+	MinLeaseTTL     = 3 * time.Second
+	MaxLeaseTTL     = 5 * time.Minute
 )
 
 // Defaults of the node identity settings.
@@ -119,6 +131,19 @@ type Settings struct {
 	TokensFile string
 	// OIDC, when its Issuer is set, accepts the provider's bearer JWTs.
 	OIDC OIDCSettings
+	// LeaseTTL is how long the leader lease lasts unless renewed; 0 means
+	// DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// AdvertiseURL is the URL other Hubs and operators reach this Hub at,
+	// shown as the leader's address; "" means the listen address.
+	AdvertiseURL string
+}
+
+func (s Settings) leaseTTL() time.Duration {
+	if s.LeaseTTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return s.LeaseTTL
 }
 
 func (s Settings) maxNodes() int {
@@ -255,6 +280,21 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 			return s, nil, fmt.Errorf("%w: %s must be a duration of at least 1s (like 24h), got %q", ErrInsecure, EnvIntentTTL, v)
 		}
 		s.IntentTTL = d
+	}
+	if v := get(EnvLeaseTTL); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinLeaseTTL || d > MaxLeaseTTL {
+			return s, nil, fmt.Errorf("%w: %s must be a duration from %s to %s (like 5s), got %q", ErrInsecure, EnvLeaseTTL,
+				shortDuration(MinLeaseTTL), shortDuration(MaxLeaseTTL), v)
+		}
+		s.LeaseTTL = d
+	}
+	if v := get(EnvAdvertiseURL); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return s, nil, fmt.Errorf("%w: %s must be an http:// or https:// URL without credentials, query or fragment (the value is not repeated: it may hold a password)", ErrInsecure, EnvAdvertiseURL)
+		}
+		s.AdvertiseURL = strings.TrimSuffix(v, "/")
 	}
 	switch v := get(EnvInsecureLocal); v {
 	case "", "0", "false":

@@ -72,6 +72,13 @@ func TestSettingsFromEnv(t *testing.T) {
 			EnvOIDCRedirectURL: "https://hub.example/callback"}, full), "", "must be the console's callback", 0, ""},
 		{"insecure local with a tokens file is not open", map[string]string{EnvInsecureLocal: "1", EnvTokensFile: "/etc/hub/tokens"}, "", "", 2, DefaultAddress},
 		{"node gc negative", with(map[string]string{EnvNodeGCAfter: "-1h"}, full), "", "SVC_HUB_NODE_GC_AFTER must be a duration", 0, ""},
+		{"lease ttl", with(map[string]string{EnvLeaseTTL: "10s"}, full), "", "", 0, DefaultAddress},
+		{"lease ttl too short", with(map[string]string{EnvLeaseTTL: "2s"}, full), "", "SVC_HUB_LEASE_TTL must be a duration from 3s to 5m", 0, ""},
+		{"lease ttl too long", with(map[string]string{EnvLeaseTTL: "1h"}, full), "", "SVC_HUB_LEASE_TTL must be a duration", 0, ""},
+		{"lease ttl not a duration", with(map[string]string{EnvLeaseTTL: "5"}, full), "", "SVC_HUB_LEASE_TTL must be a duration", 0, ""},
+		{"advertise url", with(map[string]string{EnvAdvertiseURL: "https://hub-1.example:8090/"}, full), "", "", 0, DefaultAddress},
+		{"advertise url without scheme", with(map[string]string{EnvAdvertiseURL: "hub-1.example:8090"}, full), "", "SVC_HUB_ADVERTISE_URL must be an http:// or https:// URL", 0, ""},
+		{"advertise url with credentials", with(map[string]string{EnvAdvertiseURL: "https://u:p@hub-1.example"}, full), "", "SVC_HUB_ADVERTISE_URL must be", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,9 @@ type RegisterResponse struct {
 	SessionTTLMS        int64 `json:"session_ttl_ms"`
 	LeaseTTLMS          int64 `json:"lease_ttl_ms"`
 	HeartbeatIntervalMS int64 `json:"heartbeat_interval_ms"`
+	// Epoch is the Hubs' current leader epoch as the answering Hub knows it
+	// (Command.Epoch).
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // HeartbeatRequest is the body of POST agent/heartbeat: it renews the lease
@@ -82,6 +85,8 @@ func ValidDataFingerprint(s string) bool {
 // HeartbeatResponse tells the Agent when its lease ends.
 type HeartbeatResponse struct {
 	LeaseExpiresAt Time `json:"lease_expires_at"`
+	// Epoch is as in RegisterResponse.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // ReportStream is one stream as an Agent observes it. Generation,
@@ -130,16 +135,20 @@ const (
 // CommandID is the operation (intent) id; AttemptID names this delivery
 // attempt. A command may be delivered more than once.
 type Command struct {
-	CommandID     string         `json:"command_id"`
-	AttemptID     string         `json:"attempt_id"`
-	Operation     string         `json:"operation"`
-	NodeID        string         `json:"node_id"`
-	ResourceID    string         `json:"resource_id"`
-	Generation    int64          `json:"generation"`
-	ActionID      string         `json:"action_id,omitempty"`
-	ConfigVersion string         `json:"config_version,omitempty"`
-	ExpiresAt     Time           `json:"expires_at,omitzero"`
-	Payload       CommandPayload `json:"payload"`
+	CommandID     string `json:"command_id"`
+	AttemptID     string `json:"attempt_id"`
+	Operation     string `json:"operation"`
+	NodeID        string `json:"node_id"`
+	ResourceID    string `json:"resource_id"`
+	Generation    int64  `json:"generation"`
+	ActionID      string `json:"action_id,omitempty"`
+	ConfigVersion string `json:"config_version,omitempty"`
+	ExpiresAt     Time   `json:"expires_at,omitzero"`
+	// Epoch is the leader epoch of the Hub that dispatched the command
+	// (0 from a Hub without one). An Agent refuses a command of an epoch
+	// older than one it has seen (failure code stale_epoch).
+	Epoch   int64          `json:"epoch,omitempty"`
+	Payload CommandPayload `json:"payload"`
 }
 
 // CommandPayload holds a command's operation-specific arguments.
@@ -159,6 +168,11 @@ const (
 	ResultFailed       = "failed"
 	ResultTimedOut     = "timed_out"
 )
+
+// FailureStaleEpoch is the failure code of a command an Agent refused
+// without running it: its Epoch is older than one the Agent has seen, so
+// it comes from a deposed leader.
+const FailureStaleEpoch = "stale_epoch"
 
 // CommandResult is the body of POST agent/commands/{id}/result; {id} is the
 // command id. AttemptID names the delivery it answers.

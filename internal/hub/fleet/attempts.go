@@ -175,3 +175,18 @@ func (f *Fleet) InFlight() int {
 	defer f.mu.Unlock()
 	return len(f.inflight)
 }
+
+// DropFlights forgets every attempt in flight, the nodes' command queues
+// and the dispatch marks: a Hub that stepped down from leading delivers
+// nothing more of its term. The attempts stay in the store, where the next
+// leader finds them.
+func (f *Fleet) DropFlights() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inflight = map[string]*flight{}
+	f.pending = map[string]int64{}
+	for _, n := range f.nodes {
+		n.queue, n.active = nil, 0
+		clear(n.capacityHit)
+	}
+}

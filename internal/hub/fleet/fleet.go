@@ -83,6 +83,47 @@ func New(now func() time.Time) *Fleet {
 // unprocessed outbox rows, and the attempts not finished. The session
 // cache stays: sessions are checked against the store when not cached.
 func (f *Fleet) Restore(nodes []store.Node, observed map[string][]store.ObservedStream, pending []string, flights []Flight) {
+	r := restored(nodes, observed, flights)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes, f.inflight, f.pending = r.nodes, r.inflight, map[string]int64{}
+	for _, id := range pending {
+		f.markLocked(id)
+	}
+}
+
+// Reload is Restore for a Hub that is serving already (one that starts
+// leading): the nodes it has seen keep their liveness, their latest
+// counters and configuration, and their waiting long-polls, which get the
+// commands in flight at once.
+func (f *Fleet) Reload(nodes []store.Node, observed map[string][]store.ObservedStream, pending []string, flights []Flight) {
+	r := restored(nodes, observed, flights)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, n := range r.nodes {
+		old := f.nodes[id]
+		if old == nil {
+			continue
+		}
+		n.leaseTTL, n.leaseUntil, n.online, n.fresh = old.leaseTTL, old.leaseUntil, old.online, old.fresh
+		n.counters, n.cfg = old.counters, old.cfg
+		n.pollers, n.parked, n.wake = old.pollers, old.parked, old.wake
+		if len(n.queue) > 0 {
+			if n.wake != nil {
+				close(n.wake)
+				n.wake = nil
+			}
+			n.wakeParkedLocked()
+		}
+	}
+	f.nodes, f.inflight, f.pending = r.nodes, r.inflight, map[string]int64{}
+	for _, id := range pending {
+		f.markLocked(id)
+	}
+}
+
+// restored is a fleet of nodes and flights as the store holds them.
+func restored(nodes []store.Node, observed map[string][]store.ObservedStream, flights []Flight) *Fleet {
 	r := &Fleet{nodes: map[string]*node{}, inflight: map[string]*flight{}}
 	for _, n := range nodes {
 		ns := r.nodeLocked(n.NodeID)
@@ -96,12 +137,7 @@ func (f *Fleet) Restore(nodes []store.Node, observed map[string][]store.Observed
 	for _, fl := range flights {
 		r.enqueueLocked(fl)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.nodes, f.inflight, f.pending = r.nodes, r.inflight, map[string]int64{}
-	for _, id := range pending {
-		f.markLocked(id)
-	}
+	return r
 }
 
 // nodeLocked returns the state of id, creating an empty one. f.mu is held.

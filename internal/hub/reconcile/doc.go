@@ -1,6 +1,7 @@
 // Package reconcile holds the pure decisions of the Hub's reconciler:
 // convergence of one resource, the dispatch plan for the outbox, attempt
-// expiry and retry backoff, and which nodes the node GC forgets.
+// expiry and retry backoff, which nodes the node GC forgets, and whether
+// a Hub leads (Leadership).
 //
 // Every function is a pure function of its input, now included: the package
 // must not do I/O, read the clock, start goroutines, log or keep state. The

@@ -22,6 +22,11 @@ type stmtConn struct {
 	logging bool
 	logged  []wire.Event
 	txn     int64
+	// fence is the lease epoch fenced writes of the transaction must carry
+	// (fenceEpoch), read once per transaction: fenceKnown is reset at
+	// BEGIN and by lease writes.
+	fence      int64
+	fenceKnown bool
 }
 
 func (s *stmtConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {

@@ -394,6 +394,7 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 	c := s.wq
 	c.txn = txn
 	c.logged = c.logged[:0]
+	c.fenceKnown = false
 	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		for i := range results {
 			results[i] = storageErr(err)
@@ -426,6 +427,18 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
+		}
+		if epoch, ok := EpochFrom(r.ctx); ok {
+			// A fenced write of a deposed leader does not run at all.
+			cur, err := c.fenceEpoch(ctx)
+			if err != nil {
+				abort(err)
+				return batch, results, false, ran
+			}
+			if cur != epoch {
+				results[i] = ErrFenced
+				continue
+			}
 		}
 		if isolate {
 			if _, err := c.ExecContext(ctx, "SAVEPOINT w"); err != nil {
