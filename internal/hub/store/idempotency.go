@@ -75,8 +75,9 @@ func (s *Store) BeginIdempotent(ctx context.Context, key IdempotencyKey, fingerp
 			}
 			return nil
 		}
-		_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency (principal, resource, key, fingerprint, done, created_at)
-			VALUES (?,?,?,?,0,?)`, key.Principal, key.Resource, key.Key, fingerprint, ms(now))
+		_, err = q.ExecContext(ctx, `INSERT INTO idempotency (principal, resource, key, fingerprint, done, created_at)
+			VALUES (?,?,?,?,0,?) ON CONFLICT (principal, resource, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+			done = 0, status = 0, header = '{}', body = NULL, created_at = excluded.created_at`, key.Principal, key.Resource, key.Key, fingerprint, ms(now))
 		return err
 	})
 	if err != nil {

@@ -136,8 +136,11 @@ func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time, qui
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, err
 	}
-	if _, err := q.ExecContext(ctx, `INSERT OR REPLACE INTO observed_jobs (node_id, job_id, state, generation, version,
-		action_id, last_error, last_error_at, detail, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+	if _, err := q.ExecContext(ctx, `INSERT INTO observed_jobs (node_id, job_id, state, generation, version,
+		action_id, last_error, last_error_at, detail, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT (node_id, job_id) DO UPDATE SET state = excluded.state, generation = excluded.generation,
+		version = excluded.version, action_id = excluded.action_id, last_error = excluded.last_error,
+		last_error_at = excluded.last_error_at, detail = excluded.detail, updated_at = excluded.updated_at`,
 		o.NodeID, o.JobID, o.State, o.Generation, o.Version, o.ActionID, o.LastError, ms(o.LastErrorAt), string(o.Detail),
 		ms(at)); err != nil {
 		return false, err
