@@ -30,6 +30,8 @@ require (
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 )
 
+require github.com/jackc/puddle/v2 v2.2.3 // indirect
+
 require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect

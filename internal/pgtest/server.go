@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Password is the password of the servers' user flowplane: tests check it
@@ -284,8 +285,20 @@ func (s *Server) NewDatabase(t testing.TB, template string) string {
 	if template != "" {
 		q += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
 	}
-	s.Exec(t, q)
-	return s.DatabaseURI(name)
+	// The sessions of the template's last user may still be ending: the
+	// copy is refused (55006) until they have.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.exec(q)
+		var pe *pgconn.PgError
+		if err == nil {
+			return s.DatabaseURI(name)
+		}
+		if !errors.As(err, &pe) || pe.Code != "55006" || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Main runs the tests of m and then stops the shared server, if one

@@ -122,7 +122,7 @@ func boundObservedJobs(ctx context.Context, q querier, node string) error {
 			SELECT o.job_id, ROW_NUMBER() OVER w AS n, SUM(LENGTH(o.detail) + LENGTH(o.last_error)) OVER w AS bytes
 			FROM observed_jobs o WHERE o.node_id = ?1
 			WINDOW w AS (ORDER BY EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = o.job_id) DESC, o.updated_at DESC, o.job_id)
-		) WHERE n > 1 AND (n > ?2 OR bytes > ?3))`, node, maxNodeObservedJobs, maxNodeObservedJobsBytes)
+		) AS ranked WHERE n > 1 AND (n > ?2 OR bytes > ?3))`, node, maxNodeObservedJobs, maxNodeObservedJobsBytes)
 	return err
 }
 
