@@ -19,7 +19,7 @@ Usage:
 
 Flags:
   --address host:port   listen address (overrides ` + hub.EnvAddress + `)
-  --storage file.db     SQLite file of the durable state (overrides ` + hub.EnvStorage + `)
+  --storage file.db     SQLite file or postgres:// URL of the durable state (overrides ` + hub.EnvStorage + `)
 
 Environment (tokens are read only from here, never from flags):
 `)

@@ -36,6 +36,8 @@ type Server struct {
 	cred *syscall.Credential // postgres refuses to run as root
 	cmd  *exec.Cmd
 	done chan error
+	// version is server_version_num, known once started.
+	version int
 }
 
 // New initializes a database cluster without starting it; it is removed
@@ -152,11 +154,13 @@ func (s *Server) start() error {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		c, err := pgx.Connect(ctx, s.URI())
-		cancel()
 		if err == nil {
+			err = c.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&s.version)
 			_ = c.Close(context.Background())
-			return nil
+			cancel()
+			return err
 		}
+		cancel()
 		select {
 		case werr := <-done:
 			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
@@ -284,6 +288,11 @@ func (s *Server) NewDatabase(t testing.TB, template string) string {
 	q := "CREATE DATABASE " + name
 	if template != "" {
 		q += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+		if s.version >= 150000 {
+			// Copying the files is twice as fast as WAL-logging each page
+			// for a small database on a server without fsync.
+			q += " STRATEGY FILE_COPY"
+		}
 	}
 	// The sessions of the template's last user may still be ending: the
 	// copy is refused (55006) until they have.
