@@ -16,6 +16,7 @@ func hubUsage() string {
 Usage:
   flowplane hub [--address host:port] [--storage file.db]
   flowplane hub token create --name NAME --role ROLE [--scope SCOPE]...   (see its --help)
+  flowplane hub migrate --from hub.db --to postgres://...                 (see its --help)
 
 Flags:
   --address host:port   listen address (overrides ` + hub.EnvAddress + `)
