@@ -31,8 +31,8 @@ func TestHubMigrate(t *testing.T) {
 	}
 
 	code, out, errOut := runCLI(t, "hub", "migrate", "--from", from, "--to", to)
-	if code != exitFailed || !strings.Contains(errOut, "stop the Hub first") {
-		t.Fatalf("migrate of a held file: exit %d, %q", code, errOut)
+	if code != exitFailed || !strings.Contains(errOut, "stop the Hub first") || out != "" {
+		t.Fatalf("migrate of a held file: exit %d, %q, %q", code, out, errOut)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
