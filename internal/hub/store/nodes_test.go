@@ -74,20 +74,9 @@ func TestNodesAndSessions(t *testing.T) {
 		}
 		if onPostgres(t) {
 			// The raw tokens are in no row of any table.
-			rows, err := s.rdb.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var tables []string
-			for rows.Next() {
-				var name string
-				if err := rows.Scan(&name); err != nil {
-					t.Fatal(err)
-				}
-				tables = append(tables, name)
-			}
-			if err := rows.Err(); err != nil || len(tables) < 10 {
-				t.Fatalf("tables %v, %v", tables, err)
+			tables := columns(t, s.rdb, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+			if len(tables) < 10 {
+				t.Fatalf("tables %v", tables)
 			}
 			for _, table := range tables {
 				for _, tok := range []string{tok1, tok2, "SECRET"} {

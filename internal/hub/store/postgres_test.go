@@ -85,23 +85,10 @@ func TestMigrationParity(t *testing.T) {
 // columns runs a query of one text column and returns its values sorted.
 func columns(t *testing.T, db *sql.DB, query string, args ...any) []string {
 	t.Helper()
-	rows, err := db.Query(query, args...)
+	out, err := strings1(context.Background(), db, query, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
 	return out
 }
 
