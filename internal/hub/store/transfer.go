@@ -124,28 +124,44 @@ func transferTables(ctx context.Context, src, dst *Store) ([]transferTable, erro
 	if err != nil {
 		return nil, err
 	}
+	// One query for every table: information_schema is slow to ask.
+	pgCols, pgIdentity := map[string][]string{}, map[string]string{}
+	rows, err := dst.rdb.QueryContext(ctx, "SELECT table_name, column_name, is_identity FROM information_schema.columns WHERE table_schema = current_schema()")
+	if err != nil {
+		return nil, storageErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, col, identity string
+		if err := rows.Scan(&table, &col, &identity); err != nil {
+			return nil, storageErr(err)
+		}
+		pgCols[table] = append(pgCols[table], col)
+		if identity == "YES" && col != "rowid" {
+			pgIdentity[table] = col
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storageErr(err)
+	}
+	for _, cols := range pgCols {
+		slices.Sort(cols)
+	}
 	var out []transferTable
 	for _, name := range names {
 		t := transferTable{name: name}
 		if t.cols, err = strings1(ctx, src.rdb, "SELECT name FROM pragma_table_info(?)", name); err != nil {
 			return nil, err
 		}
-		pgCols, err := strings1(ctx, dst.rdb, "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1", name)
-		if err != nil {
-			return nil, err
+		cols := pgCols[name]
+		if i := slices.Index(cols, "rowid"); i >= 0 && !slices.Contains(t.cols, "rowid") {
+			t.rowid, cols = true, slices.Delete(cols, i, i+1)
 		}
-		if i := slices.Index(pgCols, "rowid"); i >= 0 && !slices.Contains(t.cols, "rowid") {
-			t.rowid, pgCols = true, slices.Delete(pgCols, i, i+1)
+		if !slices.Equal(t.cols, cols) {
+			return nil, fmt.Errorf("%w: table %s: columns %v in SQLite, %v in PostgreSQL", ErrInvalid, name, t.cols, cols)
 		}
-		if !slices.Equal(t.cols, pgCols) {
-			return nil, fmt.Errorf("%w: table %s: columns %v in SQLite, %v in PostgreSQL", ErrInvalid, name, t.cols, pgCols)
-		}
-		ids, err := strings1(ctx, dst.rdb, "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND is_identity = 'YES'", name)
-		if err != nil {
-			return nil, err
-		}
-		if len(ids) == 1 {
-			t.identity = ids[0]
+		if id, ok := pgIdentity[name]; ok {
+			t.identity = id
 			err := src.rdb.QueryRowContext(ctx, "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0)", name).Scan(&t.seq)
 			if err != nil && !strings.Contains(err.Error(), "no such table") { // no AUTOINCREMENT table was ever written
 				return nil, storageErr(err)
