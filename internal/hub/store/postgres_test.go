@@ -21,7 +21,8 @@ import (
 // TestMigrationParity: both backends have the same numbered migrations
 // and, migrated, the same tables with the same column names, so that a
 // migration added on one side only fails here. A PostgreSQL table may
-// have a column rowid where SQLite has its implicit one.
+// have a column rowid where SQLite has its implicit one. Every PostgreSQL
+// text column is COLLATE "C".
 func TestMigrationParity(t *testing.T) {
 	names := func(postgres bool) []string {
 		ms, err := migrations(migrationDir(postgres))
@@ -73,6 +74,12 @@ func TestMigrationParity(t *testing.T) {
 			cols = slices.Delete(cols, i, i+1)
 		}
 		pgCols[table] = cols
+	}
+	// Text compares by bytes as in SQLite (BINARY), whatever the
+	// database's locale: ORDER BY and pages come out alike.
+	if bad := columns(t, pg.rdb, `SELECT table_name || '.' || column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND data_type = 'text' AND COALESCE(collation_name, '') <> 'C'`); len(bad) > 0 {
+		t.Errorf("text columns without COLLATE \"C\": %v", bad)
 	}
 	if len(liteCols) < 10 {
 		t.Fatalf("SQLite tables %v", liteCols)

@@ -5,8 +5,8 @@
 -- row the Hub rewrites to learn whether storage takes writes again.
 
 ALTER TABLE observed_streams ADD COLUMN last_error_at BIGINT  NOT NULL DEFAULT 0;
-ALTER TABLE nodes ADD COLUMN config_version TEXT NOT NULL DEFAULT '';
-ALTER TABLE nodes ADD COLUMN metrics TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE nodes ADD COLUMN config_version TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN metrics TEXT COLLATE "C" NOT NULL DEFAULT '{}';
 ALTER TABLE nodes ADD COLUMN restarts BIGINT  NOT NULL DEFAULT 0;
 ALTER TABLE nodes ADD COLUMN lease_ttl_ms BIGINT  NOT NULL DEFAULT 15000;
 

@@ -9,13 +9,13 @@
 -- and a stored agent/register answer holds a session token.
 
 CREATE TABLE idempotency_scoped (
-    principal   TEXT    NOT NULL,
-    resource    TEXT    NOT NULL,
-    key         TEXT    NOT NULL,
-    fingerprint TEXT    NOT NULL,
+    principal   TEXT COLLATE "C" NOT NULL,
+    resource    TEXT COLLATE "C" NOT NULL,
+    key         TEXT COLLATE "C" NOT NULL,
+    fingerprint TEXT COLLATE "C" NOT NULL,
     done        BIGINT  NOT NULL DEFAULT 0,
     status      BIGINT  NOT NULL DEFAULT 0,
-    header      TEXT    NOT NULL DEFAULT '{}',
+    header      TEXT COLLATE "C" NOT NULL DEFAULT '{}',
     body        BYTEA,
     created_at  BIGINT  NOT NULL,
     PRIMARY KEY (principal, resource, key)

@@ -9,7 +9,7 @@
 -- never writes it to intents, events, audit or views. node_id stays the
 -- job's node: for a split job, its coordinator.
 
-ALTER TABLE jobs ADD COLUMN placement TEXT NOT NULL DEFAULT 'colocated';
-ALTER TABLE jobs ADD COLUMN task_nodes TEXT NOT NULL DEFAULT '';      -- JSON {task id: node id}, '' when colocated
-ALTER TABLE jobs ADD COLUMN node_data_ports TEXT NOT NULL DEFAULT ''; -- JSON {node id: host:port}, '' when colocated
-ALTER TABLE jobs ADD COLUMN data_secret TEXT NOT NULL DEFAULT '';     -- base64url of 32 random bytes, '' when colocated
+ALTER TABLE jobs ADD COLUMN placement TEXT COLLATE "C" NOT NULL DEFAULT 'colocated';
+ALTER TABLE jobs ADD COLUMN task_nodes TEXT COLLATE "C" NOT NULL DEFAULT '';      -- JSON {task id: node id}, '' when colocated
+ALTER TABLE jobs ADD COLUMN node_data_ports TEXT COLLATE "C" NOT NULL DEFAULT ''; -- JSON {node id: host:port}, '' when colocated
+ALTER TABLE jobs ADD COLUMN data_secret TEXT COLLATE "C" NOT NULL DEFAULT '';     -- base64url of 32 random bytes, '' when colocated

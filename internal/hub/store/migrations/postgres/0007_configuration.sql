@@ -9,13 +9,13 @@
 -- CHECK). resources has no index beside its primary key. intents has no
 -- CHECK on kinds.
 CREATE TABLE resources_new (
-    node_id        TEXT    NOT NULL,
-    resource_kind  TEXT    NOT NULL CHECK (resource_kind IN ('stream', 'job', 'configuration')),
-    resource_id    TEXT    NOT NULL,
-    state          TEXT    NOT NULL,
-    config_version TEXT    NOT NULL DEFAULT '',
+    node_id        TEXT COLLATE "C" NOT NULL,
+    resource_kind  TEXT COLLATE "C" NOT NULL CHECK (resource_kind IN ('stream', 'job', 'configuration')),
+    resource_id    TEXT COLLATE "C" NOT NULL,
+    state          TEXT COLLATE "C" NOT NULL,
+    config_version TEXT COLLATE "C" NOT NULL DEFAULT '',
     generation     BIGINT  NOT NULL,
-    action_id      TEXT    NOT NULL DEFAULT '',
+    action_id      TEXT COLLATE "C" NOT NULL DEFAULT '',
     updated_at     BIGINT  NOT NULL,
     PRIMARY KEY (node_id, resource_kind, resource_id)
 );
@@ -26,8 +26,8 @@ ALTER TABLE resources_new RENAME TO resources;
 
 -- The configuration part of the node's last report that carried one
 -- (wire.ReportConfiguration); config_reported_at 0: none yet.
-ALTER TABLE nodes ADD COLUMN config_node_version TEXT NOT NULL DEFAULT '';
-ALTER TABLE nodes ADD COLUMN config_hub_version TEXT NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN config_node_version TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN config_hub_version TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE nodes ADD COLUMN config_generation BIGINT  NOT NULL DEFAULT 0;
 ALTER TABLE nodes ADD COLUMN config_reported_at BIGINT  NOT NULL DEFAULT 0;
 
@@ -35,30 +35,30 @@ ALTER TABLE nodes ADD COLUMN config_reported_at BIGINT  NOT NULL DEFAULT 0;
 -- the text as given, secret references kept: never a resolved value.
 -- Never deleted (rollback deletes no record).
 CREATE TABLE config_versions (
-    node_id        TEXT    NOT NULL,
+    node_id        TEXT COLLATE "C" NOT NULL,
     seq            BIGINT  NOT NULL,
-    format         TEXT    NOT NULL,
-    content        TEXT    NOT NULL,
-    sha256         TEXT    NOT NULL,
-    source         TEXT    NOT NULL,
-    rollout_id     TEXT    NOT NULL DEFAULT '',
-    actor          TEXT    NOT NULL DEFAULT '',
-    correlation_id TEXT    NOT NULL DEFAULT '',
+    format         TEXT COLLATE "C" NOT NULL,
+    content        TEXT COLLATE "C" NOT NULL,
+    sha256         TEXT COLLATE "C" NOT NULL,
+    source         TEXT COLLATE "C" NOT NULL,
+    rollout_id     TEXT COLLATE "C" NOT NULL DEFAULT '',
+    actor          TEXT COLLATE "C" NOT NULL DEFAULT '',
+    correlation_id TEXT COLLATE "C" NOT NULL DEFAULT '',
     created_at     BIGINT  NOT NULL,
     PRIMARY KEY (node_id, seq)
 );
 
 -- Rollouts and their nodes; never deleted.
 CREATE TABLE rollouts (
-    rollout_id      TEXT PRIMARY KEY,
+    rollout_id      TEXT COLLATE "C" PRIMARY KEY,
     revision        BIGINT  NOT NULL,
-    state           TEXT    NOT NULL,
-    format          TEXT    NOT NULL DEFAULT '',
-    content         TEXT    NOT NULL DEFAULT '',
-    config_version  TEXT    NOT NULL DEFAULT '',
-    source_node_id  TEXT    NOT NULL DEFAULT '',
-    sha256          TEXT    NOT NULL DEFAULT '',
-    waves           TEXT    NOT NULL DEFAULT '[]', -- JSON array of arrays of node ids
+    state           TEXT COLLATE "C" NOT NULL,
+    format          TEXT COLLATE "C" NOT NULL DEFAULT '',
+    content         TEXT COLLATE "C" NOT NULL DEFAULT '',
+    config_version  TEXT COLLATE "C" NOT NULL DEFAULT '',
+    source_node_id  TEXT COLLATE "C" NOT NULL DEFAULT '',
+    sha256          TEXT COLLATE "C" NOT NULL DEFAULT '',
+    waves           TEXT COLLATE "C" NOT NULL DEFAULT '[]', -- JSON array of arrays of node ids
     gate_timeout_ms BIGINT  NOT NULL DEFAULT 0,
     soak_ms         BIGINT  NOT NULL DEFAULT 0,
     pause_ms        BIGINT  NOT NULL DEFAULT 0,
@@ -66,10 +66,10 @@ CREATE TABLE rollouts (
     current_wave    BIGINT  NOT NULL DEFAULT 0,
     wave_passed_at  BIGINT  NOT NULL DEFAULT 0,
     failures        BIGINT  NOT NULL DEFAULT 0,
-    failure_code    TEXT    NOT NULL DEFAULT '',
-    failure_message TEXT    NOT NULL DEFAULT '',
-    actor           TEXT    NOT NULL DEFAULT '',
-    correlation_id  TEXT    NOT NULL DEFAULT '',
+    failure_code    TEXT COLLATE "C" NOT NULL DEFAULT '',
+    failure_message TEXT COLLATE "C" NOT NULL DEFAULT '',
+    actor           TEXT COLLATE "C" NOT NULL DEFAULT '',
+    correlation_id  TEXT COLLATE "C" NOT NULL DEFAULT '',
     created_at      BIGINT  NOT NULL,
     updated_at      BIGINT  NOT NULL,
     finished_at     BIGINT  NOT NULL DEFAULT 0,
@@ -79,19 +79,19 @@ CREATE INDEX rollouts_created ON rollouts (created_at);
 CREATE INDEX rollouts_state ON rollouts (state, created_at);
 
 CREATE TABLE rollout_nodes (
-    rollout_id          TEXT    NOT NULL,
-    node_id             TEXT    NOT NULL,
+    rollout_id          TEXT COLLATE "C" NOT NULL,
+    node_id             TEXT COLLATE "C" NOT NULL,
     wave                BIGINT  NOT NULL,
-    phase               TEXT    NOT NULL,
-    version_before      TEXT    NOT NULL DEFAULT '',
-    node_version_before TEXT    NOT NULL DEFAULT '',
-    version_target      TEXT    NOT NULL DEFAULT '',
+    phase               TEXT COLLATE "C" NOT NULL,
+    version_before      TEXT COLLATE "C" NOT NULL DEFAULT '',
+    node_version_before TEXT COLLATE "C" NOT NULL DEFAULT '',
+    version_target      TEXT COLLATE "C" NOT NULL DEFAULT '',
     generation          BIGINT  NOT NULL DEFAULT 0,
-    operation_id        TEXT    NOT NULL DEFAULT '',
+    operation_id        TEXT COLLATE "C" NOT NULL DEFAULT '',
     applied_at          BIGINT  NOT NULL DEFAULT 0,
     healthy_since       BIGINT  NOT NULL DEFAULT 0,
-    failure_code        TEXT    NOT NULL DEFAULT '',
-    failure_message     TEXT    NOT NULL DEFAULT '',
+    failure_code        TEXT COLLATE "C" NOT NULL DEFAULT '',
+    failure_message     TEXT COLLATE "C" NOT NULL DEFAULT '',
     updated_at          BIGINT  NOT NULL DEFAULT 0,
     PRIMARY KEY (rollout_id, node_id)
 );

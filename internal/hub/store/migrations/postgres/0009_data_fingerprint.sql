@@ -6,5 +6,5 @@
 -- nodes' fingerprints, captured at placement time as node_data_ports is,
 -- for the job_start commands that pin them. Public values, not secrets.
 
-ALTER TABLE nodes ADD COLUMN data_fingerprint TEXT NOT NULL DEFAULT '';
-ALTER TABLE jobs ADD COLUMN node_data_fingerprints TEXT NOT NULL DEFAULT ''; -- JSON {node id: sha256:hex}, '' when colocated or placed before
+ALTER TABLE nodes ADD COLUMN data_fingerprint TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN node_data_fingerprints TEXT COLLATE "C" NOT NULL DEFAULT ''; -- JSON {node id: sha256:hex}, '' when colocated or placed before
