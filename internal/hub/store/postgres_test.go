@@ -163,20 +163,25 @@ func TestPostgresOpenFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer silent.Close()
-	var held []net.Conn
+	accepted := make(chan struct{})
 	defer func() {
-		for _, c := range held {
-			_ = c.Close()
-		}
+		_ = silent.Close()
+		<-accepted
 	}()
 	go func() {
+		defer close(accepted)
+		var held []net.Conn // never answered; closed once the test ends
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
 		for {
 			c, err := silent.Accept()
 			if err != nil {
 				return
 			}
-			held = append(held, c) // never answers
+			held = append(held, c)
 		}
 	}()
 	refusing, err := pgtest.FreePort()
