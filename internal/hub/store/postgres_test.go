@@ -117,41 +117,41 @@ func TestPgText(t *testing.T) {
 // TestConstraintViolation: a unique violation is the same kind of error
 // on both backends (a failed write, not a storage failure), undoes only
 // its own write, and the writer goes on.
-func TestConstraintViolation(t *testing.T) {
-	backends(t, func(t *testing.T) {
-		ctx := context.Background()
-		s, _ := openTest(t)
-		insert := func(ctx context.Context, q querier) error {
-			_, err := q.ExecContext(ctx, "INSERT INTO probe (id, at) VALUES (1, 0)")
-			return err
-		}
-		if err := s.write(ctx, insert); err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, 8)
-		for i := range errs {
-			wg.Go(func() {
-				if i%2 == 0 {
-					errs[i] = s.write(ctx, insert)
-				} else {
-					_, errs[i] = s.AppendEvent(ctx, event("probe", t0, "", "", "", "", "", "", fmt.Sprint(i)))
-				}
-			})
-		}
-		wg.Wait()
-		for i, err := range errs {
-			switch {
-			case i%2 == 1 && err != nil:
-				t.Errorf("write %d beside the violations: %v", i, err)
-			case i%2 == 0 && (err == nil || errors.Is(err, ErrStorage) || !isDomain(err)):
-				t.Errorf("duplicate insert %d = %v; want a failed write, not ErrStorage", i, err)
+func TestConstraintViolation(t *testing.T) { backends(t, testConstraintViolation) }
+
+func testConstraintViolation(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	insert := func(ctx context.Context, q querier) error {
+		_, err := q.ExecContext(ctx, "INSERT INTO probe (id, at) VALUES (1, 0)")
+		return err
+	}
+	if err := s.write(ctx, insert); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			if i%2 == 0 {
+				errs[i] = s.write(ctx, insert)
+			} else {
+				_, errs[i] = s.AppendEvent(ctx, event("probe", t0, "", "", "", "", "", "", fmt.Sprint(i)))
 			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch {
+		case i%2 == 1 && err != nil:
+			t.Errorf("write %d beside the violations: %v", i, err)
+		case i%2 == 0 && (err == nil || errors.Is(err, ErrStorage) || !isDomain(err)):
+			t.Errorf("duplicate insert %d = %v; want a failed write, not ErrStorage", i, err)
 		}
-		if n := count(t, s, "SELECT COUNT(*) FROM events WHERE kind = ?", "probe"); n != 4 {
-			t.Errorf("%d events, want 4", n)
-		}
-	})
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM events WHERE kind = ?", "probe"); n != 4 {
+		t.Errorf("%d events, want 4", n)
+	}
 }
 
 // TestPostgresOpenFailsFast: a server that refuses, one that accepts and

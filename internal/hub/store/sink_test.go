@@ -19,89 +19,89 @@ import (
 // again with a savepoint per write). The sink must have received exactly
 // the committed events, in id order, as a read gives them back, and every
 // succeeding write must be on disk.
-func TestEventSinkGroupCommit(t *testing.T) {
-	backends(t, func(t *testing.T) {
-		ctx := context.Background()
-		s, _ := openTest(t)
-		var mu sync.Mutex
-		var got []wire.Event
-		s.SetEventSink(func(evs []wire.Event) {
-			mu.Lock()
-			got = append(got, evs...)
-			mu.Unlock()
-		})
-		boom := errors.New("injected")
-		ok := 0
-		for round := 0; round < 50 && s.Stats().Reruns == 0; round++ {
-			var wg sync.WaitGroup
-			for i := range 32 {
-				fail := i%4 == 3
-				if !fail {
-					ok++
-				}
-				wg.Go(func() {
-					err := s.write(ctx, func(ctx context.Context, q querier) error {
-						e := event(wire.EventNodeOnline, t0, fmt.Sprintf("n%d-%d", round, i), "", "", "", "", "", "")
-						e.Data = map[string]any{"n": int64(i), "fail": fail, "s": "x"}
-						if _, err := insertEvent(ctx, q, e); err != nil {
-							return err
-						}
-						if fail {
-							return boom
-						}
-						return nil
-					})
-					if fail != errors.Is(err, boom) || (!fail && err != nil) {
-						t.Errorf("write %d (fail %v): %v", i, fail, err)
-					}
-				})
-			}
-			wg.Wait()
-		}
-		if s.Stats().Reruns == 0 {
-			t.Fatal("no batch mixed a failing write with others in 50 rounds")
-		}
-		want, err := s.EventsAfter(ctx, 0, EventFilter{}, MaxEvents)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(want) != ok {
-			t.Errorf("%d events on disk, want %d (one per succeeding write)", len(want), ok)
-		}
+func TestEventSinkGroupCommit(t *testing.T) { backends(t, testEventSinkGroupCommit) }
+
+func testEventSinkGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var mu sync.Mutex
+	var got []wire.Event
+	s.SetEventSink(func(evs []wire.Event) {
 		mu.Lock()
-		defer mu.Unlock()
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("sink differs from the log (-log +sink):\n%s", diff)
-		}
+		got = append(got, evs...)
+		mu.Unlock()
 	})
+	boom := errors.New("injected")
+	ok := 0
+	for round := 0; round < 50 && s.Stats().Reruns == 0; round++ {
+		var wg sync.WaitGroup
+		for i := range 32 {
+			fail := i%4 == 3
+			if !fail {
+				ok++
+			}
+			wg.Go(func() {
+				err := s.write(ctx, func(ctx context.Context, q querier) error {
+					e := event(wire.EventNodeOnline, t0, fmt.Sprintf("n%d-%d", round, i), "", "", "", "", "", "")
+					e.Data = map[string]any{"n": int64(i), "fail": fail, "s": "x"}
+					if _, err := insertEvent(ctx, q, e); err != nil {
+						return err
+					}
+					if fail {
+						return boom
+					}
+					return nil
+				})
+				if fail != errors.Is(err, boom) || (!fail && err != nil) {
+					t.Errorf("write %d (fail %v): %v", i, fail, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if s.Stats().Reruns == 0 {
+		t.Fatal("no batch mixed a failing write with others in 50 rounds")
+	}
+	want, err := s.EventsAfter(ctx, 0, EventFilter{}, MaxEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != ok {
+		t.Errorf("%d events on disk, want %d (one per succeeding write)", len(want), ok)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sink differs from the log (-log +sink):\n%s", diff)
+	}
 }
 
 // TestCommittedTxn checks that a write's Txn is committed when it returns
 // and that Committed never goes back.
-func TestCommittedTxn(t *testing.T) {
-	backends(t, func(t *testing.T) {
-		ctx := context.Background()
-		s, _ := openTest(t)
-		var last int64
-		for i := range 3 {
-			res, err := s.WriteDesired(ctx, dw(fmt.Sprint("i", i), "n1", "s1", t0.Add(time.Duration(i)*time.Second)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Txn <= last || s.Committed() < res.Txn {
-				t.Errorf("write %d: txn %d after %d, committed %d", i, res.Txn, last, s.Committed())
-			}
-			last = res.Txn
-			if res.Intent.ID != fmt.Sprint("i", i) || res.Intent.State != wire.OpPending || res.Intent.Generation != res.Generation {
-				t.Errorf("write %d: intent %+v", i, res.Intent)
-			}
-			in, err := s.GetIntent(ctx, res.Intent.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(in, res.Intent); diff != "" {
-				t.Errorf("write %d: intent as written differs from the stored one (-stored +written):\n%s", i, diff)
-			}
+func TestCommittedTxn(t *testing.T) { backends(t, testCommittedTxn) }
+
+func testCommittedTxn(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var last int64
+	for i := range 3 {
+		res, err := s.WriteDesired(ctx, dw(fmt.Sprint("i", i), "n1", "s1", t0.Add(time.Duration(i)*time.Second)))
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		if res.Txn <= last || s.Committed() < res.Txn {
+			t.Errorf("write %d: txn %d after %d, committed %d", i, res.Txn, last, s.Committed())
+		}
+		last = res.Txn
+		if res.Intent.ID != fmt.Sprint("i", i) || res.Intent.State != wire.OpPending || res.Intent.Generation != res.Generation {
+			t.Errorf("write %d: intent %+v", i, res.Intent)
+		}
+		in, err := s.GetIntent(ctx, res.Intent.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(in, res.Intent); diff != "" {
+			t.Errorf("write %d: intent as written differs from the stored one (-stored +written):\n%s", i, diff)
+		}
+	}
 }
