@@ -38,6 +38,10 @@ type Server struct {
 	done chan error
 	// version is server_version_num, known once started.
 	version int
+
+	mu    sync.Mutex           // guards ahead and quit
+	ahead map[string]chan made // NewDatabase's next database, by template
+	quit  chan struct{}        // closed by stop: makeAhead returns
 }
 
 // New initializes a database cluster without starting it; it is removed
@@ -184,6 +188,12 @@ func (s *Server) Stop(t testing.TB) {
 }
 
 func (s *Server) stop() {
+	s.mu.Lock()
+	if s.quit != nil {
+		close(s.quit)
+		s.ahead, s.quit = nil, nil
+	}
+	s.mu.Unlock()
 	if s.cmd == nil {
 		return
 	}
@@ -278,9 +288,51 @@ func Shared(t testing.TB) *Server {
 
 // NewDatabase creates a database copied from template ("" for the
 // server's default, template1) and returns its URI. Copying a template
-// that already holds a schema is much faster than building the schema.
+// that already holds a schema is much faster than building the schema;
+// and while the test runs, the server copies the next one.
 func (s *Server) NewDatabase(t testing.TB, template string) string {
 	t.Helper()
+	s.mu.Lock()
+	if s.ahead == nil {
+		s.ahead, s.quit = map[string]chan made{}, make(chan struct{})
+	}
+	c, ok := s.ahead[template]
+	if !ok {
+		c = make(chan made, 1)
+		s.ahead[template] = c
+		go s.makeAhead(template, c)
+	}
+	s.mu.Unlock()
+	m := <-c
+	if m.err != nil {
+		t.Fatal(m.err)
+	}
+	return m.uri
+}
+
+// made is a database makeAhead made, or why it could not.
+type made struct {
+	uri string
+	err error
+}
+
+// makeAhead creates databases copied from template into c, one ahead of
+// their use, until the server stops.
+func (s *Server) makeAhead(template string, c chan<- made) {
+	for {
+		uri, err := s.createDatabase(template)
+		select {
+		case c <- made{uri, err}:
+		case <-s.quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) createDatabase(template string) (string, error) {
 	shared.mu.Lock()
 	shared.n++
 	name := fmt.Sprintf("t%d", shared.n)
@@ -301,10 +353,10 @@ func (s *Server) NewDatabase(t testing.TB, template string) string {
 		err := s.exec(q)
 		var pe *pgconn.PgError
 		if err == nil {
-			return s.DatabaseURI(name)
+			return s.DatabaseURI(name), nil
 		}
 		if !errors.As(err, &pe) || pe.Code != "55006" || time.Now().After(deadline) {
-			t.Fatal(err)
+			return "", err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
