@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,8 +31,7 @@ func backends(t *testing.T, test func(t *testing.T)) {
 // onPostgres reports whether t runs inside the postgres subtest of
 // backends.
 func onPostgres(t testing.TB) bool {
-	parts := strings.Split(t.Name(), "/")
-	return len(parts) > 1 && parts[1] == "postgres"
+	return slices.Contains(strings.Split(t.Name(), "/")[1:], "postgres")
 }
 
 // openTest opens a new, empty store of t's backend and returns it with
