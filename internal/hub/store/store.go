@@ -22,9 +22,11 @@ import (
 
 // Errors callers branch on.
 var (
-	// ErrStorage wraps every failure of the disk or of SQLite itself (disk
-	// full, read-only file, I/O error, corruption, lock timeout). The API
-	// answers 503 storage_unavailable. The write it came from left nothing.
+	// ErrStorage wraps every failure of the disk or of the database itself
+	// (SQLite: disk full, read-only file, I/O error, corruption, lock
+	// timeout; PostgreSQL: connection refused or lost, server shutting
+	// down, resources exhausted, internal error). The API answers 503
+	// storage_unavailable. The write it came from left nothing.
 	ErrStorage = errors.New("storage unavailable")
 	// ErrClosed is returned by calls on a closed Store.
 	ErrClosed = errors.New("store closed")
