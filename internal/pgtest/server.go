@@ -123,9 +123,8 @@ func initServer() (*Server, error) {
 func (s *Server) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
 	cmd.Dir = s.dir
-	if s.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	endWithParent(cmd.SysProcAttr)
 	return cmd
 }
 
