@@ -299,7 +299,7 @@ func (s *Server) NewDatabase(t testing.TB, template string) string {
 	if !ok {
 		c = make(chan made, 1)
 		s.ahead[template] = c
-		go s.makeAhead(template, c)
+		go s.makeAhead(template, c, s.quit)
 	}
 	s.mu.Unlock()
 	m := <-c
@@ -316,13 +316,13 @@ type made struct {
 }
 
 // makeAhead creates databases copied from template into c, one ahead of
-// their use, until the server stops.
-func (s *Server) makeAhead(template string, c chan<- made) {
+// their use, until quit (the server stops).
+func (s *Server) makeAhead(template string, c chan<- made, quit <-chan struct{}) {
 	for {
 		uri, err := s.createDatabase(template)
 		select {
 		case c <- made{uri, err}:
-		case <-s.quit:
+		case <-quit:
 			return
 		}
 		if err != nil {
