@@ -176,9 +176,9 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("go list -deps ./cmd/flowplane: %v", err)
 	}
 	for dep := range strings.FieldsSeq(string(bin)) {
-		if strings.HasPrefix(dep, "github.com/pb33f/") || dep == mod+"internal/openapi/openapitest" ||
+		if strings.HasPrefix(dep, "github.com/pb33f/") || dep == mod+"internal/openapi/openapitest" || dep == mod+"internal/pgtest" ||
 			strings.HasPrefix(dep, "github.com/zitadel/") || dep == mod+"internal/idp/testop" {
-			t.Errorf("the binary links %s: the OpenAPI validator and the test OpenID Provider are for tests only", dep)
+			t.Errorf("the binary links %s: the OpenAPI validator, the test PostgreSQL server and the test OpenID Provider are for tests only", dep)
 		}
 	}
 

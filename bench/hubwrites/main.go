@@ -4,7 +4,8 @@
 //
 // It first writes 4 KiB + fdatasync in a loop on a file in the storage
 // directory, then starts a Hub on 127.0.0.1 with its SQLite file in that
-// directory (the binary given by -bin as a child process, or in this
+// directory, or with -storage postgres on the empty PostgreSQL database of
+// -pg (the binary given by -bin as a child process, or in this
 // process without -bin), warms it up, and runs -c clients, each sending
 // PUT desired-state requests one at a time over its own resources, for -d
 // or -max requests, whichever ends first. Every answer must be 202; a 202
@@ -87,10 +88,21 @@ func main() {
 		fsyncDur   = flag.Duration("fsync", 2*time.Second, "duration of the raw fsync measurement")
 		dir        = flag.String("dir", "", "directory for the SQLite file and the fsync file (default: a new temporary directory, removed at exit)")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured phase (in-process Hub only)")
+		backend    = flag.String("storage", "sqlite", "the Hub's storage: sqlite (a file in -dir) or postgres (the database of -pg)")
+		pgURL      = flag.String("pg", "", "with -storage postgres: the URL of an empty PostgreSQL database (postgres://...)")
 		named      = flag.Int("named", 0, "write as the last of this many named operator tokens (SVC_HUB_TOKENS_FILE) instead of the bootstrap token: the cost of a token lookup per request")
 	)
 	flag.Parse()
 	principal.named = *named
+	switch {
+	case *backend == "sqlite" && *pgURL == "":
+		storagePG = ""
+	case *backend == "postgres" && (strings.HasPrefix(*pgURL, "postgres://") || strings.HasPrefix(*pgURL, "postgresql://")):
+		storagePG = *pgURL
+	default:
+		fmt.Fprintln(os.Stderr, "hubwrites: want -storage sqlite, or -storage postgres with -pg postgres://...")
+		os.Exit(2)
+	}
 	if err := run(*bin, *conc, *dur, *warm, *maxReq, *nres, *nodes, *idem, *fsyncDur, *dir, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "hubwrites:", err)
 		os.Exit(1)
@@ -123,6 +135,9 @@ func run(bin string, conc int, dur, warm time.Duration, maxReq, nres, nodes int,
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	storage := filepath.Join(dir, "hub.db")
+	if storagePG != "" {
+		storage = storagePG
+	}
 	var base string
 	var stop func() error
 	pid := os.Getpid()
@@ -173,8 +188,12 @@ func run(bin string, conc int, dur, warm time.Duration, maxReq, nres, nodes int,
 	if idem {
 		key = ", Idempotency-Key on every write"
 	}
-	fmt.Printf("hub durable writes (%s, %d clients, %d resources on %d nodes%s, %d cores, %s)\n",
-		mode, conc, nres, nodes, key, runtime.NumCPU(), runtime.Version())
+	backend := "SQLite"
+	if storagePG != "" {
+		backend = "PostgreSQL" // the raw fsync line is of -dir's disk, not the server's
+	}
+	fmt.Printf("hub durable writes (%s, %s, %d clients, %d resources on %d nodes%s, %d cores, %s)\n",
+		mode, backend, conc, nres, nodes, key, runtime.NumCPU(), runtime.Version())
 	fmt.Printf("  writes      %d in %.2f s = %.0f writes/s\n", res.n, res.elapsed.Seconds(), rate)
 	fmt.Printf("  latency     p50 %.2f ms   p99 %.2f ms   max %.2f ms\n", ms(res.pct(0.50)), ms(res.pct(0.99)), ms(res.pct(1)))
 	if cpu > 0 {
@@ -294,6 +313,9 @@ func load(ctx context.Context, c *http.Client, base string, conc int, d time.Dur
 	slices.Sort(all)
 	return result{n: len(all), elapsed: elapsed, lat: all}, nil
 }
+
+// storagePG is the -pg URL with -storage postgres, else "".
+var storagePG string
 
 func hubEnv(storage string) []string {
 	return []string{"SVC_HUB_ADDRESS=127.0.0.1:0", "SVC_HUB_STORAGE=" + storage,

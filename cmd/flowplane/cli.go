@@ -65,6 +65,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if len(args) > 1 && args[1] == "token" {
 				return runHubToken(args[2:], time.Now(), stdout, stderr)
 			}
+			if len(args) > 1 && args[1] == "migrate" {
+				return runHubMigrate(ctx, args[2:], stdout, stderr)
+			}
 			return runHub(ctx, args[1:], stdout, stderr)
 		case "ctl", "__complete", "__completeNoDesc":
 			// The shell completion scripts call the program by its own

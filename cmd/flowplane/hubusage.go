@@ -16,10 +16,11 @@ func hubUsage() string {
 Usage:
   flowplane hub [--address host:port] [--storage file.db]
   flowplane hub token create --name NAME --role ROLE [--scope SCOPE]...   (see its --help)
+  flowplane hub migrate --from hub.db --to postgres://...                 (see its --help)
 
 Flags:
   --address host:port   listen address (overrides ` + hub.EnvAddress + `)
-  --storage file.db     SQLite file of the durable state (overrides ` + hub.EnvStorage + `)
+  --storage file.db     SQLite file or postgres:// URL of the durable state (overrides ` + hub.EnvStorage + `)
 
 Environment (tokens are read only from here, never from flags):
 `)

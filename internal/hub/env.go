@@ -22,7 +22,7 @@ type EnvVar struct {
 func EnvVars() []EnvVar {
 	return []EnvVar{
 		{EnvAddress, DefaultAddress, "listen address"},
-		{EnvStorage, "", "SQLite file of the durable state; required unless insecure local"},
+		{EnvStorage, "", "SQLite file or postgres:// URL of the durable state; required unless insecure local"},
 		{EnvOperatorToken, "", "bearer token of the operator API; required unless insecure local; at least 16 characters"},
 		{EnvNodeToken, "", "token Agents register with (the nodes' node_token); required unless insecure local; at least 16 characters, not the operator token"},
 		{EnvTLSCert, "", "PEM certificate chain to serve HTTPS with (with " + EnvTLSKey + "); reloaded when the file changes"},

@@ -92,7 +92,7 @@ const MinTokenLength = 16
 // environment, never from flags, so that they do not show in process lists.
 type Settings struct {
 	Address       string
-	Storage       string // SQLite path; "" means volatile (insecure local only)
+	Storage       string // SQLite path or PostgreSQL URL; "" means volatile (insecure local only)
 	OperatorToken string
 	NodeToken     string
 	InsecureLocal bool

@@ -13,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component/componenttest"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/pgtest"
 )
 
 // TestExamples: each example satisfies its schema and builds without a
@@ -108,7 +109,11 @@ func TestNoPasswordInErrors(t *testing.T) {
 			t.Errorf("%s: error %v; want one without the password", c.URI, err)
 		}
 	}
-	port := itoaPort(freePort(t))
+	free, err := pgtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := itoaPort(free)
 	for _, c := range []DBConfig{
 		{Type: "postgres", URI: "postgres://u:hunter2@127.0.0.1:" + port + "/db"},
 		{Type: "mysql", URI: "mysql://u:hunter2@127.0.0.1:" + port + "/db"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component/componenttest"
 	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/pgtest"
 	"github.com/flowplane/flowplane/internal/stream"
 )
 
@@ -19,18 +20,18 @@ func pgType(uri string) map[string]any { return map[string]any{"type": "postgres
 // TestPostgresStream runs generate -> sql output, then sql input -> file,
 // and checks every row arrives with its SQL types mapped to JSON.
 func TestPostgresStream(t *testing.T) {
-	pg := startPostgres(t)
-	pg.exec(t, `CREATE TABLE events (id bigint PRIMARY KEY, name text, score double precision, ok boolean,
+	pg := pgtest.Start(t)
+	pg.Exec(t, `CREATE TABLE events (id bigint PRIMARY KEY, name text, score double precision, ok boolean,
 		at timestamptz, doc jsonb, amount numeric(10,2), note text)`)
 	const n = 200
 	e := componenttest.Engine(t, nodeDoc(t, map[string]any{
 		"id": "load",
 		"input": map[string]any{"type": "generate", "count": n, "batch_size": 10, "interval": "0s",
 			"context": `{"id": {{count}}, "name": "n{{count}}", "score": 1.5, "ok": true, "at": "2026-01-02T03:04:05Z", "doc": {"a": {{count}}}, "amount": "12.50"}`},
-		"output": map[string]any{"type": "sql", "output_type": pgType(pg.uri()), "table_name": "public.events"},
+		"output": map[string]any{"type": "sql", "output_type": pgType(pg.URI()), "table_name": "public.events"},
 	}))
 	waitStream(t, e, "load", "load completed", 30*time.Second, completed)
-	if got := pg.count(t, "SELECT count(*) FROM events"); got != n {
+	if got := pg.Count(t, "SELECT count(*) FROM events"); got != n {
 		t.Fatalf("rows = %d, want %d", got, n)
 	}
 
@@ -38,7 +39,7 @@ func TestPostgresStream(t *testing.T) {
 	e2 := componenttest.Engine(t, nodeDoc(t, map[string]any{
 		"id": "dump",
 		"input": map[string]any{"type": "sql", "select_sql": "SELECT * FROM events ORDER BY id",
-			"input_type": pgType(pg.uri()), "batch_size": 7},
+			"input_type": pgType(pg.URI()), "batch_size": 7},
 		"output": map[string]any{"type": "file", "path": path},
 	}))
 	waitStream(t, e2, "dump", "dump completed", 30*time.Second, completed)
@@ -60,22 +61,22 @@ func TestPostgresStream(t *testing.T) {
 
 // TestPostgresCursorPoll reads only new rows on each poll.
 func TestPostgresCursorPoll(t *testing.T) {
-	pg := startPostgres(t)
-	pg.exec(t, `CREATE TABLE src (id bigserial PRIMARY KEY, v text)`,
+	pg := pgtest.Start(t)
+	pg.Exec(t, `CREATE TABLE src (id bigserial PRIMARY KEY, v text)`,
 		`INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 5) g`)
 	path := filepath.Join(t.TempDir(), "out.jsonl")
 	e := componenttest.Engine(t, nodeDoc(t, map[string]any{
 		"id": "poll",
 		"input": map[string]any{"type": "sql", "select_sql": "SELECT id, v FROM src WHERE id > $1 ORDER BY id LIMIT 3",
-			"input_type": pgType(pg.uri()), "interval": "20ms", "batch_size": 2,
+			"input_type": pgType(pg.URI()), "interval": "20ms", "batch_size": 2,
 			"cursor": map[string]any{"column": "id", "initial": 0}},
 		"output": map[string]any{"type": "file", "path": path},
 	}))
 	waitFor(t, "5 rows", 30*time.Second, func() bool { return len(readLines(t, path)) >= 5 })
-	pg.exec(t, `INSERT INTO src (v) SELECT 'b' || g FROM generate_series(1, 7) g`)
+	pg.Exec(t, `INSERT INTO src (v) SELECT 'b' || g FROM generate_series(1, 7) g`)
 	waitFor(t, "12 rows", 30*time.Second, func() bool { return len(readLines(t, path)) >= 12 })
 	// Polls ran after row 12 was read; one more row shows they re-read nothing.
-	pg.exec(t, `INSERT INTO src (v) VALUES ('last')`)
+	pg.Exec(t, `INSERT INTO src (v) VALUES ('last')`)
 	waitFor(t, "13 rows", 30*time.Second, func() bool { return len(readLines(t, path)) >= 13 })
 	lines := readLines(t, path)
 	counts := idCounts(lines)
@@ -96,9 +97,9 @@ func TestPostgresCursorPoll(t *testing.T) {
 // as if it was written once, with the last value of a key repeated in the
 // batch.
 func TestPostgresUpsertIdempotent(t *testing.T) {
-	pg := startPostgres(t)
-	pg.exec(t, `CREATE TABLE kv ("id" int PRIMARY KEY, "v" text, "we""ird" text)`)
-	out := newOutput(t, map[string]any{"output_type": pgType(pg.uri()), "table_name": "kv",
+	pg := pgtest.Start(t)
+	pg.Exec(t, `CREATE TABLE kv ("id" int PRIMARY KEY, "v" text, "we""ird" text)`)
+	out := newOutput(t, map[string]any{"output_type": pgType(pg.URI()), "table_name": "kv",
 		"mode": "upsert", "key_columns": []any{"id"}})
 	ctx := ctxT(t)
 	if err := out.Connect(ctx); err != nil {
@@ -110,10 +111,10 @@ func TestPostgresUpsertIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := pg.count(t, "SELECT count(*) FROM kv"); got != 2 {
+	if got := pg.Count(t, "SELECT count(*) FROM kv"); got != 2 {
 		t.Fatalf("rows = %d, want 2", got)
 	}
-	if got := pg.count(t, `SELECT count(*) FROM kv WHERE id = 2 AND v = '''); DROP TABLE kv; --' AND "we""ird" = 'x'`); got != 1 {
+	if got := pg.Count(t, `SELECT count(*) FROM kv WHERE id = 2 AND v = '''); DROP TABLE kv; --' AND "we""ird" = 'x'`); got != 1 {
 		t.Fatalf("id 2 does not hold the batch's last value")
 	}
 	// A missing key is refused rather than inserted as NULL.
@@ -125,9 +126,9 @@ func TestPostgresUpsertIdempotent(t *testing.T) {
 // TestPostgresDownAtStart: Connect fails fast with a clear error that
 // does not show the password, and succeeds once the server is up.
 func TestPostgresDownAtStart(t *testing.T) {
-	pg := newPostgres(t) // initialized, not started
-	out := newOutput(t, map[string]any{"output_type": pgType(pg.uri()), "table_name": "t"})
-	in := newInput(t, map[string]any{"select_sql": "SELECT 1 AS id", "input_type": pgType(pg.uri())})
+	pg := pgtest.New(t) // initialized, not started
+	out := newOutput(t, map[string]any{"output_type": pgType(pg.URI()), "table_name": "t"})
+	in := newInput(t, map[string]any{"select_sql": "SELECT 1 AS id", "input_type": pgType(pg.URI())})
 	ctx := ctxT(t)
 	for _, c := range []interface{ Connect(context.Context) error }{out, in} {
 		err := c.Connect(ctx)
@@ -135,12 +136,12 @@ func TestPostgresDownAtStart(t *testing.T) {
 			t.Fatal("Connect succeeded with the server down")
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, "connect to postgres 127.0.0.1:") || strings.Contains(msg, pgPassword) {
+		if !strings.Contains(msg, "connect to postgres 127.0.0.1:") || strings.Contains(msg, pgtest.Password) {
 			t.Errorf("Connect error = %q; want it to name the server and hide the password", msg)
 		}
 	}
-	pg.start(t)
-	pg.exec(t, `CREATE TABLE t (id int)`)
+	pg.Start(t)
+	pg.Exec(t, `CREATE TABLE t (id int)`)
 	if err := out.Connect(ctx); err != nil {
 		t.Fatalf("Connect after the server started: %v", err)
 	}
@@ -155,21 +156,21 @@ func TestPostgresDownAtStart(t *testing.T) {
 // TestPostgresDownAtStartStream: a stream whose database is down stays
 // starting with the error shown, and runs once the server is up.
 func TestPostgresDownAtStartStream(t *testing.T) {
-	pg := newPostgres(t)
+	pg := pgtest.New(t)
 	const n = 50
 	e := componenttest.Engine(t, nodeDoc(t, map[string]any{
 		"id":     "late",
 		"input":  map[string]any{"type": "generate", "count": n, "batch_size": 5, "interval": "0s", "context": `{"id": {{count}}}`},
-		"output": map[string]any{"type": "sql", "output_type": pgType(pg.uri()), "table_name": "t"},
+		"output": map[string]any{"type": "sql", "output_type": pgType(pg.URI()), "table_name": "t"},
 	}))
 	st := waitStream(t, e, "late", "the connect error", 30*time.Second, func(st engine.StreamStatus) bool { return st.LastError != "" })
-	if st.State != stream.StateStarting || strings.Contains(st.LastError, pgPassword) {
+	if st.State != stream.StateStarting || strings.Contains(st.LastError, pgtest.Password) {
 		t.Fatalf("status %+v; want starting, with an error hiding the password", st.Status)
 	}
-	pg.start(t)
-	pg.exec(t, `CREATE TABLE t (id int)`)
+	pg.Start(t)
+	pg.Exec(t, `CREATE TABLE t (id int)`)
 	waitStream(t, e, "late", "completed", 60*time.Second, completed)
-	if got := pg.count(t, "SELECT count(DISTINCT id) FROM t"); got != n {
+	if got := pg.Count(t, "SELECT count(DISTINCT id) FROM t"); got != n {
 		t.Fatalf("distinct rows = %d, want %d", got, n)
 	}
 }
@@ -178,20 +179,20 @@ func TestPostgresDownAtStartStream(t *testing.T) {
 // stream writes to it and while another reads from it: nothing is lost;
 // duplicates are counted and bounded.
 func TestPostgresRestartMidStream(t *testing.T) {
-	pg := startPostgres(t)
-	pg.exec(t, `CREATE TABLE sink (id bigint)`)
+	pg := pgtest.Start(t)
+	pg.Exec(t, `CREATE TABLE sink (id bigint)`)
 	const n = 3000
 	e := componenttest.Engine(t, nodeDoc(t, map[string]any{
 		"id":     "write",
 		"input":  map[string]any{"type": "generate", "count": n, "batch_size": 5, "interval": "3ms", "context": `{"id": {{count}}}`},
-		"output": map[string]any{"type": "sql", "output_type": pgType(pg.uri()), "table_name": "sink"},
+		"output": map[string]any{"type": "sql", "output_type": pgType(pg.URI()), "table_name": "sink"},
 	}))
-	waitFor(t, "some rows written", 30*time.Second, func() bool { return pg.count(t, "SELECT count(*) FROM sink") >= 200 })
-	pg.stop(t)
+	waitFor(t, "some rows written", 30*time.Second, func() bool { return pg.Count(t, "SELECT count(*) FROM sink") >= 200 })
+	pg.Stop(t)
 	waitStream(t, e, "write", "a write error", 30*time.Second, func(st engine.StreamStatus) bool { return st.LastError != "" })
-	pg.start(t)
+	pg.Start(t)
 	waitStream(t, e, "write", "write completed", 60*time.Second, completed)
-	total, distinct := pg.count(t, "SELECT count(*) FROM sink"), pg.count(t, "SELECT count(DISTINCT id) FROM sink")
+	total, distinct := pg.Count(t, "SELECT count(*) FROM sink"), pg.Count(t, "SELECT count(DISTINCT id) FROM sink")
 	t.Logf("output across a restart: %d rows for %d messages, %d duplicates", total, n, total-distinct)
 	if distinct != n || total-distinct > 50 {
 		t.Fatalf("distinct %d (want %d), duplicates %d (want <= 50)", distinct, n, total-distinct)
@@ -199,18 +200,18 @@ func TestPostgresRestartMidStream(t *testing.T) {
 
 	// The input side: poll the sink by cursor into a file across a restart.
 	path := filepath.Join(t.TempDir(), "out.jsonl")
-	pg.exec(t, `CREATE TABLE src AS SELECT g::bigint AS id FROM generate_series(1, 2000) g`)
+	pg.Exec(t, `CREATE TABLE src AS SELECT g::bigint AS id FROM generate_series(1, 2000) g`)
 	e2 := componenttest.Engine(t, nodeDoc(t, map[string]any{
 		"id": "read",
 		"input": map[string]any{"type": "sql", "select_sql": "SELECT id FROM src WHERE id > $1 ORDER BY id LIMIT 20",
-			"input_type": pgType(pg.uri()), "interval": "5ms", "batch_size": 5,
+			"input_type": pgType(pg.URI()), "interval": "5ms", "batch_size": 5,
 			"cursor": map[string]any{"column": "id", "initial": 0}},
 		"output": map[string]any{"type": "file", "path": path},
 	}))
 	waitFor(t, "some rows read", 30*time.Second, func() bool { return len(readLines(t, path)) >= 100 })
-	pg.stop(t)
+	pg.Stop(t)
 	waitStream(t, e2, "read", "a read error", 30*time.Second, func(st engine.StreamStatus) bool { return st.LastError != "" })
-	pg.start(t)
+	pg.Start(t)
 	waitFor(t, "every row read", 60*time.Second, func() bool { return len(idCounts(readLines(t, path))) >= 2000 })
 	lines := readLines(t, path)
 	t.Logf("input across a restart: %d lines for 2000 rows, %d duplicates", len(lines), len(lines)-2000)
@@ -222,9 +223,9 @@ func TestPostgresRestartMidStream(t *testing.T) {
 // TestPostgresValueBinding: JSON values reach columns of other types as
 // text the server parses, and read back as the same JSON.
 func TestPostgresValueBinding(t *testing.T) {
-	pg := startPostgres(t)
-	pg.exec(t, `CREATE TABLE p (n serial, a text, b bigint, c boolean, d double precision, e numeric, f jsonb, g timestamptz)`)
-	out := newOutput(t, map[string]any{"output_type": pgType(pg.uri()), "table_name": "p"})
+	pg := pgtest.Start(t)
+	pg.Exec(t, `CREATE TABLE p (n serial, a text, b bigint, c boolean, d double precision, e numeric, f jsonb, g timestamptz)`)
+	out := newOutput(t, map[string]any{"output_type": pgType(pg.URI()), "table_name": "p"})
 	ctx := ctxT(t)
 	if err := out.Connect(ctx); err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestPostgresValueBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := newInput(t, map[string]any{"select_sql": "SELECT a, b, c, d, e, f, g AT TIME ZONE 'UTC' AS g FROM p ORDER BY n",
-		"input_type": pgType(pg.uri()), "batch_size": 100})
+		"input_type": pgType(pg.URI()), "batch_size": 100})
 	if err := in.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}

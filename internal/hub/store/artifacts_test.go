@@ -47,7 +47,9 @@ func completions(t *testing.T, s *Store) []wire.Event {
 // fails: exactly one completion event per artifact, however many times
 // and in whichever order the command result and the observations report
 // it.
-func TestArtifactCompletion(t *testing.T) {
+func TestArtifactCompletion(t *testing.T) { backends(t, testArtifactCompletion) }
+
+func testArtifactCompletion(t *testing.T) {
 	now := t0.Add(time.Minute)
 	failure := &wire.Failure{Class: "permanent", Code: "checkpoint_failed", Message: "barrier timed out"}
 	tests := []struct {
@@ -169,7 +171,9 @@ func withOp(a Artifact, op, trigger, node string) Artifact {
 	return a
 }
 
-func TestArtifactEvent(t *testing.T) {
+func TestArtifactEvent(t *testing.T) { backends(t, testArtifactEvent) }
+
+func testArtifactEvent(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	command(t, s, "op1", wire.ArtifactSavepoint)
@@ -195,7 +199,9 @@ func TestArtifactEvent(t *testing.T) {
 	}
 }
 
-func TestSweepArtifacts(t *testing.T) {
+func TestSweepArtifacts(t *testing.T) { backends(t, testSweepArtifacts) }
+
+func testSweepArtifacts(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	command(t, s, "pending-old", wire.ArtifactCheckpoint)

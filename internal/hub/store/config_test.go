@@ -38,7 +38,9 @@ func mustWriteConfig(t *testing.T, s *Store, w ConfigWrite) ConfigWriteResult {
 // TestWriteConfigVersions: each write with content makes the node's next
 // version, v1, v2 ... per node, independent across nodes; a write of an
 // existing version makes none; every write bumps the node's generation.
-func TestWriteConfigVersions(t *testing.T) {
+func TestWriteConfigVersions(t *testing.T) { backends(t, testWriteConfigVersions) }
+
+func testWriteConfigVersions(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	steps := []struct {
@@ -111,7 +113,9 @@ func TestWriteConfigVersions(t *testing.T) {
 
 // TestWriteConfigRefused: conflicts, unknown versions and malformed writes
 // change nothing.
-func TestWriteConfigRefused(t *testing.T) {
+func TestWriteConfigRefused(t *testing.T) { backends(t, testWriteConfigRefused) }
+
+func testWriteConfigRefused(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteConfig(t, s, cw("a1", "n1", "streams: []\n", t0))
@@ -165,7 +169,9 @@ func TestWriteConfigRefused(t *testing.T) {
 // TestWriteConfigSupersedes: a new apply supersedes the node's pending
 // apply (taken out of the outbox), not another node's, and not a
 // dispatched one.
-func TestWriteConfigSupersedes(t *testing.T) {
+func TestWriteConfigSupersedes(t *testing.T) { backends(t, testWriteConfigSupersedes) }
+
+func testWriteConfigSupersedes(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteConfig(t, s, cw("a1", "n1", "a: 1\n", t0))
@@ -195,7 +201,9 @@ func TestWriteConfigSupersedes(t *testing.T) {
 
 // TestWriteConfigNodeVersion: a rollback to a node-local version desires
 // no Hub version and carries the node's id in the payload.
-func TestWriteConfigNodeVersion(t *testing.T) {
+func TestWriteConfigNodeVersion(t *testing.T) { backends(t, testWriteConfigNodeVersion) }
+
+func testWriteConfigNodeVersion(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteConfig(t, s, cw("a1", "n1", "a: 1\n", t0))
@@ -229,6 +237,10 @@ func TestWriteConfigNodeVersion(t *testing.T) {
 // secret references kept, in config_versions only; a resolved value the
 // Hub's environment holds is nowhere in the database files.
 func TestWriteConfigStoresContentAsGiven(t *testing.T) {
+	backends(t, testWriteConfigStoresContentAsGiven)
+}
+
+func testWriteConfigStoresContentAsGiven(t *testing.T) {
 	ctx := context.Background()
 	const value = "hunter2-resolved-value"
 	t.Setenv("SVC_SECRET_DB_PASSWORD", value)
@@ -268,7 +280,9 @@ func TestWriteConfigStoresContentAsGiven(t *testing.T) {
 
 // TestWriteConfigCommand: validate and diff are intents of their own kind:
 // no resources row, nothing superseded, never the configuration's latest.
-func TestWriteConfigCommand(t *testing.T) {
+func TestWriteConfigCommand(t *testing.T) { backends(t, testWriteConfigCommand) }
+
+func testWriteConfigCommand(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteConfig(t, s, cw("a1", "n1", "a: 1\n", t0))
@@ -319,7 +333,9 @@ func TestWriteConfigCommand(t *testing.T) {
 // TestNodeConfigs: desired, latest and reported configuration per node,
 // with and without reports; a report without configuration keeps the
 // stored one.
-func TestNodeConfigs(t *testing.T) {
+func TestNodeConfigs(t *testing.T) { backends(t, testNodeConfigs) }
+
+func testNodeConfigs(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	for _, n := range []string{"n1", "n2"} {
@@ -408,7 +424,9 @@ func TestNodeConfigs(t *testing.T) {
 
 // TestSweepKeepsConfiguration: retention reclaims terminal configuration
 // intents as any other, and never a version or a rollout.
-func TestSweepKeepsConfiguration(t *testing.T) {
+func TestSweepKeepsConfiguration(t *testing.T) { backends(t, testSweepKeepsConfiguration) }
+
+func testSweepKeepsConfiguration(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteConfig(t, s, cw("a1", "n1", "a: 1\n", t0))

@@ -105,7 +105,7 @@ func (s *Store) NodeConfigs(ctx context.Context, ids []string) (map[string]NodeC
 	err := s.readTx(ctx, func(q querier) error {
 		clear(out)
 		rows, err := q.QueryContext(ctx, `SELECT node_id, config_node_version, config_hub_version, config_generation,
-			config_reported_at FROM nodes WHERE 1`+in, args...)
+			config_reported_at FROM nodes WHERE TRUE`+in, args...)
 		if err != nil {
 			return err
 		}

@@ -97,16 +97,12 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		if res.Superseded, err = supersedePending(ctx, q, w.NodeID, w.Kind, w.ResourceID, now); err != nil {
 			return err
 		}
-		r, err := q.ExecContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
+		var seq int64
+		if err := q.QueryRowContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
 			desired_state, config_version, action_id, correlation_id, actor, actor_kind, state, created_at, updated_at, expires_at)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?) RETURNING seq`,
 			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, res.Generation, w.State, w.ConfigVersion, w.ActionID,
-			w.CorrelationID, w.Actor, w.ActorKind, now, now, ms(w.ExpiresAt))
-		if err != nil {
-			return err
-		}
-		seq, err := r.LastInsertId()
-		if err != nil {
+			w.CorrelationID, w.Actor, w.ActorKind, now, now, ms(w.ExpiresAt)).Scan(&seq); err != nil {
 			return err
 		}
 		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,

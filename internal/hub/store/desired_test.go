@@ -11,7 +11,9 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-func TestWriteDesired(t *testing.T) {
+func TestWriteDesired(t *testing.T) { backends(t, testWriteDesired) }
+
+func testWriteDesired(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	r1, err := s.WriteDesired(ctx, dw("i1", "never-seen", "s1", t0))
@@ -51,7 +53,9 @@ func TestWriteDesired(t *testing.T) {
 	}
 }
 
-func TestWriteDesiredIfMatch(t *testing.T) {
+func TestWriteDesiredIfMatch(t *testing.T) { backends(t, testWriteDesiredIfMatch) }
+
+func testWriteDesiredIfMatch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	tests := []struct {
@@ -96,7 +100,9 @@ func TestWriteDesiredIfMatch(t *testing.T) {
 // TestWriteDesiredOneTransaction fails the write after its intent row is
 // inserted: nothing of it may be visible, and the writes sharing its batch
 // still commit.
-func TestWriteDesiredOneTransaction(t *testing.T) {
+func TestWriteDesiredOneTransaction(t *testing.T) { backends(t, testWriteDesiredOneTransaction) }
+
+func testWriteDesiredOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	if _, err := s.WriteDesired(ctx, dw("i1", "n1", "s1", t0)); err != nil {
@@ -135,7 +141,9 @@ func TestWriteDesiredOneTransaction(t *testing.T) {
 	}
 }
 
-func TestGroupCommit(t *testing.T) {
+func TestGroupCommit(t *testing.T) { backends(t, testGroupCommit) }
+
+func testGroupCommit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	const n = 64

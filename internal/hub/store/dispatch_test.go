@@ -29,7 +29,9 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 }
 
-func TestStartAttemptsSkipsNonPending(t *testing.T) {
+func TestStartAttemptsSkipsNonPending(t *testing.T) { backends(t, testStartAttemptsSkipsNonPending) }
+
+func testStartAttemptsSkipsNonPending(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	for _, id := range []string{"i1", "i2"} {
@@ -62,7 +64,9 @@ func TestStartAttemptsSkipsNonPending(t *testing.T) {
 	}
 }
 
-func TestOutboxForAndStats(t *testing.T) {
+func TestOutboxForAndStats(t *testing.T) { backends(t, testOutboxForAndStats) }
+
+func testOutboxForAndStats(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	w := dw("i1", "n1", "s1", t0)
@@ -124,7 +128,15 @@ func TestOutboxForAndStats(t *testing.T) {
 // the first time (a fresh store: an empty statement cache): none may wait
 // forever for a connection.
 func TestManyReadTransactionsOnAColdCache(t *testing.T) {
-	for round := range 20 {
+	backends(t, testManyReadTransactionsOnAColdCache)
+}
+
+func testManyReadTransactionsOnAColdCache(t *testing.T) {
+	rounds := 20
+	if onPostgres(t) {
+		rounds = 5 // the pool is database/sql's on both; a PostgreSQL database per round costs 0.3 s
+	}
+	for round := range rounds {
 		// A deadline per round: a pool deadlock never ends, while a loaded
 		// machine (-race, other packages' tests) only makes a round slow.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -155,6 +167,10 @@ func TestManyReadTransactionsOnAColdCache(t *testing.T) {
 // TestCancelledReadIsNotAStorageFailure: a read whose caller went away
 // answers the context's error, not ErrStorage (which turns readiness off).
 func TestCancelledReadIsNotAStorageFailure(t *testing.T) {
+	backends(t, testCancelledReadIsNotAStorageFailure)
+}
+
+func testCancelledReadIsNotAStorageFailure(t *testing.T) {
 	s, _ := openTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -5,21 +5,76 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/pgtest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// TestMain stops the PostgreSQL server the tests of both backends share.
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// backends runs test once per backend, as subtests sqlite and postgres:
+// openTest in it opens a store of the subtest's backend. The store's
+// contract is the same on both.
+func backends(t *testing.T, test func(t *testing.T)) {
+	t.Helper()
+	t.Run("sqlite", test)
+	t.Run("postgres", test)
+}
+
+// onPostgres reports whether t runs inside the postgres subtest of
+// backends.
+func onPostgres(t testing.TB) bool {
+	return slices.Contains(strings.Split(t.Name(), "/")[1:], "postgres")
+}
+
+// openTest opens a new, empty store of t's backend and returns it with
+// its storage (SQLite path or PostgreSQL URL) for reopening. On
+// PostgreSQL each test has a database of its own, copied from a migrated
+// template.
 func openTest(t testing.TB) (*Store, string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "hub.db")
-	s, err := Open(context.Background(), path)
+	storage := filepath.Join(t.TempDir(), "hub.db")
+	if onPostgres(t) {
+		storage = newPostgresDB(t)
+	}
+	s, err := Open(context.Background(), storage)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s, path
+	return s, storage
+}
+
+// pgTemplate is the migrated database newPostgresDB copies.
+var pgTemplate struct {
+	once sync.Once
+	err  error
+}
+
+// newPostgresDB returns the URL of a new database of the shared server
+// holding the migrated, empty schema.
+func newPostgresDB(t testing.TB) string {
+	t.Helper()
+	srv := pgtest.Shared(t)
+	pgTemplate.once.Do(func() {
+		srv.Exec(t, "CREATE DATABASE hub_template")
+		s, err := Open(context.Background(), srv.DatabaseURI("hub_template"))
+		if err == nil {
+			err = s.Close()
+		}
+		pgTemplate.err = err
+	})
+	if pgTemplate.err != nil {
+		t.Fatalf("migrating the template database: %v", pgTemplate.err)
+	}
+	return srv.NewDatabase(t, "hub_template")
 }
 
 func dw(intent, node, res string, now time.Time) DesiredWrite {
@@ -33,7 +88,7 @@ func p(n int64) *int64 { return &n }
 func count(t *testing.T, s *Store, query string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := s.rdb.QueryRow(query, args...).Scan(&n); err != nil {
+	if err := s.rdb.QueryRow(s.d.text(query), s.d.args(args)...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -43,7 +98,7 @@ func keyOf(k string) IdempotencyKey { return IdempotencyKey{Principal: "op", Key
 
 func mustMigrations(t *testing.T) []migration {
 	t.Helper()
-	ms, err := migrations()
+	ms, err := migrations(migrationDir(false))
 	if err != nil {
 		t.Fatal(err)
 	}

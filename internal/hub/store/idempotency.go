@@ -12,6 +12,13 @@ import (
 // IdempotencyTTL is how long an Idempotency-Key is kept from its first use.
 const IdempotencyTTL = 24 * time.Hour
 
+// ClaimTimeout is how long an unfinished Idempotency-Key claim holds its
+// key: past it the request that claimed it is taken to be gone (its Hub
+// died; on a shared database no other Hub may drop the claims of a Hub
+// that restarts) and the key starts over. Requests finish their claims in
+// well under a second.
+const ClaimTimeout = 2 * time.Minute
+
 // Errors of BeginIdempotent.
 var (
 	// ErrIdempotencyKeyReused: the key was first used with another
@@ -46,7 +53,8 @@ type IdempotencyRecord struct {
 // request with the same fingerprint already finished;
 // ErrIdempotencyKeyReused when the key belongs to another fingerprint;
 // ErrIdempotencyKeyInUse when the claim is not finished. A key older than
-// IdempotencyTTL starts over. Claims in flight when the process stops are
+// IdempotencyTTL starts over, and so does an unfinished claim older than
+// ClaimTimeout. On SQLite, claims in flight when the process stops are
 // dropped at the next Open.
 func (s *Store) BeginIdempotent(ctx context.Context, key IdempotencyKey, fingerprint string, now time.Time) (*IdempotencyRecord, error) {
 	var out *IdempotencyRecord
@@ -66,8 +74,10 @@ func (s *Store) BeginIdempotent(ctx context.Context, key IdempotencyKey, fingerp
 			// Expired: the key starts over.
 		case fp != fingerprint:
 			return ErrIdempotencyKeyReused
-		case done == 0:
+		case done == 0 && now.Sub(tm(created)) < ClaimTimeout:
 			return ErrIdempotencyKeyInUse
+		case done == 0:
+			// Abandoned: the key starts over.
 		default:
 			out = &IdempotencyRecord{Status: status, Header: map[string][]string{}, Body: body}
 			if err := json.Unmarshal([]byte(header), &out.Header); err != nil {
@@ -75,8 +85,9 @@ func (s *Store) BeginIdempotent(ctx context.Context, key IdempotencyKey, fingerp
 			}
 			return nil
 		}
-		_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO idempotency (principal, resource, key, fingerprint, done, created_at)
-			VALUES (?,?,?,?,0,?)`, key.Principal, key.Resource, key.Key, fingerprint, ms(now))
+		_, err = q.ExecContext(ctx, `INSERT INTO idempotency (principal, resource, key, fingerprint, done, created_at)
+			VALUES (?,?,?,?,0,?) ON CONFLICT (principal, resource, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+			done = 0, status = 0, header = '{}', body = NULL, created_at = excluded.created_at`, key.Principal, key.Resource, key.Key, fingerprint, ms(now))
 		return err
 	})
 	if err != nil {

@@ -13,7 +13,9 @@ import (
 // credential digest; another digest is refused and writes nothing; a
 // forget removes the binding, the session and the observations, keeps the
 // desired state, and lets another credential register the id.
-func TestNodeIdentityBinding(t *testing.T) {
+func TestNodeIdentityBinding(t *testing.T) { backends(t, testNodeIdentityBinding) }
+
+func testNodeIdentityBinding(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	t0 := time.UnixMilli(1_700_000_000_000).UTC()

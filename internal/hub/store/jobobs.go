@@ -122,7 +122,7 @@ func boundObservedJobs(ctx context.Context, q querier, node string) error {
 			SELECT o.job_id, ROW_NUMBER() OVER w AS n, SUM(LENGTH(o.detail) + LENGTH(o.last_error)) OVER w AS bytes
 			FROM observed_jobs o WHERE o.node_id = ?1
 			WINDOW w AS (ORDER BY EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = o.job_id) DESC, o.updated_at DESC, o.job_id)
-		) WHERE n > 1 AND (n > ?2 OR bytes > ?3))`, node, maxNodeObservedJobs, maxNodeObservedJobsBytes)
+		) AS ranked WHERE n > 1 AND (n > ?2 OR bytes > ?3))`, node, maxNodeObservedJobs, maxNodeObservedJobsBytes)
 	return err
 }
 
@@ -136,8 +136,11 @@ func observeJob(ctx context.Context, q querier, o ObservedJob, at time.Time, qui
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, err
 	}
-	if _, err := q.ExecContext(ctx, `INSERT OR REPLACE INTO observed_jobs (node_id, job_id, state, generation, version,
-		action_id, last_error, last_error_at, detail, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+	if _, err := q.ExecContext(ctx, `INSERT INTO observed_jobs (node_id, job_id, state, generation, version,
+		action_id, last_error, last_error_at, detail, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT (node_id, job_id) DO UPDATE SET state = excluded.state, generation = excluded.generation,
+		version = excluded.version, action_id = excluded.action_id, last_error = excluded.last_error,
+		last_error_at = excluded.last_error_at, detail = excluded.detail, updated_at = excluded.updated_at`,
 		o.NodeID, o.JobID, o.State, o.Generation, o.Version, o.ActionID, o.LastError, ms(o.LastErrorAt), string(o.Detail),
 		ms(at)); err != nil {
 		return false, err

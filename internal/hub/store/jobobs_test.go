@@ -22,7 +22,9 @@ func obs(job, state string, gen int64) ObservedJob {
 // out of order: a body not newer than the last (same boot, seq not
 // greater) writes nothing; a new boot is accepted whatever its seq; only
 // changes make events.
-func TestApplyJobReportOrdering(t *testing.T) {
+func TestApplyJobReportOrdering(t *testing.T) { backends(t, testApplyJobReportOrdering) }
+
+func testApplyJobReportOrdering(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	if err := s.RegisterNode(ctx, reg("n1", "tok", t0)); err != nil {
@@ -89,7 +91,9 @@ func TestApplyJobReportOrdering(t *testing.T) {
 // TestApplyJobReportRows checks the stored observation, the artifacts of
 // a body recorded with it, and that ResourceStates, GetResourceState and
 // the job views show the observation at the job's node only.
-func TestApplyJobReportRows(t *testing.T) {
+func TestApplyJobReportRows(t *testing.T) { backends(t, testApplyJobReportRows) }
+
+func testApplyJobReportRows(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	for _, n := range []string{"n1", "n2"} {
@@ -163,7 +167,9 @@ func TestApplyJobReportRows(t *testing.T) {
 // TestObservedJobsBounded: a node naming new job ids in every body keeps
 // at most maxNodeObservedJobs rows and maxNodeObservedJobsBytes of detail,
 // the newest kept; a quiet body writes no event.
-func TestObservedJobsBounded(t *testing.T) {
+func TestObservedJobsBounded(t *testing.T) { backends(t, testObservedJobsBounded) }
+
+func testObservedJobsBounded(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	if err := s.RegisterNode(ctx, reg("n1", "tok", t0)); err != nil {

@@ -36,7 +36,9 @@ func splitNew(id, coord string, taskNodes map[string]string) JobWrite {
 // moves it to two nodes of which one is new: every node it runs on holds
 // its desired state at the job's generation with its own intent, the node
 // it leaves gets a fence, and the secret is in the jobs row only.
-func TestWriteJobSplit(t *testing.T) {
+func TestWriteJobSplit(t *testing.T) { backends(t, testWriteJobSplit) }
+
+func testWriteJobSplit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	tasks := map[string]string{"a#0": "n1", "b#0": "n2", "b#1": "n3", "c#0": "n1"}

@@ -43,7 +43,9 @@ func mustWriteJob(t *testing.T, s *Store, w JobWrite) JobWriteResult {
 	return res
 }
 
-func TestWriteJobCreate(t *testing.T) {
+func TestWriteJobCreate(t *testing.T) { backends(t, testWriteJobCreate) }
+
+func testWriteJobCreate(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	res := mustWriteJob(t, s, jobNew("j1", "n1", t0))
@@ -117,7 +119,9 @@ func TestWriteJobCreate(t *testing.T) {
 	}
 }
 
-func TestWriteJobIfMatch(t *testing.T) {
+func TestWriteJobIfMatch(t *testing.T) { backends(t, testWriteJobIfMatch) }
+
+func testWriteJobIfMatch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	create := jobNew("j1", "n1", t0)
@@ -164,7 +168,9 @@ func TestWriteJobIfMatch(t *testing.T) {
 // generation with a never-expiring fence intent in its outbox, a later
 // move leaves an earlier fence alone, and coming back to a node supersedes
 // its fence.
-func TestWriteJobMove(t *testing.T) {
+func TestWriteJobMove(t *testing.T) { backends(t, testWriteJobMove) }
+
+func testWriteJobMove(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteJob(t, s, jobNew("j1", "n1", t0))
@@ -240,7 +246,9 @@ func TestWriteJobMove(t *testing.T) {
 	}
 }
 
-func TestWriteJobPayloadRoundTrip(t *testing.T) {
+func TestWriteJobPayloadRoundTrip(t *testing.T) { backends(t, testWriteJobPayloadRoundTrip) }
+
+func testWriteJobPayloadRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	w := jobNew("j1", "n1", t0)
@@ -273,7 +281,9 @@ func TestWriteJobPayloadRoundTrip(t *testing.T) {
 
 // TestWriteJobOneTransaction fails a move after its intent is written:
 // nothing of it stays.
-func TestWriteJobOneTransaction(t *testing.T) {
+func TestWriteJobOneTransaction(t *testing.T) { backends(t, testWriteJobOneTransaction) }
+
+func testWriteJobOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteJob(t, s, jobNew("j1", "n1", t0))
@@ -305,7 +315,9 @@ func TestWriteJobOneTransaction(t *testing.T) {
 	}
 }
 
-func TestWriteJobUpgradeAndRollBack(t *testing.T) {
+func TestWriteJobUpgradeAndRollBack(t *testing.T) { backends(t, testWriteJobUpgradeAndRollBack) }
+
+func testWriteJobUpgradeAndRollBack(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteJob(t, s, jobNew("j1", "n1", t0))
@@ -372,7 +384,9 @@ func TestWriteJobUpgradeAndRollBack(t *testing.T) {
 // TestJobCommand checks that a job command writes its intent, outbox row,
 // audit row and pending artifact record, and never becomes the job's
 // latest intent nor supersedes its pending start.
-func TestJobCommand(t *testing.T) {
+func TestJobCommand(t *testing.T) { backends(t, testJobCommand) }
+
+func testJobCommand(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteJob(t, s, jobNew("j1", "n1", t0))

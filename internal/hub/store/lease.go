@@ -197,6 +197,7 @@ func (s *Store) ReleaseLease(ctx context.Context, holderID string, epoch int64) 
 }
 
 // Shared reports whether other Hubs may use the database at the same
-// time, so that the leader lease must be renewed and may be lost. A SQLite
-// file is never shared: one Store holds it (LockSuffix).
-func (s *Store) Shared() bool { return false }
+// time, so that the leader lease must be renewed and may be lost: a
+// PostgreSQL database. A SQLite file is never shared: one Store holds it
+// (LockSuffix).
+func (s *Store) Shared() bool { return s.d.postgres }

@@ -13,7 +13,9 @@ import (
 // TestLeaseTwoHolders plays two Hubs on one Store handle: b takes the
 // lease over only once a's expired or was released, the epoch grows at
 // every takeover and never otherwise, and a deposed holder cannot renew.
-func TestLeaseTwoHolders(t *testing.T) {
+func TestLeaseTwoHolders(t *testing.T) { backends(t, testLeaseTwoHolders) }
+
+func testLeaseTwoHolders(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
 	const ttl = 5 * time.Second
@@ -94,7 +96,9 @@ func TestLeaseTwoHolders(t *testing.T) {
 // TestFencedWrites: a write carrying the leader's epoch runs while that
 // epoch holds the lease; after a takeover or a release it fails with
 // ErrFenced and leaves no row, while unfenced writes go on.
-func TestFencedWrites(t *testing.T) {
+func TestFencedWrites(t *testing.T) { backends(t, testFencedWrites) }
+
+func testFencedWrites(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	const ttl = 5 * time.Second
@@ -151,7 +155,9 @@ func TestFencedWrites(t *testing.T) {
 
 // TestFencedWritesInOneBatch: fenced and unfenced writes queued together
 // share transactions; the deposed leader's fail alone, the others commit.
-func TestFencedWritesInOneBatch(t *testing.T) {
+func TestFencedWritesInOneBatch(t *testing.T) { backends(t, testFencedWritesInOneBatch) }
+
+func testFencedWritesInOneBatch(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	a, err := s.AcquireLease(ctx, LeaseClaim{HolderID: "a", Now: t0, TTL: time.Second})

@@ -12,7 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestCancel(t *testing.T) {
+func TestCancel(t *testing.T) { backends(t, testCancel) }
+
+func testCancel(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	for _, id := range []string{"a", "b"} {
@@ -56,7 +58,9 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-func TestAttempts(t *testing.T) {
+func TestAttempts(t *testing.T) { backends(t, testAttempts) }
+
+func testAttempts(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	w := dw("i1", "n1", "s1", t0)
@@ -130,7 +134,9 @@ func TestAttempts(t *testing.T) {
 	}
 }
 
-func TestTimeoutAfterExpiryFails(t *testing.T) {
+func TestTimeoutAfterExpiryFails(t *testing.T) { backends(t, testTimeoutAfterExpiryFails) }
+
+func testTimeoutAfterExpiryFails(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	w := dw("i1", "n1", "s1", t0)
@@ -161,7 +167,9 @@ func TestTimeoutAfterExpiryFails(t *testing.T) {
 	}
 }
 
-func TestListIntents(t *testing.T) {
+func TestListIntents(t *testing.T) { backends(t, testListIntents) }
+
+func testListIntents(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	for i := range 7 {

@@ -83,20 +83,17 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 		data = string(b)
 	}
 	at := ms(e.OccurredAt.Time)
-	r, err := q.ExecContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
-		correlation_id, actor, actor_kind, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.ActorKind, e.Outcome, e.Message, data)
-	if err != nil {
-		return 0, err
-	}
-	id, err := r.LastInsertId()
-	if err != nil {
+	var id int64
+	if err := q.QueryRowContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
+		correlation_id, actor, actor_kind, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
+		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.ActorKind, e.Outcome, e.Message, data).Scan(&id); err != nil {
 		return 0, err
 	}
 	if c, ok := q.(*stmtConn); ok && c.logging {
 		// The event as a read gives it back: millisecond time in UTC, data
 		// decoded from its JSON.
 		e.ID, e.OccurredAt = id, wire.At(tm(at))
+		var err error
 		if e.Data, err = decoded(e.Data, data); err != nil {
 			return 0, err
 		}
@@ -259,13 +256,11 @@ func insertAudit(ctx context.Context, q querier, r AuditRecord) (int64, error) {
 	if r.Outcome != OutcomeAccepted && r.Outcome != OutcomeRejected {
 		return 0, fmt.Errorf("%w: audit outcome %q", ErrInvalid, r.Outcome)
 	}
-	res, err := q.ExecContext(ctx, `INSERT INTO audit (occurred_at, actor, actor_kind, action, resource_type, resource_id, node_id,
-		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-		ms(r.OccurredAt.Time), r.Actor, r.ActorKind, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message)
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
+	var id int64
+	err := q.QueryRowContext(ctx, `INSERT INTO audit (occurred_at, actor, actor_kind, action, resource_type, resource_id, node_id,
+		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
+		ms(r.OccurredAt.Time), r.Actor, r.ActorKind, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message).Scan(&id)
+	return id, err
 }
 
 // AuditFilter narrows ListAudit; empty fields match everything. Outcome is

@@ -10,8 +10,17 @@ import (
 	"strings"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql migrations/postgres/*.sql
 var migrationFS embed.FS
+
+// migrationDir holds the migrations of a backend: the SQLite ones, and
+// their PostgreSQL versions, by the same names, in postgres/.
+func migrationDir(postgres bool) string {
+	if postgres {
+		return "migrations/postgres"
+	}
+	return "migrations"
+}
 
 type migration struct {
 	version int
@@ -19,16 +28,17 @@ type migration struct {
 	sql     string
 }
 
-// migrations returns the embedded migrations ordered by version; a file is
-// named NNNN_description.sql and versions are 1, 2, 3 ... without gaps.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+// migrations returns the embedded migrations of dir ordered by version; a
+// file is named NNNN_description.sql and versions are 1, 2, 3 ... without
+// gaps.
+func migrations(dir string) ([]migration, error) {
+	names, err := fs.Glob(migrationFS, dir+"/*.sql")
 	if err != nil {
 		return nil, err
 	}
 	var out []migration
 	for _, n := range names {
-		base := strings.TrimPrefix(n, "migrations/")
+		base := strings.TrimPrefix(n, dir+"/")
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil {
@@ -50,11 +60,19 @@ func migrations() ([]migration, error) {
 }
 
 // migrate applies, forward only, every migration newer than the database's
-// schema_version, each in its own transaction.
-func migrate(ctx context.Context, q querier) error {
-	ms, err := migrations()
+// schema_version, each in its own transaction. On PostgreSQL it holds the
+// write lock throughout, so that Hubs starting together migrate once.
+func migrate(ctx context.Context, q querier, d *dialect) error {
+	ms, err := migrations(migrationDir(d.postgres))
 	if err != nil {
 		return err
+	}
+	if d.postgres {
+		lock := strconv.FormatInt(writeLockKey, 10)
+		if _, err := q.ExecContext(ctx, "SELECT pg_advisory_lock("+lock+")"); err != nil {
+			return storageErr(err)
+		}
+		defer func() { _, _ = q.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock("+lock+")") }()
 	}
 	if _, err := q.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)"); err != nil {
 		return storageErr(err)
@@ -67,22 +85,25 @@ func migrate(ctx context.Context, q querier) error {
 		return fmt.Errorf("%w: database at version %d, build knows %d", ErrSchemaTooNew, cur, len(ms))
 	}
 	for _, m := range ms[cur:] {
-		if err := apply(ctx, q, m); err != nil {
+		if err := apply(ctx, q, d, m); err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)
 		}
 	}
 	return nil
 }
 
-func apply(ctx context.Context, q querier, m migration) error {
-	if _, err := q.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return storageErr(err)
+func apply(ctx context.Context, q querier, d *dialect, m migration) error {
+	for _, b := range d.begin() {
+		if _, err := q.ExecContext(ctx, b); err != nil {
+			_, _ = q.ExecContext(ctx, "ROLLBACK")
+			return storageErr(err)
+		}
 	}
 	if _, err := q.ExecContext(ctx, m.sql); err != nil {
 		_, _ = q.ExecContext(ctx, "ROLLBACK")
 		return err
 	}
-	if _, err := q.ExecContext(ctx, "INSERT INTO schema_version (version) VALUES (?)", m.version); err != nil {
+	if _, err := q.ExecContext(ctx, d.text("INSERT INTO schema_version (version) VALUES (?)"), m.version); err != nil {
 		_, _ = q.ExecContext(ctx, "ROLLBACK")
 		return storageErr(err)
 	}

@@ -387,8 +387,11 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error)
 			return err
 		}
 		for _, o := range r.Streams {
-			if _, err := q.ExecContext(ctx, `INSERT OR REPLACE INTO observed_streams (node_id, stream_id, state, generation,
-				config_version, action_id, last_error, last_error_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)`,
+			if _, err := q.ExecContext(ctx, `INSERT INTO observed_streams (node_id, stream_id, state, generation,
+				config_version, action_id, last_error, last_error_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)
+				ON CONFLICT (node_id, stream_id) DO UPDATE SET state = excluded.state, generation = excluded.generation,
+				config_version = excluded.config_version, action_id = excluded.action_id, last_error = excluded.last_error,
+				last_error_at = excluded.last_error_at, updated_at = excluded.updated_at`,
 				r.NodeID, o.StreamID, o.State, o.Generation, o.ConfigVersion, o.ActionID, o.LastError, ms(o.LastErrorAt), now); err != nil {
 				return err
 			}

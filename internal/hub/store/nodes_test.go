@@ -20,7 +20,9 @@ func reg(node, token string, now time.Time) Registration {
 		CredentialDigest: hashToken("credential-" + node), SessionBinding: []byte("binding")}
 }
 
-func TestNodesAndSessions(t *testing.T) {
+func TestNodesAndSessions(t *testing.T) { backends(t, testNodesAndSessions) }
+
+func testNodesAndSessions(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
 	const tok1, tok2 = "SECRET-session-token-one-0123456789", "SECRET-session-token-two-9876543210"
@@ -71,6 +73,21 @@ func TestNodesAndSessions(t *testing.T) {
 	if au, _ := s.ListAudit(ctx, AuditFilter{ResourceID: "n1"}, Paging{1, 10}); au.Total != 1 {
 		t.Errorf("mode audit %+v", au)
 	}
+	if onPostgres(t) {
+		// The raw tokens are in no row of any table.
+		tables := columns(t, s.rdb, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
+		if len(tables) < 10 {
+			t.Fatalf("tables %v", tables)
+		}
+		for _, table := range tables {
+			for _, tok := range []string{tok1, tok2, "SECRET"} {
+				if n := count(t, s, "SELECT COUNT(*) FROM "+table+" t WHERE CAST(t AS TEXT) LIKE ?", "%"+tok+"%"); n != 0 {
+					t.Errorf("%d rows of %s hold the raw token %q", n, table, tok)
+				}
+			}
+		}
+		return
+	}
 	// The raw tokens are nowhere on disk (db, WAL, shm).
 	_ = s.Close()
 	files, _ := filepath.Glob(path + "*")
@@ -90,7 +107,9 @@ func TestNodesAndSessions(t *testing.T) {
 	}
 }
 
-func TestReports(t *testing.T) {
+func TestReports(t *testing.T) { backends(t, testReports) }
+
+func testReports(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	if _, err := s.ApplyReport(ctx, Report{NodeID: "n1", BootID: "b1", Seq: 1, Now: t0}); !errors.Is(err, ErrNotFound) {

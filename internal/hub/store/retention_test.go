@@ -9,7 +9,9 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-func TestSweepAge(t *testing.T) {
+func TestSweepAge(t *testing.T) { backends(t, testSweepAge) }
+
+func testSweepAge(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	// old-done: succeeded; old-pending: pending; old-active: dispatched.
@@ -57,7 +59,9 @@ func TestSweepAge(t *testing.T) {
 	}
 }
 
-func TestSweepCounts(t *testing.T) {
+func TestSweepCounts(t *testing.T) { backends(t, testSweepCounts) }
+
+func testSweepCounts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes ~5000 intents")
 	}
@@ -124,7 +128,9 @@ func TestSweepCounts(t *testing.T) {
 	}
 }
 
-func TestSnapshot(t *testing.T) {
+func TestSnapshot(t *testing.T) { backends(t, testSnapshot) }
+
+func testSnapshot(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t)
 	_ = s.RegisterNode(ctx, reg("n1", "tok", t0))

@@ -284,9 +284,14 @@ func putRollout(ctx context.Context, q querier, r Rollout) error {
 		return err
 	}
 	for _, n := range r.Nodes {
-		if _, err := q.ExecContext(ctx, `INSERT OR REPLACE INTO rollout_nodes (rollout_id, node_id, wave, phase,
+		if _, err := q.ExecContext(ctx, `INSERT INTO rollout_nodes (rollout_id, node_id, wave, phase,
 			version_before, node_version_before, version_target, generation, operation_id, applied_at, healthy_since,
-			failure_code, failure_message, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			failure_code, failure_message, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT (rollout_id, node_id) DO UPDATE SET wave = excluded.wave, phase = excluded.phase,
+			version_before = excluded.version_before, node_version_before = excluded.node_version_before,
+			version_target = excluded.version_target, generation = excluded.generation, operation_id = excluded.operation_id,
+			applied_at = excluded.applied_at, healthy_since = excluded.healthy_since, failure_code = excluded.failure_code,
+			failure_message = excluded.failure_message, updated_at = excluded.updated_at`,
 			r.ID, n.NodeID, n.Wave, n.Phase, n.VersionBefore, n.NodeVersionBefore, n.VersionTarget, n.Generation,
 			n.OperationID, ms(n.AppliedAt), ms(n.HealthySince), n.FailureCode, n.FailureMsg, ms(n.UpdatedAt)); err != nil {
 			return err

@@ -27,7 +27,9 @@ func testRollout(id string, now time.Time, nodes ...string) Rollout {
 	return r
 }
 
-func TestRolloutCreateGetList(t *testing.T) {
+func TestRolloutCreateGetList(t *testing.T) { backends(t, testRolloutCreateGetList) }
+
+func testRolloutCreateGetList(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	r1 := testRollout("r1", t0, "n2", "n1", "n3")
@@ -109,7 +111,9 @@ func TestRolloutCreateGetList(t *testing.T) {
 // TestSaveRollout: a step commits the rollout with its applies, events and
 // audit rows at revision+1; the nodes' generation, operation and target
 // come from the writes; a stale revision is a conflict.
-func TestSaveRollout(t *testing.T) {
+func TestSaveRollout(t *testing.T) { backends(t, testSaveRollout) }
+
+func testSaveRollout(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	mustWriteConfig(t, s, cw("pre", "n2", "streams: [old]\n", t0)) // n2 at generation 1, v1
@@ -219,7 +223,9 @@ func TestSaveRollout(t *testing.T) {
 
 // TestSaveRolloutAtomic: an apply that fails rolls the whole save back:
 // no intent, no version, no event, the rollout at its revision.
-func TestSaveRolloutAtomic(t *testing.T) {
+func TestSaveRolloutAtomic(t *testing.T) { backends(t, testSaveRolloutAtomic) }
+
+func testSaveRolloutAtomic(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	r := testRollout("r1", t0, "n1", "n2")
@@ -277,7 +283,9 @@ func TestSaveRolloutAtomic(t *testing.T) {
 	}
 }
 
-func TestActiveRollouts(t *testing.T) {
+func TestActiveRollouts(t *testing.T) { backends(t, testActiveRollouts) }
+
+func testActiveRollouts(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	states := []struct {

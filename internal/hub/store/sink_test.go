@@ -19,7 +19,9 @@ import (
 // again with a savepoint per write). The sink must have received exactly
 // the committed events, in id order, as a read gives them back, and every
 // succeeding write must be on disk.
-func TestEventSinkGroupCommit(t *testing.T) {
+func TestEventSinkGroupCommit(t *testing.T) { backends(t, testEventSinkGroupCommit) }
+
+func testEventSinkGroupCommit(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	var mu sync.Mutex
@@ -76,7 +78,9 @@ func TestEventSinkGroupCommit(t *testing.T) {
 
 // TestCommittedTxn checks that a write's Txn is committed when it returns
 // and that Committed never goes back.
-func TestCommittedTxn(t *testing.T) {
+func TestCommittedTxn(t *testing.T) { backends(t, testCommittedTxn) }
+
+func testCommittedTxn(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	var last int64

@@ -16,6 +16,7 @@ const maxStmts = 256
 // was a third of a write's CPU. Owned by the writer goroutine.
 type stmtConn struct {
 	c     *sql.Conn
+	d     *dialect
 	stmts map[string]*sql.Stmt
 	// logging makes insertEvent keep the events of the transaction in
 	// logged, for the event sink; txn is the transaction's number.
@@ -33,7 +34,7 @@ func (s *stmtConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := s.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := s.c.PrepareContext(ctx, query)
+	st, err := s.c.PrepareContext(ctx, s.d.text(query))
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (s *stmtConn) ExecContext(ctx context.Context, query string, args ...any) (
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	return st.ExecContext(ctx, s.d.args(args)...)
 }
 
 func (s *stmtConn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
@@ -60,21 +61,22 @@ func (s *stmtConn) QueryContext(ctx context.Context, query string, args ...any) 
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(ctx, s.d.args(args)...)
 }
 
 func (s *stmtConn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := s.stmt(ctx, query)
 	if err != nil {
 		// Let the error surface through Row.Scan.
-		return s.c.QueryRowContext(ctx, query, args...)
+		return s.c.QueryRowContext(ctx, s.d.text(query), s.d.args(args)...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st.QueryRowContext(ctx, s.d.args(args)...)
 }
 
 func (s *stmtConn) close() {
-	for _, st := range s.stmts {
+	for k, st := range s.stmts {
 		_ = st.Close()
+		delete(s.stmts, k)
 	}
 }
 
@@ -86,6 +88,7 @@ func (s *stmtConn) close() {
 // in use); past maxStmts texts, queries are prepared per call as before.
 type readStmts struct {
 	db    *sql.DB
+	d     *dialect
 	mu    sync.Mutex // guards stmts
 	stmts map[string]*sql.Stmt
 }
@@ -101,7 +104,7 @@ func (r *readStmts) stmt(ctx context.Context, query string) *sql.Stmt {
 	if ok || full {
 		return st
 	}
-	st, err := r.db.PrepareContext(ctx, query)
+	st, err := r.db.PrepareContext(ctx, r.d.text(query))
 	if err != nil {
 		return nil
 	}
@@ -132,6 +135,7 @@ type readQuerier struct {
 }
 
 func (q readQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	query, args = q.r.d.text(query), q.r.d.args(args)
 	if q.tx != nil {
 		return q.tx.ExecContext(ctx, query, args...)
 	}
@@ -147,9 +151,11 @@ func (q readQuerier) prepared(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q readQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	args = q.r.d.args(args)
 	if st := q.prepared(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
+	query = q.r.d.text(query)
 	if q.tx != nil {
 		return q.tx.QueryContext(ctx, query, args...)
 	}
@@ -157,9 +163,11 @@ func (q readQuerier) QueryContext(ctx context.Context, query string, args ...any
 }
 
 func (q readQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	args = q.r.d.args(args)
 	if st := q.prepared(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
+	query = q.r.d.text(query)
 	if q.tx != nil {
 		return q.tx.QueryRowContext(ctx, query, args...)
 	}

@@ -22,9 +22,11 @@ import (
 
 // Errors callers branch on.
 var (
-	// ErrStorage wraps every failure of the disk or of SQLite itself (disk
-	// full, read-only file, I/O error, corruption, lock timeout). The API
-	// answers 503 storage_unavailable. The write it came from left nothing.
+	// ErrStorage wraps every failure of the disk or of the database itself
+	// (SQLite: disk full, read-only file, I/O error, corruption, lock
+	// timeout; PostgreSQL: connection refused or lost, server shutting
+	// down, resources exhausted, internal error). The API answers 503
+	// storage_unavailable. The write it came from left nothing.
 	ErrStorage = errors.New("storage unavailable")
 	// ErrClosed is returned by calls on a closed Store.
 	ErrClosed = errors.New("store closed")
@@ -91,12 +93,16 @@ type writeReq struct {
 // writes go through one connection owned by the writer goroutine; reads
 // use a separate pool.
 type Store struct {
-	lock  *lockfile.Lock // nil for the in-memory database
+	d     dialect
+	lock  *lockfile.Lock // nil for the in-memory database and PostgreSQL
 	wdb   *sql.DB
 	wconn *sql.Conn // owned by the writer goroutine after Open
 	wq    *stmtConn // wconn with its statement cache; writer goroutine only
-	rdb   *sql.DB
-	rq    *readStmts // rdb's statement cache
+	// wbroken: the last write transaction failed in a way that may have
+	// ended wconn (PostgreSQL only); the writer checks it before the next.
+	wbroken bool
+	rdb     *sql.DB
+	rq      *readStmts // rdb's statement cache
 	// txSlots bounds the read transactions open at once below the pool's
 	// size: a transaction holds a connection, and preparing a statement it
 	// runs for the first time takes another one from the pool.
@@ -159,13 +165,43 @@ var memSeq atomic.Int64
 // checkpoint.
 const walSizeLimit = 64 << 20
 
-// Open opens (creating if needed) the database at path, applies the
-// pragmas and the pending migrations, checks the file and starts the
-// writer. path "" opens a volatile in-memory database, for
-// SVC_HUB_INSECURE_LOCAL without storage. A file another Store holds
-// fails with ErrInUse. On any failure nothing stays open and the error is
-// returned.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens the Hub's storage and starts the writer. storage is a
+// PostgreSQL URL (postgres:// or postgresql://; see openPostgres) or the
+// path of a SQLite database, created if needed; "" opens a volatile
+// in-memory SQLite database, for SVC_HUB_INSECURE_LOCAL without storage.
+// Open applies the pending migrations. A SQLite file another Store holds
+// fails with ErrInUse; a database that cannot be reached fails with
+// ErrStorage. On any failure nothing stays open and the error is returned.
+func Open(ctx context.Context, storage string) (*Store, error) {
+	s := &Store{writes: make(chan writeReq), quit: make(chan struct{})}
+	var err error
+	if IsPostgres(storage) {
+		err = s.openPostgres(ctx, storage)
+	} else {
+		err = s.openSQLite(ctx, storage)
+	}
+	if err == nil {
+		err = s.start(ctx)
+	}
+	if err != nil {
+		if s.wconn != nil {
+			_ = s.wconn.Close()
+		}
+		if s.wdb != nil {
+			_ = s.wdb.Close()
+		}
+		if s.rdb != nil {
+			_ = s.rdb.Close()
+		}
+		_ = s.lock.Release()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openSQLite opens the writer's connection to the SQLite database at path
+// ("" in memory) and the read pool, holding the lock file beside it.
+func (s *Store) openSQLite(ctx context.Context, path string) error {
 	var wdsn, rdsn string
 	if path == "" {
 		// memdb VFS: one in-memory database shared by the writer and readers
@@ -186,84 +222,80 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	if path != "" {
 		if err := ownerOnly(path); err != nil {
-			return nil, storageErr(err)
+			return storageErr(err)
 		}
-	}
-	s := &Store{writes: make(chan writeReq), quit: make(chan struct{})}
-	if path != "" {
 		var err error
 		s.lock, err = lockfile.Acquire(path + LockSuffix)
 		if errors.Is(err, lockfile.ErrHeld) {
-			return nil, fmt.Errorf("%w: %w", ErrInUse, err)
+			return fmt.Errorf("%w: %w", ErrInUse, err)
 		}
 		if err != nil {
-			return nil, storageErr(err)
+			return storageErr(err)
 		}
-	}
-	fail := func(err error) (*Store, error) {
-		if s.wconn != nil {
-			_ = s.wconn.Close()
-		}
-		if s.wdb != nil {
-			_ = s.wdb.Close()
-		}
-		if s.rdb != nil {
-			_ = s.rdb.Close()
-		}
-		_ = s.lock.Release()
-		return nil, err
 	}
 	var err error
 	if s.wdb, err = sql.Open("sqlite", wdsn); err != nil {
-		return fail(storageErr(err))
+		return storageErr(err)
 	}
 	s.wdb.SetMaxOpenConns(1)
 	s.wdb.SetConnMaxIdleTime(0)
 	s.wdb.SetConnMaxLifetime(0)
 	if s.wconn, err = s.wdb.Conn(ctx); err != nil {
-		return fail(storageErr(err))
+		return storageErr(err)
 	}
 	if path != "" {
 		var mode string
 		if err := s.wconn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-			return fail(storageErr(err))
+			return storageErr(err)
 		}
 		if mode != "wal" {
-			return fail(fmt.Errorf("%w: journal_mode is %q, want wal", ErrStorage, mode))
+			return fmt.Errorf("%w: journal_mode is %q, want wal", ErrStorage, mode)
 		}
 		var sync int
 		if err := s.wconn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
-			return fail(storageErr(err))
+			return storageErr(err)
 		}
 		if sync != 2 {
-			return fail(fmt.Errorf("%w: synchronous is %d, want 2 (FULL)", ErrStorage, sync))
+			return fmt.Errorf("%w: synchronous is %d, want 2 (FULL)", ErrStorage, sync)
 		}
 	}
-	if err := migrate(ctx, s.wconn); err != nil {
-		return fail(err)
-	}
-	if err := quickCheck(ctx, s.wconn); err != nil {
-		return fail(err)
-	}
-	// Claims of requests that were in flight when the process died are void.
-	if _, err := s.wconn.ExecContext(ctx, "DELETE FROM idempotency WHERE done = 0"); err != nil {
-		return fail(storageErr(err))
-	}
 	if s.rdb, err = sql.Open("sqlite", rdsn); err != nil {
-		return fail(storageErr(err))
+		return storageErr(err)
+	}
+	return nil
+}
+
+// start migrates and checks the database Open opened and starts the
+// writer.
+func (s *Store) start(ctx context.Context) error {
+	if err := migrate(ctx, s.wconn, &s.d); err != nil {
+		return err
+	}
+	if !s.d.postgres {
+		if err := quickCheck(ctx, s.wconn); err != nil {
+			return err
+		}
+	}
+	// Claims of requests that were in flight when the process died are
+	// void. A shared database holds other Hubs' claims in flight: there
+	// they lapse after ClaimTimeout.
+	if !s.d.postgres {
+		if _, err := s.wconn.ExecContext(ctx, "DELETE FROM idempotency WHERE done = 0"); err != nil {
+			return storageErr(err)
+		}
 	}
 	s.rdb.SetMaxOpenConns(readConns)
 	// Idle connections stay open, with the statements prepared on them.
 	s.rdb.SetMaxIdleConns(readConns)
 	if err := s.rdb.PingContext(ctx); err != nil {
-		return fail(storageErr(err))
+		return storageErr(err)
 	}
-	s.rq = &readStmts{db: s.rdb, stmts: map[string]*sql.Stmt{}}
+	s.rq = &readStmts{db: s.rdb, d: &s.d, stmts: map[string]*sql.Stmt{}}
 	s.txSlots = make(chan struct{}, readConns-1)
-	s.wq = &stmtConn{c: s.wconn, stmts: map[string]*sql.Stmt{}, logging: true}
+	s.wq = &stmtConn{c: s.wconn, d: &s.d, stmts: map[string]*sql.Stmt{}, logging: true}
 	s.wg.Add(1)
 	go s.writer()
-	return s, nil
+	return nil
 }
 
 func quickCheck(ctx context.Context, q querier) error {
@@ -395,13 +427,14 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 	c.txn = txn
 	c.logged = c.logged[:0]
 	c.fenceKnown = false
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := s.begin(ctx); err != nil {
 		for i := range results {
 			results[i] = storageErr(err)
 		}
 		return batch, results, false, ran
 	}
 	abort := func(err error) {
+		s.wbroken = s.d.postgres // the connection may be gone
 		_, _ = c.ExecContext(ctx, "ROLLBACK")
 		for i := range results {
 			if results[i] == nil || !isDomain(results[i]) {
@@ -456,6 +489,7 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 			results[i] = classify(err)
 			if _, rerr := c.ExecContext(ctx, "ROLLBACK"); rerr != nil {
 				results[i] = storageErr(errors.Join(err, rerr))
+				s.wbroken = s.d.postgres
 			}
 			return batch, results, false, ran
 		case !isolate:
@@ -489,6 +523,26 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 	return batch, results, false, ran
 }
 
+// begin starts the writer's next transaction.
+func (s *Store) begin(ctx context.Context) error {
+	if s.wbroken {
+		if err := s.reconnect(ctx); err != nil {
+			return err
+		}
+	}
+	for _, q := range s.d.begin() {
+		if _, err := s.wq.ExecContext(ctx, q); err != nil {
+			s.wbroken = s.d.postgres
+			if s.d.postgres {
+				// A failed advisory lock leaves the transaction open.
+				_, _ = s.wq.ExecContext(ctx, "ROLLBACK")
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // isDomain reports whether err is a caller-facing condition rather than a
 // storage failure.
 func isDomain(err error) bool {
@@ -510,8 +564,14 @@ func classify(err error) error {
 	if err == nil || errors.Is(err, ErrStorage) {
 		return err
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // the caller went away; the storage is fine
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) && storageCodes[se.Code()&0xff] {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if pgStorageErr(err) {
 		return fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	if errors.Is(err, sql.ErrConnDone) || errors.Is(err, sql.ErrTxDone) {
@@ -551,7 +611,13 @@ func (s *Store) readTx(ctx context.Context, fn func(q querier) error) error {
 		return ErrClosed
 	}
 	defer func() { <-s.txSlots }()
-	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.d.postgres {
+		// A snapshot for the whole transaction, as SQLite's read
+		// transaction is (READ COMMITTED takes one per statement).
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.rdb.BeginTx(ctx, opts)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr // the caller went away; the storage is fine

@@ -47,17 +47,19 @@ func TestOpenMigratesAndReopens(t *testing.T) {
 func TestOpenRejects(t *testing.T) {
 	ctx := context.Background()
 	t.Run("newer schema", func(t *testing.T) {
-		s, path := openTest(t)
-		if err := s.write(ctx, func(ctx context.Context, q querier) error {
-			_, err := q.ExecContext(ctx, "INSERT INTO schema_version VALUES (99)")
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		_ = s.Close()
-		if _, err := Open(ctx, path); !errors.Is(err, ErrSchemaTooNew) {
-			t.Fatalf("Open = %v, want ErrSchemaTooNew", err)
-		}
+		backends(t, func(t *testing.T) {
+			s, path := openTest(t)
+			if err := s.write(ctx, func(ctx context.Context, q querier) error {
+				_, err := q.ExecContext(ctx, "INSERT INTO schema_version VALUES (99)")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_ = s.Close()
+			if _, err := Open(ctx, path); !errors.Is(err, ErrSchemaTooNew) {
+				t.Fatalf("Open = %v, want ErrSchemaTooNew", err)
+			}
+		})
 	})
 	t.Run("not a database", func(t *testing.T) {
 		path := t.TempDir() + "/junk.db"

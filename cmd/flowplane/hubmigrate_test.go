@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowplane/flowplane/internal/hub/store"
+	"github.com/flowplane/flowplane/internal/pgtest"
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// TestHubMigrate: `flowplane hub migrate` refuses a SQLite file a Hub
+// holds, copies it once stopped into an empty PostgreSQL database, which a
+// store then reads as the source was, and never prints the password.
+func TestHubMigrate(t *testing.T) {
+	ctx := context.Background()
+	pg := pgtest.Start(t)
+	pg.Exec(t, "CREATE DATABASE hub")
+	to := pg.DatabaseURI("hub")
+	from := filepath.Join(t.TempDir(), "hub.db")
+	st, err := store.Open(ctx, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := st.AppendAudit(ctx, store.AuditRecord{OccurredAt: wire.At(at), Actor: "op", Action: "test", Outcome: store.OutcomeAccepted}); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut := runCLI(t, "hub", "migrate", "--from", from, "--to", to)
+	if code != exitFailed || !strings.Contains(errOut, "stop the Hub first") || out != "" {
+		t.Fatalf("migrate of a held file: exit %d, %q, %q", code, out, errOut)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "hub", "migrate", "--from", from, "--to", to)
+	if code != exitOK || !strings.Contains(out, "audit                       1 rows") {
+		t.Fatalf("migrate: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "hub", "migrate", "--from", from, "--to", to)
+	if code != exitFailed || !strings.Contains(errOut, "not empty") {
+		t.Fatalf("second migrate: exit %d, %q", code, errOut)
+	}
+	if strings.Contains(out+errOut, pgtest.Password) {
+		t.Error("the output shows the password")
+	}
+	dst, err := store.Open(ctx, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	au, err := dst.ListAudit(ctx, store.AuditFilter{}, store.Paging{Page: 1, PageSize: 10})
+	if err != nil || au.Total != 1 || au.Items[0].Actor != "op" || !au.Items[0].OccurredAt.Equal(at) {
+		t.Fatalf("audit in the copy = %+v, %v", au, err)
+	}
+	if code, _, _ := runCLI(t, "hub", "migrate", "--from", from); code != exitUsage {
+		t.Errorf("migrate without --to: exit %d, want %d", code, exitUsage)
+	}
+}
