@@ -317,7 +317,7 @@ func SettingsFromEnv(lookup func(string) (string, bool), flagAddress, flagStorag
 	}
 	var missing []string
 	if s.Storage == "" {
-		missing = append(missing, EnvStorage+" (durable SQLite path)")
+		missing = append(missing, EnvStorage+" (durable SQLite path or postgres:// URL)")
 	}
 	if s.OperatorToken == "" {
 		missing = append(missing, EnvOperatorToken+" (operator API token)")

@@ -29,7 +29,7 @@ func TestSettingsFromEnv(t *testing.T) {
 		{"secure defaults", full, "", "", 0, DefaultAddress},
 		{"secure beyond loopback", with(map[string]string{EnvAddress: "0.0.0.0:8090"}, full), "", "", 0, "0.0.0.0:8090"},
 		{"flag overrides address", full, "127.0.0.1:9999", "", 0, "127.0.0.1:9999"},
-		{"nothing set", map[string]string{}, "", "set SVC_HUB_STORAGE (durable SQLite path), SVC_OPERATOR_TOKEN (operator API token), SVC_NODE_TOKEN (Agent registration token)", 0, ""},
+		{"nothing set", map[string]string{}, "", "set SVC_HUB_STORAGE (durable SQLite path or postgres:// URL), SVC_OPERATOR_TOKEN (operator API token), SVC_NODE_TOKEN (Agent registration token)", 0, ""},
 		{"token missing on loopback too", map[string]string{EnvStorage: "x.db", EnvNodeToken: "node-secret-0123456789"}, "", "set SVC_OPERATOR_TOKEN", 0, ""},
 		{"insecure local, nothing else", map[string]string{EnvInsecureLocal: "1"}, "", "", 3, DefaultAddress},
 		{"insecure local with storage", map[string]string{EnvInsecureLocal: "1", EnvStorage: "x.db"}, "", "", 2, DefaultAddress},
