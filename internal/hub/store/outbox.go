@@ -178,6 +178,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f AttemptFinish) error {
 			f.State, now, fin, fc, fcode, fmsg, string(f.Result), f.AttemptID); err != nil {
 			return err
 		}
+		note(q, ChangeAttempts, node)
 		// Only the intent's current attempt moves it.
 		if i.AttemptID == f.AttemptID && !terminal(i.State) {
 			if err := moveIntent(ctx, q, i, f, now); err != nil {
@@ -294,9 +295,14 @@ func (s *Store) ActiveAttempts(ctx context.Context) ([]Attempt, error) {
 	return out, err
 }
 
-func activeAttempts(ctx context.Context, q querier) ([]Attempt, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, intent_id, node_id, state, created_at, updated_at, expires_at FROM attempts
-		WHERE state IN ('dispatched', 'acknowledged') ORDER BY seq`)
+func activeAttempts(ctx context.Context, q querier, nodeIDs ...string) ([]Attempt, error) {
+	query, args := `SELECT id, intent_id, node_id, state, created_at, updated_at, expires_at FROM attempts
+		WHERE state IN ('dispatched', 'acknowledged') ORDER BY seq`, []any(nil)
+	if len(nodeIDs) == 1 {
+		query, args = `SELECT id, intent_id, node_id, state, created_at, updated_at, expires_at FROM attempts
+		WHERE state IN ('dispatched', 'acknowledged') AND node_id = ? ORDER BY seq`, []any{nodeIDs[0]}
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
