@@ -262,6 +262,8 @@ func (h *Hub) stopLeading(reason string) {
 		return
 	}
 	h.fleet.DropFlights()
+	// A standby hands out the attempts of the nodes it holds polls of.
+	h.peers.add([]store.Change{{Kind: store.ChangeAll}})
 	if reason != "" {
 		h.log.Warn("hub: stepped down; standing by", "hub_id", h.lead.id, "epoch", epoch, "reason", reason)
 	}
