@@ -32,10 +32,11 @@ type peerWork struct {
 	events   bool
 	nodes    map[string]bool
 	attempts map[string]bool
+	outbox   map[string]bool
 }
 
 func newPeerWork() *peerWork {
-	return &peerWork{wake: make(chan struct{}, 1), nodes: map[string]bool{}, attempts: map[string]bool{}}
+	return &peerWork{wake: make(chan struct{}, 1), nodes: map[string]bool{}, attempts: map[string]bool{}, outbox: map[string]bool{}}
 }
 
 // add takes the changes of one notification.
@@ -51,6 +52,8 @@ func (p *peerWork) add(changes []store.Change) {
 			p.nodes[c.NodeID] = true
 		case store.ChangeAttempts:
 			p.attempts[c.NodeID] = true
+		case store.ChangeOutbox:
+			p.outbox[c.NodeID] = true
 		}
 	}
 	p.mu.Unlock()
@@ -58,12 +61,12 @@ func (p *peerWork) add(changes []store.Change) {
 }
 
 // take returns the work noted so far and starts afresh.
-func (p *peerWork) take() (all, events bool, nodes, attempts map[string]bool) {
+func (p *peerWork) take() (all, events bool, nodes, attempts, outbox map[string]bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	all, events, nodes, attempts = p.all, p.events, p.nodes, p.attempts
-	p.all, p.events, p.nodes, p.attempts = false, false, map[string]bool{}, map[string]bool{}
-	return all, events, nodes, attempts
+	all, events, nodes, attempts, outbox = p.all, p.events, p.nodes, p.attempts, p.outbox
+	p.all, p.events, p.nodes, p.attempts, p.outbox = false, false, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	return all, events, nodes, attempts, outbox
 }
 
 // watchPeers listens for the other Hubs' change notes until ctx ends.
@@ -90,9 +93,18 @@ func (h *Hub) peerLoop(ctx context.Context) {
 
 // syncPeers applies the changes noted so far.
 func (h *Hub) syncPeers(ctx context.Context) error {
-	all, events, nodes, attempts := h.peers.take()
+	all, events, nodes, attempts, outbox := h.peers.take()
 	if all || events {
 		wake(h.pumpc)
+	}
+	if leading, _ := h.lead.isLeading(); leading && len(outbox) > 0 {
+		// Another Hub took an operator write: the leader dispatches it and
+		// looks at the node's convergence.
+		for id := range outbox {
+			h.fleet.Mark(id)
+			h.converge(id)
+		}
+		h.nudge()
 	}
 	now := h.opts.Now()
 	if all {
@@ -132,6 +144,15 @@ func (h *Hub) resyncPeers(ctx context.Context, now time.Time) error {
 		// Only the leader records that a lease lapsed; a standby's view
 		// just follows.
 		h.fleet.ExpireLeases(now)
+	} else {
+		ids, err := h.st.OutboxNodes(ctx)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			h.fleet.Mark(ids...)
+			h.nudge()
+		}
 	}
 	want := map[string]bool{}
 	for _, id := range h.fleet.Polled() {

@@ -37,6 +37,9 @@ const (
 	// ChangeAttempts: attempts of a node started, were acknowledged or
 	// finished.
 	ChangeAttempts = "a"
+	// ChangeOutbox: a node has a new outbox row (an operator write): the
+	// leader dispatches it.
+	ChangeOutbox = "o"
 	// ChangeAll: anything may have changed (a notification was lost, or
 	// too much changed to say): resynchronize.
 	ChangeAll = "*"
@@ -183,4 +186,26 @@ func (s *Store) watchOnce(ctx context.Context, fn func([]Change)) (bool, error) 
 		}
 		fn(changes)
 	}
+}
+
+// OutboxNodes returns the nodes with unprocessed outbox rows, by id: what a
+// leader that may have missed a ChangeOutbox marks for dispatch.
+func (s *Store) OutboxNodes(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.read(ctx, func(q querier) error {
+		rows, err := q.QueryContext(ctx, "SELECT DISTINCT node_id FROM outbox WHERE processed_at IS NULL ORDER BY node_id")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out = append(out, id)
+		}
+		return rows.Err()
+	})
+	return out, err
 }

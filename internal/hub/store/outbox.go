@@ -234,6 +234,7 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 		failure_class = ?, failure_code = ?, failure_message = ? WHERE id = ?`, now, fc, fcode, fmsg, i.ID); err != nil {
 		return err
 	}
+	note(q, ChangeOutbox, i.NodeID)
 	_, err := q.ExecContext(ctx, `INSERT INTO outbox (intent_id, node_id, created_at) VALUES (?,?,?)`, i.ID, i.NodeID, now)
 	return err
 }
