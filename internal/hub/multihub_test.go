@@ -147,3 +147,38 @@ func TestStandbyHeartbeatsKeepLease(t *testing.T) {
 	// Once the heartbeats stop, the leader lets the lease lapse.
 	eventually(t, "the lease lapses at the leader", func() bool { return leader.h.fleet.Status("n1") == "unavailable" })
 }
+
+// TestAttemptFromBothHubs: an attempt may be handed out by the standby and
+// by the leader (an Agent that failed over between them); an
+// acknowledgement on either takes it off the other's queue, and its result
+// on the standby finishes it at the leader. The Agent runs such a
+// duplicate once (internal/agent TestSameAttemptRunsOnce).
+func TestAttemptFromBothHubs(t *testing.T) {
+	leader, standby := twoHubs(t)
+	a := newTestAgent(standby, "n1")
+	a.register(t, "", 15*time.Second)
+	onLeader := &testAgent{th: leader, nodeID: "n1", bootID: a.bootID, session: a.session, streams: a.streams}
+	w := leader.put(t, "n1", "s1", `{"state":"running","config_version":"v1"}`)
+	cmds := a.commands(t, 20*time.Second)
+	if len(cmds) != 1 || cmds[0].CommandID != w.OperationID {
+		t.Fatalf("from the standby: %+v", cmds)
+	}
+	again := onLeader.commands(t, 0)
+	if len(again) != 1 || again[0].AttemptID != cmds[0].AttemptID {
+		t.Fatalf("from the leader: %+v, want attempt %s again", again, cmds[0].AttemptID)
+	}
+	if r := a.result(t, cmds[0], wire.ResultAcknowledged); r.status != http.StatusNoContent {
+		t.Fatalf("ack: %d %s", r.status, r.body)
+	}
+	eventually(t, "the leader learns of the acknowledgement", func() bool {
+		n, _ := leader.h.fleet.Node("n1")
+		return n.Queued == 0 && n.Active == 1
+	})
+	if r := a.result(t, cmds[0], wire.ResultSucceeded); r.status != http.StatusNoContent {
+		t.Fatalf("succeeded: %d %s", r.status, r.body)
+	}
+	eventually(t, "the leader learns the attempt finished", func() bool { return leader.h.fleet.InFlight() == 0 })
+	if r := onLeader.result(t, cmds[0], wire.ResultSucceeded); r.status != http.StatusConflict {
+		t.Fatalf("a second result on the leader: %d %s", r.status, r.body)
+	}
+}
