@@ -46,6 +46,9 @@ type leadership struct {
 
 	// loopMu serializes starting and stopping the leader's loops.
 	loopMu sync.Mutex
+	// flightsMu keeps a standby's copy of a node's attempts (peers.go)
+	// from landing in the fleet once the Hub rebuilt it to lead.
+	flightsMu sync.Mutex
 	stop   context.CancelFunc // nil: the loops do not run
 	wg     sync.WaitGroup
 }
@@ -213,7 +216,9 @@ func (h *Hub) leaseStep(ctx context.Context) {
 // claim and a new epoch) may then take.
 func (h *Hub) gainLeadership(ctx context.Context, epoch int64) {
 	lctx := store.WithEpoch(ctx, epoch)
+	h.lead.flightsMu.Lock()
 	if err := h.rebuildFleet(lctx, true); err != nil {
+		h.lead.flightsMu.Unlock()
 		h.storeFailed(err)
 		h.log.Error("hub: could not rebuild the fleet view to lead; standing by", "epoch", epoch, "err", err)
 		if rerr := h.st.ReleaseLease(context.WithoutCancel(ctx), h.lead.id, epoch); rerr != nil {
@@ -224,6 +229,7 @@ func (h *Hub) gainLeadership(ctx context.Context, epoch int64) {
 	h.lead.mu.Lock()
 	h.lead.leading, h.lead.epoch = true, epoch
 	h.lead.mu.Unlock()
+	h.lead.flightsMu.Unlock()
 	h.log.Info("hub: leading", "hub_id", h.lead.id, "epoch", epoch)
 	h.startLeading(ctx)
 }

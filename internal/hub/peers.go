@@ -248,6 +248,8 @@ func (h *Hub) syncAttempts(ctx context.Context, id string, now time.Time) error 
 	if err != nil {
 		return err
 	}
+	h.lead.flightsMu.Lock()
+	defer h.lead.flightsMu.Unlock()
 	if leading, _ := h.lead.isLeading(); leading {
 		return nil // it leads since it read: its own attempts rule
 	}
