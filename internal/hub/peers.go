@@ -124,6 +124,10 @@ func (h *Hub) syncPeers(ctx context.Context) error {
 // Hub holds a long-poll or attempts of: what a lost notification may have
 // said.
 func (h *Hub) resyncPeers(ctx context.Context, now time.Time) error {
+	before := map[string]int64{}
+	for _, n := range h.fleet.Nodes() {
+		before[n.NodeID] = h.fleet.Changes(n.NodeID)
+	}
 	nodes, err := h.st.Nodes(ctx)
 	if err != nil {
 		return err
@@ -132,10 +136,10 @@ func (h *Hub) resyncPeers(ctx context.Context, now time.Time) error {
 	var errs []error
 	for _, sn := range nodes {
 		stored[sn.NodeID] = true
-		errs = append(errs, h.syncNodeRow(ctx, sn, now))
+		errs = append(errs, h.syncNodeRow(ctx, sn, before[sn.NodeID], now))
 	}
 	for _, n := range h.fleet.Nodes() {
-		if !n.RegisteredAt.IsZero() && !stored[n.NodeID] {
+		if !n.RegisteredAt.IsZero() && !stored[n.NodeID] && h.fleet.Changes(n.NodeID) == before[n.NodeID] {
 			h.fleet.Forget(n.NodeID) // another Hub forgot it
 		}
 	}
@@ -171,9 +175,10 @@ func (h *Hub) resyncPeers(ctx context.Context, now time.Time) error {
 // syncNode reads node id's row and gives it to the fleet; a node gone from
 // the store was forgotten by another Hub.
 func (h *Hub) syncNode(ctx context.Context, id string, now time.Time) error {
+	changes := h.fleet.Changes(id)
 	sn, err := h.st.GetNode(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		if n, ok := h.fleet.Node(id); ok && !n.RegisteredAt.IsZero() {
+		if n, ok := h.fleet.Node(id); ok && !n.RegisteredAt.IsZero() && h.fleet.Changes(id) == changes {
 			h.fleet.Forget(id)
 		}
 		return nil
@@ -181,13 +186,14 @@ func (h *Hub) syncNode(ctx context.Context, id string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return h.syncNodeRow(ctx, sn, now)
+	return h.syncNodeRow(ctx, sn, changes, now)
 }
 
 // syncNodeRow gives node sn's stored row, and its observed streams when
-// it reported something this Hub has not taken, to the fleet. The leader
+// it reported something this Hub has not taken, to the fleet (changes:
+// fleet.Changes before the row was read). The leader
 // acts on what changed as if the Agent had called it.
-func (h *Hub) syncNodeRow(ctx context.Context, sn store.Node, now time.Time) error {
+func (h *Hub) syncNodeRow(ctx context.Context, sn store.Node, changes int64, now time.Time) error {
 	var obs []store.ObservedStream
 	if h.fleet.NeedsReport(sn.NodeID, sn.ReportBootID, sn.ReportSeq) {
 		var err error
@@ -198,7 +204,7 @@ func (h *Hub) syncNodeRow(ctx context.Context, sn store.Node, now time.Time) err
 			obs = []store.ObservedStream{}
 		}
 	}
-	got := h.fleet.Sync(sn, obs, now)
+	got := h.fleet.Sync(sn, obs, changes, now)
 	if got.Came {
 		h.nodeOnline(sn.NodeID, now)
 	}

@@ -40,18 +40,33 @@ func (f *Fleet) NeedsReport(id, boot string, seq int64) bool {
 	return boot != "" && (boot != n.reportBoot || seq > n.reportSeq)
 }
 
+// Changes returns the count of node id's mode and advertisement changes
+// written by this Hub, to give Sync with a store read begun after it.
+func (f *Fleet) Changes(id string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.nodes[id]; n != nil {
+		return n.changes
+	}
+	return 0
+}
+
 // Sync takes what another Hub wrote of a node, as the store holds it now
 // (sn), at now: a newer registration (its old session stops working
-// here too), a later lease, what it advertises, its mode, and, when
-// observed is not nil, a newer report with its observed streams (by
-// stream id; the fleet keeps the slice). It never shortens a lease: only
-// the leader's expiry ends one.
-func (f *Fleet) Sync(sn store.Node, observed []store.ObservedStream, now time.Time) Synced {
+// here too), a later lease, what it advertises and its mode (unless this
+// Hub changed them since the read began: changes is Changes before it),
+// and, when observed is not nil, a newer report with its observed streams
+// (by stream id; the fleet keeps the slice). It never shortens a lease:
+// only the leader's expiry ends one.
+func (f *Fleet) Sync(sn store.Node, observed []store.ObservedStream, changes int64, now time.Time) Synced {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out Synced
 	n := f.nodeLocked(sn.NodeID)
-	if sn.RegisteredAt.After(n.node.RegisteredAt) {
+	// What this Hub wrote since the read began is newer than sn: a later
+	// note or poll brings the rest.
+	current := n.changes == changes
+	if current && sn.RegisteredAt.After(n.node.RegisteredAt) {
 		if key, ok := f.sessionOf[sn.NodeID]; ok {
 			delete(f.sessions, key)
 			delete(f.sessionOf, sn.NodeID)
@@ -67,12 +82,14 @@ func (f *Fleet) Sync(sn store.Node, observed []store.ObservedStream, now time.Ti
 			n.fresh = false
 		}
 	}
-	n.node.Capabilities, n.node.DataAddress, n.node.DataFingerprint = sn.Capabilities, sn.DataAddress, sn.DataFingerprint
-	if sn.Mode != "" && sn.Mode != n.node.Mode {
-		n.node.Mode = sn.Mode
-		if sn.Mode == wire.NodeModeActive {
-			out.Activated = true
-			f.markLocked(sn.NodeID)
+	if current {
+		n.node.Capabilities, n.node.DataAddress, n.node.DataFingerprint = sn.Capabilities, sn.DataAddress, sn.DataFingerprint
+		if sn.Mode != "" && sn.Mode != n.node.Mode {
+			n.node.Mode = sn.Mode
+			if sn.Mode == wire.NodeModeActive {
+				out.Activated = true
+				f.markLocked(sn.NodeID)
+			}
 		}
 	}
 	if sn.LeaseExpiresAt.After(n.leaseUntil) {

@@ -52,7 +52,7 @@ func TestSync(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := New(func() time.Time { return tt.now })
 			tt.setup(f)
-			got := f.Sync(tt.sn, tt.observed, tt.now)
+			got := f.Sync(tt.sn, tt.observed, f.Changes("n1"), tt.now)
 			if got != tt.want {
 				t.Errorf("Sync = %+v, want %+v", got, tt.want)
 			}
@@ -74,7 +74,7 @@ func TestSyncDropsReplacedSession(t *testing.T) {
 	if _, ok := f.Session("tok-n1"); !ok {
 		t.Fatal("the session is not cached")
 	}
-	f.Sync(store.Node{NodeID: "n1", BootID: "b2", RegisteredAt: t0.Add(time.Second), LeaseExpiresAt: t0.Add(16 * time.Second)}, nil, t0.Add(time.Second))
+	f.Sync(store.Node{NodeID: "n1", BootID: "b2", RegisteredAt: t0.Add(time.Second), LeaseExpiresAt: t0.Add(16 * time.Second)}, nil, f.Changes("n1"), t0.Add(time.Second))
 	if _, ok := f.Session("tok-n1"); ok {
 		t.Fatal("the replaced session is still cached")
 	}
@@ -107,5 +107,23 @@ func TestSyncFlights(t *testing.T) {
 	f.SyncFlights("n1", []Flight{attempt("n1", "a3", wire.OpAcknowledged)})
 	if n, _ := f.Node("n1"); n.Queued != 0 || n.Active != 1 || f.InFlight() != 1 {
 		t.Fatalf("after finishes: queued %d active %d in flight %d", n.Queued, n.Active, f.InFlight())
+	}
+}
+
+// TestSyncKeepsLocalChange: a mode this Hub wrote after the store read
+// began is not reverted by the read; a read begun after it is taken.
+func TestSyncKeepsLocalChange(t *testing.T) {
+	f := registered("n1")
+	before := f.Changes("n1")
+	read := store.Node{NodeID: "n1", BootID: "b1", RegisteredAt: t0, Mode: wire.NodeModeActive}
+	f.SetMode("n1", wire.NodeModeDraining) // written while the row was read
+	f.Sync(read, nil, before, t0)
+	if n, _ := f.Node("n1"); n.Mode != wire.NodeModeDraining {
+		t.Fatalf("a stale read reverted the mode to %s", n.Mode)
+	}
+	read.Mode = wire.NodeModeMaintenance
+	f.Sync(read, nil, f.Changes("n1"), t0)
+	if n, _ := f.Node("n1"); n.Mode != wire.NodeModeMaintenance {
+		t.Fatalf("mode %s, want the stored maintenance", n.Mode)
 	}
 }
