@@ -49,8 +49,8 @@ type leadership struct {
 	// flightsMu keeps a standby's copy of a node's attempts (peers.go)
 	// from landing in the fleet once the Hub rebuilt it to lead.
 	flightsMu sync.Mutex
-	stop   context.CancelFunc // nil: the loops do not run
-	wg     sync.WaitGroup
+	stop      context.CancelFunc // nil: the loops do not run
+	wg        sync.WaitGroup
 }
 
 // HA is the high-availability part of GET /api/v1/system.
