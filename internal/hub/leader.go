@@ -46,11 +46,12 @@ type leadership struct {
 
 	// loopMu serializes starting and stopping the leader's loops.
 	loopMu sync.Mutex
+	stop   context.CancelFunc // nil: the loops do not run
+	wg     sync.WaitGroup
+
 	// flightsMu keeps a standby's copy of a node's attempts (peers.go)
 	// from landing in the fleet once the Hub rebuilt it to lead.
 	flightsMu sync.Mutex
-	stop      context.CancelFunc // nil: the loops do not run
-	wg        sync.WaitGroup
 }
 
 // HA is the high-availability part of GET /api/v1/system.
