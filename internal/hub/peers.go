@@ -32,7 +32,7 @@ type peerWork struct {
 	events   bool
 	nodes    map[string]bool
 	attempts map[string]bool
-	outbox   map[string]bool
+	outbox   map[string]bool // and job observations: the leader dispatches and converges
 }
 
 func newPeerWork() *peerWork {
@@ -52,7 +52,7 @@ func (p *peerWork) add(changes []store.Change) {
 			p.nodes[c.NodeID] = true
 		case store.ChangeAttempts:
 			p.attempts[c.NodeID] = true
-		case store.ChangeOutbox:
+		case store.ChangeOutbox, store.ChangeJobs:
 			p.outbox[c.NodeID] = true
 		}
 	}

@@ -40,6 +40,9 @@ const (
 	// ChangeOutbox: a node has a new outbox row (an operator write): the
 	// leader dispatches it.
 	ChangeOutbox = "o"
+	// ChangeJobs: a node's job observations changed: the leader looks at
+	// its convergence.
+	ChangeJobs = "j"
 	// ChangeAll: anything may have changed (a notification was lost, or
 	// too much changed to say): resynchronize.
 	ChangeAll = "*"
