@@ -182,6 +182,44 @@ func TestCommandRunsOnce(t *testing.T) {
 	hub.checkNoTokenLeak(t, testNodeToken)
 }
 
+// TestSameAttemptRunsOnce: one attempt handed out twice (two Hubs on one
+// database each delivered it, in one page and again after it finished)
+// runs once, and its outcome is posted once while it runs.
+func TestSameAttemptRunsOnce(t *testing.T) {
+	hub := newTestHub(t, testNodeToken)
+	tn := startNode(t, nodeOptions{stateDir: t.TempDir(), hubURLs: []string{hub.URL}, streams: []string{"a"}})
+	hub.waitStream(t, "a", "running", func(s wire.ReportStream) bool { return s.State == "running" })
+	stop := wire.Command{CommandID: "cmd-stop", AttemptID: "att-1", Operation: wire.CommandStreamDesiredState, NodeID: testNodeID, ResourceID: "a", Generation: 5, Payload: wire.CommandPayload{State: "stopped"}}
+	hub.enqueue(stop, stop)
+	if r := hub.waitFinal(t, "cmd-stop", "att-1"); r.State != wire.ResultSucceeded {
+		t.Fatalf("att-1: %+v", r)
+	}
+	hub.waitStream(t, "a", "stopped at generation 5", func(s wire.ReportStream) bool { return s.State == "stopped" && s.Generation == 5 })
+	finals := 0
+	for _, r := range hub.resultsFor("cmd-stop") {
+		if r.State != wire.ResultAcknowledged {
+			finals++
+		}
+	}
+	if finals != 1 {
+		t.Errorf("%d final results for one attempt delivered twice at once", finals)
+	}
+	hub.enqueue(stop)
+	hub.waitFor(t, "the recorded outcome of the late delivery", func() bool {
+		n := 0
+		for _, r := range hub.results {
+			if r.CommandID == "cmd-stop" && r.State == wire.ResultSucceeded {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if evs := tn.hubEvents(wire.EventIntentAccepted, "cmd-stop"); len(evs) != 1 {
+		t.Errorf("the attempt ran %d times", len(evs))
+	}
+	tn.stop()
+}
+
 // TestStaleEpochRefused: a command of a leader epoch older than one the
 // Agent has seen (in the register answer, or on a newer command) fails
 // with stale_epoch and never runs; the same command at the current epoch

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -181,8 +182,11 @@ func (x *executor) handle(ctx context.Context, cmd wire.Command) {
 		return
 	}
 	if atts, ok := x.inflight[cmd.CommandID]; ok {
-		// Redelivered while it runs: this attempt gets the outcome too.
-		x.inflight[cmd.CommandID] = append(atts, cmd.AttemptID)
+		// Redelivered while it runs: this attempt gets the outcome too,
+		// once (two Hubs may hand out the same attempt).
+		if !slices.Contains(atts, cmd.AttemptID) {
+			x.inflight[cmd.CommandID] = append(atts, cmd.AttemptID)
+		}
 		x.mu.Unlock()
 		return
 	}

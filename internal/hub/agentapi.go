@@ -233,8 +233,9 @@ func (h *Hub) postHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	caps = slices.Compact(caps)
 	until, came, changed := h.fleet.Heartbeat(id, caps, req.DataAddress, req.DataFingerprint, now)
 	// Leases live in memory; only a change of what the node advertises is
-	// written.
-	if changed {
+	// written, unless other Hubs share the database: then the leader learns
+	// of the lease from the store, whichever Hub the Agent calls.
+	if changed || h.st.Shared() {
 		if err := h.st.Heartbeat(r.Context(), id, caps, req.DataAddress, req.DataFingerprint, until); err != nil {
 			return h.storeFailed(err)
 		}

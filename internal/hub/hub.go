@@ -115,6 +115,8 @@ type Hub struct {
 	events     *eventlog.Log // live tail of the durable event log
 	pumpMu     sync.Mutex    // serializes inserting into events: the store's event sink and the pump
 
+	// peers is the work the other Hubs' change notes leave (peers.go).
+	peers   *peerWork
 	nudgec  chan struct{} // wakes the reconciler
 	pumpc   chan struct{} // wakes the event pump
 	conv    *convergeWork // the convergence worker's work and memory
@@ -188,10 +190,11 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	}
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
-		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
+		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), peers: newPeerWork(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
 		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)
 	h.lead = newLeadership(o, st.Shared() || o.sharedLease)
+	st.SetOrigin(h.lead.id)
 	if !h.lead.shared {
 		if err := h.takeLease(ctx); err != nil {
 			_ = st.Close()
@@ -299,24 +302,10 @@ func (h *Hub) restoreFleet(ctx context.Context, snap store.Snapshot, withFlights
 	for i, e := range snap.PendingOutbox {
 		pending[i] = e.NodeID
 	}
-	var kinds, ops, jobIDs []string
-	for _, c := range active {
-		kinds, ops, jobIDs = append(kinds, c.Intent.Kind), append(ops, c.Intent.Operation), append(jobIDs, c.Intent.ResourceID)
-	}
-	splits, err := h.splitsOf(ctx, kinds, ops, jobIDs)
+	epoch, _ := store.EpochFrom(ctx)
+	flights, err := h.flightsOf(ctx, active, epoch)
 	if err != nil {
 		return err
-	}
-	var flights []fleet.Flight
-	for _, c := range active {
-		cmd := commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt)
-		cmd.Epoch, _ = store.EpochFrom(ctx)
-		if configKind(c.Intent.Kind) && h.configCommand(ctx, &cmd) != nil {
-			// Not sendable any more (the Hub lost a secret across the
-			// restart): the attempt times out and the retry fails it.
-			continue
-		}
-		flights = append(flights, fleet.Flight{Command: cmd, State: c.Attempt.State, DispatchedAt: c.Attempt.CreatedAt, ExpiresAt: c.Attempt.ExpiresAt})
 	}
 	if h.ready.Load() {
 		h.fleet.Reload(snap.Nodes, observed, pending, flights)
@@ -327,6 +316,31 @@ func (h *Hub) restoreFleet(ctx context.Context, snap store.Snapshot, withFlights
 		return err
 	}
 	return nil
+}
+
+// flightsOf builds the commands of attempts in flight as the store holds
+// them, at leader epoch epoch.
+func (h *Hub) flightsOf(ctx context.Context, active []store.ActiveCommand, epoch int64) ([]fleet.Flight, error) {
+	var kinds, ops, jobIDs []string
+	for _, c := range active {
+		kinds, ops, jobIDs = append(kinds, c.Intent.Kind), append(ops, c.Intent.Operation), append(jobIDs, c.Intent.ResourceID)
+	}
+	splits, err := h.splitsOf(ctx, kinds, ops, jobIDs)
+	if err != nil {
+		return nil, err
+	}
+	var flights []fleet.Flight
+	for _, c := range active {
+		cmd := commandFromIntent(c.Intent, splitFor(splits, c.Intent.ResourceID), c.Attempt.ID, c.Attempt.ExpiresAt)
+		cmd.Epoch = epoch
+		if configKind(c.Intent.Kind) && h.configCommand(ctx, &cmd) != nil {
+			// Not sendable any more (the Hub lost a secret across the
+			// restart): the attempt times out and the retry fails it.
+			continue
+		}
+		flights = append(flights, fleet.Flight{Command: cmd, State: c.Attempt.State, DispatchedAt: c.Attempt.CreatedAt, ExpiresAt: c.Attempt.ExpiresAt})
+	}
+	return flights, nil
 }
 
 // Ready reports whether the state was restored and the API is open.
@@ -362,6 +376,10 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 		run := []func(context.Context){h.pumpLoop}
 		if h.lead.shared {
 			run = append(run, h.leaseLoop)
+		}
+		if h.st.Shared() {
+			// Agents and operators may call the other Hubs too.
+			run = append(run, h.watchPeers, h.peerLoop)
 		}
 		if h.tokenFile != nil {
 			run = append(run, func(ctx context.Context) { h.tokenFile.Poll(ctx, tokensPollInterval) })

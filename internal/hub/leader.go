@@ -48,6 +48,10 @@ type leadership struct {
 	loopMu sync.Mutex
 	stop   context.CancelFunc // nil: the loops do not run
 	wg     sync.WaitGroup
+
+	// flightsMu keeps a standby's copy of a node's attempts (peers.go)
+	// from landing in the fleet once the Hub rebuilt it to lead.
+	flightsMu sync.Mutex
 }
 
 // HA is the high-availability part of GET /api/v1/system.
@@ -213,7 +217,9 @@ func (h *Hub) leaseStep(ctx context.Context) {
 // claim and a new epoch) may then take.
 func (h *Hub) gainLeadership(ctx context.Context, epoch int64) {
 	lctx := store.WithEpoch(ctx, epoch)
+	h.lead.flightsMu.Lock()
 	if err := h.rebuildFleet(lctx, true); err != nil {
+		h.lead.flightsMu.Unlock()
 		h.storeFailed(err)
 		h.log.Error("hub: could not rebuild the fleet view to lead; standing by", "epoch", epoch, "err", err)
 		if rerr := h.st.ReleaseLease(context.WithoutCancel(ctx), h.lead.id, epoch); rerr != nil {
@@ -224,6 +230,7 @@ func (h *Hub) gainLeadership(ctx context.Context, epoch int64) {
 	h.lead.mu.Lock()
 	h.lead.leading, h.lead.epoch = true, epoch
 	h.lead.mu.Unlock()
+	h.lead.flightsMu.Unlock()
 	h.log.Info("hub: leading", "hub_id", h.lead.id, "epoch", epoch)
 	h.startLeading(ctx)
 }
@@ -262,6 +269,8 @@ func (h *Hub) stopLeading(reason string) {
 		return
 	}
 	h.fleet.DropFlights()
+	// A standby hands out the attempts of the nodes it holds polls of.
+	h.peers.add([]store.Change{{Kind: store.ChangeAll}})
 	if reason != "" {
 		h.log.Warn("hub: stepped down; standing by", "hub_id", h.lead.id, "epoch", epoch, "reason", reason)
 	}

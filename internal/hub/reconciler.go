@@ -111,6 +111,16 @@ func (h *Hub) pass(ctx context.Context, now time.Time) {
 
 // expireLeases marks nodes whose lease lapsed unavailable.
 func (h *Hub) expireLeases(ctx context.Context, now time.Time) {
+	if h.st.Shared() {
+		// The node may have renewed its lease on another Hub: its stored
+		// lease says so.
+		for _, id := range h.fleet.Lapsed(now) {
+			if err := h.syncNode(ctx, id, now); err != nil {
+				h.storeFailed(err)
+				return
+			}
+		}
+	}
 	gone := h.fleet.ExpireLeases(now)
 	if len(gone) == 0 {
 		return
@@ -127,8 +137,13 @@ func (h *Hub) expireLeases(ctx context.Context, now time.Time) {
 	}
 }
 
-// nodeOnline records that a node came back (register or heartbeat).
+// nodeOnline records that a node came back (register or heartbeat). Only
+// the leader records it, and acts on it: a standby's view follows the
+// store, and the leader learns of the lease from it (peers.go).
 func (h *Hub) nodeOnline(id string, now time.Time) {
+	if leading, _ := h.lead.isLeading(); !leading {
+		return
+	}
 	ev := wire.Event{Kind: wire.EventNodeOnline, OccurredAt: wire.At(now), NodeID: id, Message: "lease renewed"}
 	if err := h.st.AppendEvents(context.Background(), []wire.Event{ev}); err != nil {
 		h.storeFailed(err)

@@ -72,6 +72,7 @@ func (f *Fleet) Register(reg store.Registration) (came, rebooted bool) {
 	defer f.mu.Unlock()
 	n := f.nodeLocked(reg.NodeID)
 	n.forgotten = false
+	n.changes++
 	if old, ok := f.sessionOf[reg.NodeID]; ok {
 		delete(f.sessions, old)
 	}
@@ -120,6 +121,7 @@ func (f *Fleet) Forget(id string) {
 	}
 	mode := wire.NodeModeActive
 	n.node = store.Node{NodeID: id, Mode: mode}
+	n.changes++
 	n.forgotten, n.online, n.fresh = true, false, false
 	n.reportBoot, n.reportSeq, n.reportedAt, n.cfgVersion = "", 0, time.Time{}, ""
 	n.observed, n.counters, n.cfg, n.metrics = nil, nil, nil, nil
@@ -168,6 +170,7 @@ func (f *Fleet) Advertise(id string, caps []string, addr, fp string) {
 	defer f.mu.Unlock()
 	n := f.nodeLocked(id)
 	n.node.Capabilities, n.node.DataAddress, n.node.DataFingerprint = caps, addr, fp
+	n.changes++
 }
 
 // ExpireLeases marks the nodes whose lease lapsed at now unavailable (what

@@ -68,6 +68,10 @@ type node struct {
 	// not registered since; nothing is delivered to it.
 	forgotten   bool
 	capacityHit map[string]bool
+	// changes counts what this Hub wrote of the node's mode and what it
+	// advertises (SetMode, Advertise): Sync takes those from a store read
+	// only if none was written here since the read began (Changes).
+	changes int64
 }
 
 // New returns an empty fleet. now is the Hub's clock.
@@ -267,6 +271,7 @@ func (f *Fleet) SetMode(id, mode string) Node {
 	defer f.mu.Unlock()
 	n := f.nodeLocked(id)
 	n.node.Mode = mode
+	n.changes++
 	if mode == wire.NodeModeActive {
 		f.markLocked(id)
 	}

@@ -116,6 +116,7 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 			w.IntentID, w.NodeID, now); err != nil {
 			return err
 		}
+		note(q, ChangeOutbox, w.NodeID)
 		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(w.Now), Actor: w.Actor, ActorKind: w.ActorKind, Action: w.Operation,
 			ResourceType: w.Kind, ResourceID: w.ResourceID, NodeID: w.NodeID, CorrelationID: w.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {

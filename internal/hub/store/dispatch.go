@@ -58,6 +58,7 @@ func startAttempt(ctx context.Context, q querier, a AttemptStart) (bool, error) 
 		VALUES (?,?,?,'dispatched',?,?,?)`, a.AttemptID, i.ID, node, now, now, ms(a.ExpiresAt)); err != nil {
 		return false, err
 	}
+	note(q, ChangeAttempts, node)
 	if _, err := q.ExecContext(ctx, `UPDATE intents SET state = 'dispatched', attempt_id = ?, dispatched_at = ?, updated_at = ?
 		WHERE id = ?`, a.AttemptID, now, now, i.ID); err != nil {
 		return false, err
@@ -306,11 +307,15 @@ func (s *Store) AllObservedStreams(ctx context.Context) (map[string][]ObservedSt
 }
 
 // ActiveCommands returns every attempt in flight with its intent, oldest
-// first: what the Hub must be able to redeliver after a restart.
-func (s *Store) ActiveCommands(ctx context.Context) ([]ActiveCommand, error) {
+// first: what the Hub must be able to redeliver after a restart. With a
+// node id, only that node's.
+func (s *Store) ActiveCommands(ctx context.Context, nodeID ...string) ([]ActiveCommand, error) {
+	if len(nodeID) > 1 {
+		return nil, fmt.Errorf("%w: one node at most", ErrInvalid)
+	}
 	var out []ActiveCommand
 	err := s.readTx(ctx, func(q querier) error {
-		as, err := activeAttempts(ctx, q)
+		as, err := activeAttempts(ctx, q, nodeID...)
 		if err != nil {
 			return err
 		}

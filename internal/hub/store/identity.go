@@ -35,6 +35,7 @@ func (s *Store) ForgetNode(ctx context.Context, f Forget) error {
 		if err := mustAffect(r, "node "+f.NodeID); err != nil {
 			return err
 		}
+		note(q, ChangeNode, f.NodeID)
 		for _, stmt := range []string{"DELETE FROM observed_streams WHERE node_id = ?", "DELETE FROM observed_jobs WHERE node_id = ?"} {
 			if _, err := q.ExecContext(ctx, stmt, f.NodeID); err != nil {
 				return err

@@ -79,6 +79,7 @@ func (s *Store) ApplyJobReport(ctx context.Context, r JobReport) (JobReportResul
 			r.BootID, r.Seq, r.NodeID); err != nil {
 			return err
 		}
+		note(q, ChangeJobs, r.NodeID)
 		for _, o := range r.Jobs {
 			o.NodeID = r.NodeID
 			changed, err := observeJob(ctx, q, o, r.Now, r.Quiet)

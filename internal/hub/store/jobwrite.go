@@ -350,6 +350,7 @@ func addIntent(ctx context.Context, q querier, in Intent, data map[string]any) (
 		in.ID, in.NodeID, now); err != nil {
 		return in, err
 	}
+	note(q, ChangeOutbox, in.NodeID)
 	e := event(wire.EventIntentAccepted, in.CreatedAt, in.NodeID, in.ResourceID, in.ID, in.CorrelationID, in.Actor, in.ActorKind,
 		OutcomeAccepted, "")
 	e.Data = data

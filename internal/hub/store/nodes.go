@@ -105,6 +105,7 @@ func (s *Store) RegisterNode(ctx context.Context, r Registration) error {
 			h, ms(r.SessionExpiresAt), r.LeaseTTL.Milliseconds(), r.CredentialDigest, r.SessionBinding, r.DataFingerprint); err != nil {
 			return err
 		}
+		note(q, ChangeNode, r.NodeID)
 		if r.Quiet {
 			return nil
 		}
@@ -176,6 +177,7 @@ func (s *Store) Heartbeat(ctx context.Context, nodeID string, capabilities []str
 		if err != nil {
 			return err
 		}
+		note(q, ChangeNode, nodeID)
 		return mustAffect(r, "node "+nodeID)
 	})
 }
@@ -222,6 +224,7 @@ func (s *Store) SetNodeMode(ctx context.Context, m ModeChange) error {
 		if _, err := q.ExecContext(ctx, "UPDATE nodes SET mode = ? WHERE node_id = ?", m.Mode, m.NodeID); err != nil {
 			return err
 		}
+		note(q, ChangeNode, m.NodeID)
 		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(m.Now), Actor: m.Actor, ActorKind: m.ActorKind, Action: ModeAction(m.Mode),
 			ResourceType: "node", ResourceID: m.NodeID, NodeID: m.NodeID, CorrelationID: m.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
@@ -274,6 +277,17 @@ func (s *Store) GetNode(ctx context.Context, nodeID string) (Node, error) {
 		return err
 	})
 	return n, err
+}
+
+// Nodes returns every node, by id.
+func (s *Store) Nodes(ctx context.Context) ([]Node, error) {
+	var out []Node
+	err := s.read(ctx, func(q querier) error {
+		var err error
+		out, err = allNodes(ctx, q)
+		return err
+	})
+	return out, err
 }
 
 func allNodes(ctx context.Context, q querier) ([]Node, error) {
@@ -366,6 +380,7 @@ func (s *Store) ApplyReport(ctx context.Context, r Report) (ReportResult, error)
 			return nil
 		}
 		res.NewBoot = boot != "" && boot != r.BootID
+		note(q, ChangeNode, r.NodeID)
 		now := ms(r.Now)
 		restarts := 0
 		if res.NewBoot {

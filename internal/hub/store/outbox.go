@@ -178,6 +178,7 @@ func (s *Store) FinishAttempt(ctx context.Context, f AttemptFinish) error {
 			f.State, now, fin, fc, fcode, fmsg, string(f.Result), f.AttemptID); err != nil {
 			return err
 		}
+		note(q, ChangeAttempts, node)
 		// Only the intent's current attempt moves it.
 		if i.AttemptID == f.AttemptID && !terminal(i.State) {
 			if err := moveIntent(ctx, q, i, f, now); err != nil {
@@ -233,6 +234,7 @@ func moveIntent(ctx context.Context, q querier, i Intent, f AttemptFinish, now i
 		failure_class = ?, failure_code = ?, failure_message = ? WHERE id = ?`, now, fc, fcode, fmsg, i.ID); err != nil {
 		return err
 	}
+	note(q, ChangeOutbox, i.NodeID)
 	_, err := q.ExecContext(ctx, `INSERT INTO outbox (intent_id, node_id, created_at) VALUES (?,?,?)`, i.ID, i.NodeID, now)
 	return err
 }
@@ -294,9 +296,14 @@ func (s *Store) ActiveAttempts(ctx context.Context) ([]Attempt, error) {
 	return out, err
 }
 
-func activeAttempts(ctx context.Context, q querier) ([]Attempt, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, intent_id, node_id, state, created_at, updated_at, expires_at FROM attempts
-		WHERE state IN ('dispatched', 'acknowledged') ORDER BY seq`)
+func activeAttempts(ctx context.Context, q querier, nodeIDs ...string) ([]Attempt, error) {
+	query, args := `SELECT id, intent_id, node_id, state, created_at, updated_at, expires_at FROM attempts
+		WHERE state IN ('dispatched', 'acknowledged') ORDER BY seq`, []any(nil)
+	if len(nodeIDs) == 1 {
+		query, args = `SELECT id, intent_id, node_id, state, created_at, updated_at, expires_at FROM attempts
+		WHERE state IN ('dispatched', 'acknowledged') AND node_id = ? ORDER BY seq`, []any{nodeIDs[0]}
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

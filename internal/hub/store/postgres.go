@@ -40,6 +40,7 @@ func (s *Store) openPostgres(ctx context.Context, url string) error {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = pgConnectTimeout
 	}
+	s.pgConfig = cfg.Copy()
 	rcfg := cfg.Copy()
 	rcfg.RuntimeParams["default_transaction_read_only"] = "on"
 	s.wdb = stdlib.OpenDB(*cfg)

@@ -28,6 +28,9 @@ type stmtConn struct {
 	// BEGIN and by lease writes.
 	fence      int64
 	fenceKnown bool
+	// notes are the changes the transaction notes for the other Hubs
+	// (note, sendNotes).
+	notes map[string]bool
 }
 
 func (s *stmtConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -123,6 +124,12 @@ type Store struct {
 	// events of every committed transaction, in id order, on the writer
 	// goroutine right after its COMMIT. It must not keep the slice.
 	onEvents func([]wire.Event)
+
+	// origin names this store's Hub in its change notifications
+	// (SetOrigin); pgConfig is the PostgreSQL connection configuration
+	// Watch listens with (nil on SQLite).
+	origin   string
+	pgConfig *pgx.ConnConfig
 
 	// hook, when set (tests only, before any write), is called at named
 	// points inside write functions; an error aborts that function.
@@ -427,6 +434,7 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 	c.txn = txn
 	c.logged = c.logged[:0]
 	c.fenceKnown = false
+	clear(c.notes)
 	if err := s.begin(ctx); err != nil {
 		for i := range results {
 			results[i] = storageErr(err)
@@ -511,6 +519,11 @@ func (s *Store) runTxn(batch []writeReq, results []error, txn int64, isolate boo
 				return batch, results, false, ran
 			}
 		}
+	}
+	// The notes go out at COMMIT, and only if it commits.
+	if err := s.sendNotes(ctx); err != nil {
+		abort(err)
+		return batch, results, false, ran
 	}
 	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
 		abort(err)
