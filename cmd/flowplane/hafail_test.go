@@ -83,6 +83,21 @@ func startHACluster(t *testing.T, roles ...string) *haCluster {
 	return c
 }
 
+// haTest runs in parallel, skipped with -short, on a cluster of
+// startHACluster; ctx ends with the test, after 3 minutes at the latest (a
+// hang guard, not a timing assertion).
+func haTest(t *testing.T, roles ...string) (*haCluster, context.Context) {
+	t.Helper()
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts PostgreSQL, two Hubs and two Agents")
+	}
+	c := startHACluster(t, roles...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return c, ctx
+}
+
 // ha reads a Hub's part in the lease.
 func (c *haCluster) ha(h *fleetHub) (hub.HA, error) {
 	var s hub.System
@@ -324,13 +339,7 @@ func (c *haCluster) checkRanOnce(t *testing.T) {
 // write answered 202 is there, every resource converges again, and no
 // Agent ran a command twice.
 func TestHubFailoverKillLeader(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts PostgreSQL, two Hubs and two Agents")
-	}
-	c := startHACluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
-	defer cancel()
+	c, ctx := haTest(t)
 	leader, before := c.waitLeader(t, 0, c.hubs...)
 	standby := c.other(leader)
 	load := c.startLoad(ctx, 32, 200)
@@ -364,13 +373,7 @@ func TestHubFailoverKillLeader(t *testing.T) {
 // Hubs leaders at once, and dispatch goes on; once it may log in again
 // it serves as a standby.
 func TestHubLeaderLosesDatabase(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts PostgreSQL, two Hubs and two Agents")
-	}
-	c := startHACluster(t, "hub_a", "hub_b")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
-	defer cancel()
+	c, ctx := haTest(t, "hub_a", "hub_b")
 	leader, before := c.waitLeader(t, 0, c.hubs...)
 	standby := c.other(leader)
 	app := "hub-a"
@@ -474,13 +477,7 @@ func TestHubLeaderLosesDatabase(t *testing.T) {
 // answered 202 then, both are ready again after, and every write answered
 // 202 before, during and after is there.
 func TestHubPostgresRestart(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts PostgreSQL, two Hubs and two Agents")
-	}
-	c := startHACluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
-	defer cancel()
+	c, ctx := haTest(t)
 	_, before := c.waitLeader(t, 0, c.hubs...)
 	load := c.startLoad(ctx, 32, 200)
 	defer load.stopLoad(t)
