@@ -307,7 +307,7 @@ type auditRow struct {
 //   - GET /operations/{id} of every 202 answers that generation.
 //
 // resources lists every resource written to, acknowledged or not. The
-// events are read from the Hub's SQLite file (read-only, beside the running
+// events are read from the Hub's storage (read-only, beside the running
 // Hub): the API serves only the newest 2,048, and the retention sweep (every
 // 60 s) has not run yet. It returns the generation of each resource.
 func verifyDurable(ctx context.Context, t *testing.T, c *http.Client, hub *hubProc, resources []resKey, acks []ack) map[resKey]int64 {
@@ -474,16 +474,20 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// storedEvents reads the events of one kind from a Hub's SQLite file,
-// read-only.
+// storedEvents reads the events of one kind from a Hub's storage: its
+// SQLite file, read-only, or its PostgreSQL database.
 func storedEvents(t *testing.T, path, kind string) []wire.Event {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	driver, dsn, q := "sqlite", "file:"+path+"?mode=ro", "SELECT id, node_id, resource_id, operation_id, data FROM events WHERE kind = ? ORDER BY id"
+	if strings.HasPrefix(path, "postgres://") {
+		driver, dsn, q = "pgx", path, strings.Replace(q, "?", "$1", 1)
+	}
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query("SELECT id, node_id, resource_id, operation_id, data FROM events WHERE kind = ? ORDER BY id", kind)
+	rows, err := db.Query(q, kind)
 	if err != nil {
 		t.Fatalf("read events: %v", err)
 	}

@@ -2,7 +2,9 @@
 // (package postgresql) in a temporary directory, on 127.0.0.1 and a free
 // port, with a password user whose password tests check never shows.
 //
-// Tests only: no package outside a _test.go file may import it. A test
+// For tests, benchmarks (bench/hubfailover) and the pgdev command (a
+// throwaway server for the README's walkthrough) only: the flowplane
+// binary never links it (TestImportRules). A test
 // that needs PostgreSQL is skipped when the binaries are not installed
 // (.ci/run installs them).
 package pgtest

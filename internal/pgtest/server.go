@@ -73,6 +73,32 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// Launch initializes and starts a server outside a test (a benchmark, the
+// pgdev command); Close stops it and removes its directory. It dies with
+// the calling process on Linux.
+func Launch() (*Server, error) {
+	s, err := initServer()
+	if err == nil {
+		err = s.start()
+	}
+	if err != nil {
+		if s != nil {
+			s.Close()
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops a server of Launch and removes its directory.
+func (s *Server) Close() {
+	s.stop()
+	_ = os.RemoveAll(s.dir)
+}
+
+// ExecErr is Exec outside a test: it returns the error.
+func (s *Server) ExecErr(stmts ...string) error { return s.exec(stmts...) }
+
 func initServer() (*Server, error) {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
 	if len(bins) == 0 {
