@@ -92,10 +92,14 @@ func (l *leadership) view(now time.Time) HA {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ha := HA{Role: roleStandby, Epoch: l.lease.Epoch}
-	if l.leading {
+	// A leader whose renewals stall stops acting before its lease may lapse
+	// (mayAct) and says so at once, though its lease loop has not yet
+	// stepped down: two Hubs never both say they lead.
+	leading := l.actsLocked(now)
+	if leading {
 		ha.Role = roleLeader
 	}
-	if l.lease.HolderID != "" && (l.leading || l.lease.Held(now)) {
+	if l.lease.HolderID != "" && (leading || l.lease.Held(now)) {
 		ha.Leader = &HALeader{ID: l.lease.HolderID, Address: l.lease.HolderAddress}
 	}
 	return ha
@@ -120,12 +124,13 @@ func (l *leadership) isLeading() (bool, int64) {
 // renewed is safely short of lapsing (reconcile.Leadership's margin), even
 // if the lease loop is still waiting for the store to answer a renewal.
 func (l *leadership) mayAct(now time.Time) bool {
-	if !l.shared {
-		return true
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.leading && now.Before(l.lastRenewal.Add(l.ttl-leaseRenewInterval))
+	return l.actsLocked(now)
+}
+
+func (l *leadership) actsLocked(now time.Time) bool {
+	return l.leading && (!l.shared || now.Before(l.lastRenewal.Add(l.ttl-leaseRenewInterval)))
 }
 
 // takeLease starts the term of a Hub that owns its database alone: each
@@ -177,6 +182,11 @@ func (h *Hub) leaseStep(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	// The claim may have taken up to the interval: decide on the time it
+	// answered, while the renewal counts from the time it was asked (the
+	// lease's expiry was computed from it).
+	asked := now
+	now = h.opts.Now()
 	if claimed && h.storageDown.Swap(false) {
 		// A standby runs no reconciler to probe the storage: the lease
 		// claim is its probe.
@@ -192,7 +202,7 @@ func (h *Hub) leaseStep(ctx context.Context) {
 	if claimed {
 		lead.lease = l
 		if l.HolderID == lead.id {
-			lead.lastRenewal = now
+			lead.lastRenewal = asked
 		}
 	}
 	lead.mu.Unlock()

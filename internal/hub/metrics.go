@@ -103,7 +103,7 @@ func newHubMetrics(h *Hub) *hubMetrics {
 		Name: "svc_hub_leader",
 		Help: "1 while this Hub holds the leader lease and runs the reconciler, 0 while it stands by.",
 	}, func() float64 {
-		if leading, _ := h.lead.isLeading(); leading {
+		if h.lead.mayAct(h.opts.Now()) {
 			return 1
 		}
 		return 0

@@ -92,12 +92,17 @@ var pgStorageClasses = map[string]bool{"08": true, "53": true, "57": true, "58":
 // rather than of the request. A constraint violation (23xxx) is not one:
 // it is what a SQLite constraint violation is.
 func pgStorageErr(err error) bool {
+	// A connection that could not be made is the storage's failure,
+	// whatever the server answered (a refused login is class 28).
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return len(pe.Code) == 5 && pgStorageClasses[pe.Code[:2]]
 	}
-	var ce *pgconn.ConnectError
 	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||
+	return errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }

@@ -315,3 +315,58 @@ func TestPostgresSeveralStores(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresLoginRefused: when the server refuses the store's role a new
+// session (NOLOGIN, a password changed), writes and reads fail with
+// ErrStorage, which the Hub answers 503, not as a request's own failure.
+func TestPostgresLoginRefused(t *testing.T) {
+	ctx := context.Background()
+	pgURL := newPostgresDB(t)
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	srv := pgtest.Shared(t)
+	role := "hub_" + db
+	srv.Exec(t, "CREATE ROLE "+role+" LOGIN PASSWORD 'pw-"+role+"'",
+		"GRANT ALL ON DATABASE "+db+" TO "+role)
+	u.User = url.UserPassword(role, "pw-"+role)
+	admin, err := Open(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.write(ctx, func(ctx context.Context, q querier) error {
+		for _, grant := range []string{"SCHEMA public", "ALL TABLES IN SCHEMA public", "ALL SEQUENCES IN SCHEMA public"} {
+			if _, err := q.ExecContext(ctx, "GRANT ALL ON "+grant+" TO "+role); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = admin.Close()
+	s, err := Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.WriteDesired(ctx, dw("i1", "n1", "s1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	srv.Exec(t, "ALTER ROLE "+role+" NOLOGIN",
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '"+role+"'")
+	for i := range 3 { // the ended session, then new sessions refused
+		if _, err := s.WriteDesired(ctx, dw(fmt.Sprint("r", i), "n1", "s1", t0)); !errors.Is(err, ErrStorage) {
+			t.Fatalf("write %d with the login refused = %v, want ErrStorage", i, err)
+		}
+		if _, err := s.GetResource(ctx, "n1", KindStream, "s1"); !errors.Is(err, ErrStorage) {
+			t.Fatalf("read %d with the login refused = %v, want ErrStorage", i, err)
+		}
+	}
+	srv.Exec(t, "ALTER ROLE "+role+" LOGIN")
+	if _, err := s.WriteDesired(ctx, dw("i2", "n1", "s1", t0)); err != nil {
+		t.Fatalf("write once the login is allowed again: %v", err)
+	}
+}
