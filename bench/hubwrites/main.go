@@ -90,6 +90,7 @@ func main() {
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of the measured phase (in-process Hub only)")
 		backend    = flag.String("storage", "sqlite", "the Hub's storage: sqlite (a file in -dir) or postgres (the database of -pg)")
 		pgURL      = flag.String("pg", "", "with -storage postgres: the URL of an empty PostgreSQL database (postgres://...)")
+		hubs       = flag.Int("hubs", 1, "with -storage postgres and -bin: Hub processes on the one database, the clients spread over them")
 		named      = flag.Int("named", 0, "write as the last of this many named operator tokens (SVC_HUB_TOKENS_FILE) instead of the bootstrap token: the cost of a token lookup per request")
 	)
 	flag.Parse()
@@ -103,13 +104,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hubwrites: want -storage sqlite, or -storage postgres with -pg postgres://...")
 		os.Exit(2)
 	}
-	if err := run(*bin, *conc, *dur, *warm, *maxReq, *nres, *nodes, *idem, *fsyncDur, *dir, *cpuprofile); err != nil {
+	if *hubs < 1 || (*hubs > 1 && (storagePG == "" || *bin == "")) {
+		fmt.Fprintln(os.Stderr, "hubwrites: -hubs above 1 needs -storage postgres and -bin")
+		os.Exit(2)
+	}
+	if err := run(*bin, *hubs, *conc, *dur, *warm, *maxReq, *nres, *nodes, *idem, *fsyncDur, *dir, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "hubwrites:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, conc int, dur, warm time.Duration, maxReq, nres, nodes int, idem bool, fsyncDur time.Duration, dir, cpuprofile string) error {
+func run(bin string, hubs, conc int, dur, warm time.Duration, maxReq, nres, nodes int, idem bool, fsyncDur time.Duration, dir, cpuprofile string) error {
 	if conc < 1 || nres < conc || maxReq < 1 || nodes < 1 {
 		return errors.New("need -c >= 1, -resources >= -c, -max >= 1 and -nodes >= 1")
 	}
@@ -138,23 +143,38 @@ func run(bin string, conc int, dur, warm time.Duration, maxReq, nres, nodes int,
 	if storagePG != "" {
 		storage = storagePG
 	}
-	var base string
-	var stop func() error
-	pid := os.Getpid()
+	var bases []string
+	var stops []func() error
+	pids := []int{os.Getpid()}
 	if bin != "" {
-		base, pid, stop, err = startChild(ctx, bin, storage)
+		pids = pids[:0]
+		for range hubs {
+			base, pid, stop, err := startChild(ctx, bin, storage)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = stop() }()
+			bases, pids, stops = append(bases, base), append(pids, pid), append(stops, stop)
+		}
 	} else {
-		base, stop, err = startInProcess(ctx, storage)
+		base, stop, err := startInProcess(ctx, storage)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stop() }()
+		bases, stops = append(bases, base), append(stops, stop)
 	}
-	if err != nil {
-		return err
+	cpuAll := func() (sum time.Duration) {
+		for _, pid := range pids {
+			sum += cpuTime(pid)
+		}
+		return sum
 	}
-	defer func() { _ = stop() }()
 
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: 2 * conc, MaxIdleConnsPerHost: 2 * conc, IdleConnTimeout: time.Minute,
 	}}
-	if _, err := load(ctx, client, base, conc, warm, maxReq, nres, nodes, idem, "w"); err != nil {
+	if _, err := load(ctx, client, bases, conc, warm, maxReq, nres, nodes, idem, "w"); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	if cpuprofile != "" {
@@ -167,22 +187,27 @@ func run(bin string, conc int, dur, warm time.Duration, maxReq, nres, nodes int,
 			return err
 		}
 	}
-	cpu0 := cpuTime(pid)
-	res, err := load(ctx, client, base, conc, dur, maxReq, nres, nodes, idem, "m")
-	cpu := cpuTime(pid) - cpu0
+	cpu0 := cpuAll()
+	res, err := load(ctx, client, bases, conc, dur, maxReq, nres, nodes, idem, "m")
+	cpu := cpuAll() - cpu0
 	if cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
 	if err != nil {
 		return err
 	}
-	if err := stop(); err != nil {
-		return fmt.Errorf("stopping the Hub: %w", err)
+	for _, stop := range stops {
+		if err := stop(); err != nil {
+			return fmt.Errorf("stopping the Hub: %w", err)
+		}
 	}
 	rate := float64(res.n) / res.elapsed.Seconds()
 	mode, cpuOf := "in-process Hub", "Hub and clients"
 	if bin != "" {
 		mode, cpuOf = "Hub child process", "Hub process"
+		if hubs > 1 {
+			mode, cpuOf = fmt.Sprintf("%d Hub child processes on one database", hubs), "Hub processes"
+		}
 	}
 	key := ""
 	if idem {
@@ -248,11 +273,12 @@ func (r result) pct(p float64) time.Duration {
 	return r.lat[min(max(i, 0), len(r.lat)-1)]
 }
 
-// load runs conc clients against base for d or maxReq requests. Client w
+// load runs conc clients against bases for d or maxReq requests, client w
+// against bases[w mod len(bases)]. Client w
 // writes the resources w, w+conc, w+2*conc, ... in turn; resource r is
 // stream s-r of node-(r mod nodes). Any answer other than 202 ends the run
 // with an error.
-func load(ctx context.Context, c *http.Client, base string, conc int, d time.Duration, maxReq, nres, nodes int, idem bool, tag string) (result, error) {
+func load(ctx context.Context, c *http.Client, bases []string, conc int, d time.Duration, maxReq, nres, nodes int, idem bool, tag string) (result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -266,6 +292,7 @@ func load(ctx context.Context, c *http.Client, base string, conc int, d time.Dur
 	start := time.Now()
 	for w := range conc {
 		wg.Go(func() {
+			base := bases[w%len(bases)]
 			var own []int
 			for r := w; r < nres; r += conc {
 				own = append(own, r)

@@ -38,6 +38,9 @@ type Server struct {
 	done chan error
 	// version is server_version_num, known once started.
 	version int
+	// durable: the server fsyncs (Launch, for benchmarks and pgdev); test
+	// servers run without, for speed.
+	durable bool
 
 	mu    sync.Mutex           // guards ahead and quit
 	ahead map[string]chan made // NewDatabase's next database, by template
@@ -74,11 +77,13 @@ func Start(t testing.TB) *Server {
 }
 
 // Launch initializes and starts a server outside a test (a benchmark, the
-// pgdev command); Close stops it and removes its directory. It dies with
-// the calling process on Linux.
+// pgdev command), durable as PostgreSQL's defaults are (fsync,
+// synchronous_commit on); Close stops it and removes its directory. It
+// dies with the calling process on Linux.
 func Launch() (*Server, error) {
 	s, err := initServer()
 	if err == nil {
+		s.durable = true
 		err = s.start()
 	}
 	if err != nil {
@@ -168,9 +173,14 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logf.Close()
-	s.cmd = s.command("postgres", "-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+s.dir,
-		"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "shared_buffers=16MB", "-c", "max_connections=100")
+	args := []string{"-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + s.dir, "-c", "max_connections=100"}
+	if s.durable {
+		args = append(args, "-c", "shared_buffers=128MB")
+	} else {
+		args = append(args, "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "shared_buffers=16MB")
+	}
+	s.cmd = s.command("postgres", args...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
