@@ -20,6 +20,9 @@ export function useLocation(): Location {
   useEffect(() => {
     const f = () => set(read());
     addEventListener("hashchange", f);
+    // The hash may have changed between the first render and this effect
+    // (a link followed while the console was still starting): read it again.
+    f();
     return () => removeEventListener("hashchange", f);
   }, []);
   return loc;
