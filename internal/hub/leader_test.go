@@ -15,7 +15,7 @@ import (
 
 func (th *testHub) ha(t *testing.T) HA {
 	t.Helper()
-	return decode[System](t, th.do(t, "GET", APIPrefix+"/system", "")).HA
+	return decode[System](t, th.do(t, "GET", APIPrefix+"/system", "", "Authorization", "Bearer "+testToken)).HA
 }
 
 // metricLine returns the sample line of an unlabelled series of the open

@@ -18,10 +18,17 @@ import (
 // the second stands by.
 func twoHubs(t *testing.T) (leader, standby *testHub) {
 	t.Helper()
+	return twoHubsWith(t, "")
+}
+
+// twoHubsWith is twoHubs with operatorToken as both Hubs' operator token
+// (and its node token derived from it, as serve does).
+func twoHubsWith(t *testing.T, operatorToken string) (leader, standby *testHub) {
+	t.Helper()
 	url := pgtest.Shared(t).NewDatabase(t, "")
 	hub := func(id string) *testHub {
 		return serveOptions(t, true, Options{
-			Settings: Settings{Address: "127.0.0.1:0", Storage: url, NodeToken: nodeTokenFor("")},
+			Settings: Settings{Address: "127.0.0.1:0", Storage: url, OperatorToken: operatorToken, NodeToken: nodeTokenFor(operatorToken)},
 			Logger:   slog.New(slog.DiscardHandler), Version: "test", HubID: id,
 		})
 	}
@@ -180,5 +187,85 @@ func TestAttemptFromBothHubs(t *testing.T) {
 	eventually(t, "the leader learns the attempt finished", func() bool { return leader.h.fleet.InFlight() == 0 })
 	if r := onLeader.result(t, cmds[0], wire.ResultSucceeded); r.status != http.StatusConflict {
 		t.Fatalf("a second result on the leader: %d %s", r.status, r.body)
+	}
+}
+
+// TestStandbyRefusesForeignCredentials crosses the trust boundaries on a
+// standby, which shares the leader's database but must not share any
+// credential's reach: without the operator token, or with a node's token or
+// session in its place, the operator API is 401; the agent API refuses the
+// operator token, a wrong node token and another node's credential; and a
+// node's session, minted by the leader, cannot report for or answer the
+// commands of another node.
+func TestStandbyRefusesForeignCredentials(t *testing.T) {
+	leader, standby := twoHubsWith(t, testToken)
+	owner := newTestAgent(leader, "n1")
+	ownerReg := owner.register(t, nodeTokenFor(testToken), 15*time.Second)
+	other := newTestAgent(standby, "n2")
+	other.register(t, nodeTokenFor(testToken), 15*time.Second)
+
+	for _, tc := range []struct{ name, auth string }{
+		{"no token", ""},
+		{"a wrong token", "Bearer not-the-operator-token-0123456789"},
+		{"the node token", "Bearer " + nodeTokenFor(testToken)},
+		{"a node session", "Bearer " + ownerReg.SessionToken},
+	} {
+		var hdr []string
+		if tc.auth != "" {
+			hdr = []string{"Authorization", tc.auth}
+		}
+		for _, path := range []string{"/nodes", "/system", "/audit"} {
+			if r := standby.do(t, "GET", APIPrefix+path, "", hdr...); r.status != http.StatusUnauthorized {
+				t.Errorf("standby GET %s with %s: %d %s, want 401", path, tc.name, r.status, r.body)
+			}
+		}
+		if r := standby.do(t, "PUT", APIPrefix+"/nodes/n1/streams/s1/desired-state", `{"state":"running"}`, hdr...); r.status != http.StatusUnauthorized {
+			t.Errorf("standby PUT with %s: %d %s, want 401", tc.name, r.status, r.body)
+		}
+	}
+
+	// The agent API on the standby: the operator token is no node token, a
+	// wrong node token registers nobody, and n1's identity (stored by the
+	// leader) is not another credential's to take.
+	intruder := newTestAgent(standby, "n1")
+	for _, tc := range []struct {
+		name, token, cred string
+		want              int
+	}{
+		{"the operator token", testToken, credentialOf("n1"), http.StatusUnauthorized},
+		{"a wrong node token", "wrong-node-token-0123456789", credentialOf("n1"), http.StatusUnauthorized},
+		{"another credential", nodeTokenFor(testToken), credentialOf("someone-else"), http.StatusForbidden},
+	} {
+		if r := registerAs(t, intruder, tc.token, tc.cred, 0); r.status != tc.want {
+			t.Errorf("standby register n1 with %s: %d %s, want %d", tc.name, r.status, r.body, tc.want)
+		}
+	}
+	if r := owner.call(t, "POST", "/heartbeat", wire.HeartbeatRequest{BootID: owner.bootID}, testToken); r.status != http.StatusUnauthorized {
+		t.Errorf("heartbeat with the operator token: %d %s", r.status, r.body)
+	}
+
+	// n1's command, dispatched by the leader: n2's session on the standby
+	// neither receives it nor answers it.
+	w := leader.put(t, "n1", "s1", `{"state":"running","config_version":"v1"}`, "Authorization", "Bearer "+testToken)
+	owner.th = standby
+	cmds := owner.commands(t, 20*time.Second)
+	if len(cmds) != 1 || cmds[0].CommandID != w.OperationID {
+		t.Fatalf("n1's commands on the standby: %+v", cmds)
+	}
+	if got := other.commandsNoFatal(200 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("n2 was handed n1's commands: %+v", got)
+	}
+	if r := other.result(t, cmds[0], wire.ResultSucceeded); r.status != http.StatusNotFound {
+		t.Fatalf("n2 answered n1's command: %d %s, want 404", r.status, r.body)
+	}
+	if op := operatorGet[wire.Operation](t, standby, "/operations/"+w.OperationID); op.State != wire.OpDispatched {
+		t.Fatalf("after n2's answer, n1's operation is %s, want %s", op.State, wire.OpDispatched)
+	}
+	// A report on n2's session is n2's, whatever it names: n1's stream
+	// stays unconverged.
+	_ = other.call(t, "POST", "/report", wire.Report{BootID: owner.bootID, ReportSeq: 1,
+		Streams: []wire.ReportStream{{ID: "s1", State: "running", Generation: 1, ConfigVersion: "v1"}}}, other.session)
+	if s := operatorGet[wire.Stream](t, standby, "/nodes/n1/streams/s1"); s.Convergence == wire.ConvergenceInSync {
+		t.Fatalf("n2's report made n1's stream in_sync: %+v", s)
 	}
 }
