@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/flowplane/flowplane/bench/internal/proc"
 	"log/slog"
 	"net"
 	"net/http"
@@ -178,34 +179,8 @@ func buildHub(root, dir string) (string, error) {
 	return bin, nil
 }
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat
-// (100 on every Linux architecture Go supports).
-const clockTicks = 100
-
 // cpuTime is the user+system CPU time pid has used.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
-}
+func cpuTime(pid int) (time.Duration, error) { return proc.CPU(pid) }
 
 // memory is a process's resident set now and at its peak, and its threads.
 type memory struct {
@@ -295,7 +270,7 @@ func machineBusy() (time.Duration, error) {
 		}
 		busy += n
 	}
-	return time.Duration(busy) * time.Second / clockTicks, nil
+	return time.Duration(busy) * time.Second / proc.ClockTicks, nil
 }
 
 // loadAverage is the first field of /proc/loadavg.

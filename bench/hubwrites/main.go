@@ -41,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowplane/flowplane/bench/internal/proc"
 	"github.com/flowplane/flowplane/internal/access"
 	"github.com/flowplane/flowplane/internal/hub"
 )
@@ -351,24 +352,11 @@ func hubEnv(storage string) []string {
 
 var listeningRE = regexp.MustCompile(`msg="hub: listening" address=(\S+)`)
 
-// cpuTime is the user+system CPU time pid used so far, from
-// /proc/<pid>/stat (0 where that cannot be read).
+// cpuTime is the user+system CPU time pid used so far (0 where that
+// cannot be read).
 func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses: state is
-	// field 3, utime 14, stime 15 (clock ticks of 1/100 s).
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	var ut, st int64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	d, _ := proc.CPU(pid)
+	return d
 }
 
 // startChild runs `bin hub` and returns its base URL and pid once it

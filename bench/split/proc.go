@@ -1,41 +1,16 @@
 package main
 
 import (
-	"fmt"
-	"os"
+	"github.com/flowplane/flowplane/bench/internal/proc"
 	"regexp"
 	"strconv"
 	"strings"
 )
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
-// every Linux architecture Go supports.
-const clockTicks = 100
-
-// cpuSeconds is a process's user plus system CPU time so far, from
-// /proc/<pid>/stat (fields 14 and 15).
+// cpuSeconds is a process's user plus system CPU time so far.
 func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: fields count from after
-	// its closing parenthesis, where field 3 starts.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
-	}
-	return float64(utime+stime) / clockTicks, nil
+	d, err := proc.CPU(pid)
+	return d.Seconds(), err
 }
 
 var promLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
