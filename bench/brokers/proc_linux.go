@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/flowplane/flowplane/bench/internal/proc"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/flowplane/flowplane/bench/internal/proc"
 )
 
 // dieWithParent makes the engine get SIGKILL if the harness dies first.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/flowplane/flowplane/bench/internal/proc"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flowplane/flowplane/bench/internal/proc"
 	"github.com/flowplane/flowplane/internal/hub"
 )
 

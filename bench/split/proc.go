@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/flowplane/flowplane/bench/internal/proc"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/flowplane/flowplane/bench/internal/proc"
 )
 
 // cpuSeconds is a process's user plus system CPU time so far.
