@@ -77,6 +77,9 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 	if w.Kind != KindStream && w.Kind != KindJob {
 		return res, fmt.Errorf("%w: resource kind %q", ErrInvalid, w.Kind)
 	}
+	if s.d.postgres {
+		return s.writeDesiredPostgres(ctx, w)
+	}
 	err := s.write(ctx, func(ctx context.Context, q querier) error {
 		res = DesiredResult{}
 		var cur int64
@@ -127,6 +130,49 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		res.EventID, err = insertEvent(ctx, q, e)
 		res.Txn = txnOf(q)
 		return err
+	})
+	if err != nil {
+		return DesiredResult{}, err
+	}
+	return res, nil
+}
+
+// writeDesiredPostgres is WriteDesired on PostgreSQL: the same rows,
+// written by the database function write_desired (migration 0012) in one
+// round trip.
+func (s *Store) writeDesiredPostgres(ctx context.Context, w DesiredWrite) (DesiredResult, error) {
+	var res DesiredResult
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		res = DesiredResult{}
+		now := ms(w.Now)
+		var ifMatch any // NULL without If-Match
+		if w.IfMatch != nil {
+			ifMatch = *w.IfMatch
+		}
+		var conflict bool
+		var seq int64
+		if err := q.QueryRowContext(ctx, `SELECT o_conflict, o_generation, o_superseded, o_seq, o_event
+			FROM write_desired(?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, w.State, w.ConfigVersion, w.ActionID,
+			ifMatch, w.CorrelationID, w.Actor, w.ActorKind, now, ms(w.ExpiresAt)).
+			Scan(&conflict, &res.Generation, &res.Superseded, &seq, &res.EventID); err != nil {
+			return err
+		}
+		if conflict {
+			return &GenerationConflictError{Expected: *w.IfMatch, Current: res.Generation}
+		}
+		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
+			ResourceID: w.ResourceID, Generation: res.Generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
+			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, State: wire.OpPending,
+			CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
+		if err := s.at("after_intent"); err != nil {
+			return err
+		}
+		note(q, ChangeOutbox, w.NodeID)
+		e := event(wire.EventIntentAccepted, w.Now, w.NodeID, w.ResourceID, w.IntentID, w.CorrelationID, w.Actor, w.ActorKind, OutcomeAccepted, "")
+		e.Data = map[string]any{"generation": res.Generation, "desired_state": w.State}
+		res.Txn = txnOf(q)
+		return logEvent(q, e, res.EventID, "")
 	})
 	if err != nil {
 		return DesiredResult{}, err

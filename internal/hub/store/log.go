@@ -89,17 +89,25 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.ActorKind, e.Outcome, e.Message, data).Scan(&id); err != nil {
 		return 0, err
 	}
-	if c, ok := q.(*stmtConn); ok && c.logging {
-		// The event as a read gives it back: millisecond time in UTC, data
-		// decoded from its JSON.
-		e.ID, e.OccurredAt = id, wire.At(tm(at))
-		var err error
-		if e.Data, err = decoded(e.Data, data); err != nil {
-			return 0, err
-		}
-		c.logged = append(c.logged, e)
+	return id, logEvent(q, e, id, data)
+}
+
+// logEvent keeps event e, stored as id with data as its data's JSON text,
+// for delivery once the writer's transaction commits (Store.onEvents).
+func logEvent(q querier, e wire.Event, id int64, data string) error {
+	c, ok := q.(*stmtConn)
+	if !ok || !c.logging {
+		return nil
 	}
-	return id, nil
+	// The event as a read gives it back: millisecond time in UTC, data
+	// decoded from its JSON.
+	e.ID, e.OccurredAt = id, wire.At(tm(ms(e.OccurredAt.Time)))
+	var err error
+	if e.Data, err = decoded(e.Data, data); err != nil {
+		return err
+	}
+	c.logged = append(c.logged, e)
+	return nil
 }
 
 // decoded is event data as decoding its JSON text gives it back: a copy of
