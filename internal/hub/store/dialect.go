@@ -24,10 +24,13 @@ type dialect struct {
 // across Hubs. Its value is "flowplan" in ASCII.
 const writeLockKey = 0x666c6f77706c616e
 
-// begin is the statements that start a write transaction.
+// begin is the statements that start a write transaction. On PostgreSQL
+// it is one text of two statements, sent in one round trip (pgx runs a
+// text without arguments through the simple protocol); it must not be
+// prepared.
 func (d *dialect) begin() []string {
 	if d.postgres {
-		return []string{"BEGIN", "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(writeLockKey, 10) + ")"}
+		return []string{"BEGIN; SELECT pg_advisory_xact_lock(" + strconv.FormatInt(writeLockKey, 10) + ")"}
 	}
 	return []string{"BEGIN IMMEDIATE"}
 }

@@ -75,6 +75,9 @@ func (s *Store) AppendEvents(ctx context.Context, evs []wire.Event) error {
 		return nil
 	}
 	return s.write(ctx, func(ctx context.Context, q querier) error {
+		if s.d.postgres && len(evs) > 1 {
+			return insertEventsPostgres(ctx, q, evs)
+		}
 		for _, e := range evs {
 			if _, err := insertEvent(ctx, q, e); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,6 +91,59 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 		return 0, err
 	}
 	return id, logEvent(q, e, id, data)
+}
+
+// insertEventsPostgres is insertEvent for each of evs in one statement
+// and one round trip: the events' columns as arrays, unnested in order.
+// One session assigns the ids of one statement's rows in the order it
+// inserts them, so the ids returned, sorted, are evs' ids in order.
+func insertEventsPostgres(ctx context.Context, q querier, evs []wire.Event) error {
+	n := len(evs)
+	kind, node, res, op, corr, actor, actorKind, outcome, msg, data := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	at := make([]int64, n)
+	for i, e := range evs {
+		if len(e.Data) > 0 {
+			b, err := json.Marshal(e.Data)
+			if err != nil {
+				return fmt.Errorf("%w: event data: %w", ErrInvalid, err)
+			}
+			data[i] = string(b)
+		}
+		kind[i], at[i], node[i], res[i], op[i], corr[i] = e.Kind, ms(e.OccurredAt.Time), e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID
+		actor[i], actorKind[i], outcome[i], msg[i] = e.Actor, e.ActorKind, e.Outcome, e.Message
+	}
+	rows, err := q.QueryContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
+		correlation_id, actor, actor_kind, outcome, message, data)
+		SELECT kind, occurred_at, node_id, resource_id, operation_id, correlation_id, actor, actor_kind, outcome, message, data
+		FROM unnest(?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[])
+			WITH ORDINALITY AS e (kind, occurred_at, node_id, resource_id, operation_id, correlation_id, actor, actor_kind, outcome, message, data, n)
+		ORDER BY n RETURNING id`, kind, at, node, res, op, corr, actor, actorKind, outcome, msg, data)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	ids := make([]int64, 0, n)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(ids) != n {
+		return fmt.Errorf("%w: %d events inserted, %d ids returned", ErrStorage, n, len(ids))
+	}
+	slices.Sort(ids)
+	for i, e := range evs {
+		if err := logEvent(q, e, ids[i], data[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // logEvent keeps event e, stored as id with data as its data's JSON text,

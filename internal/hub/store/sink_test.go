@@ -105,3 +105,46 @@ func testCommittedTxn(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendEventsInOrder: the events of one AppendEvents call (one
+// statement on PostgreSQL) are stored in the order given, with increasing
+// ids, and the sink receives them as a read gives them back.
+func TestAppendEventsInOrder(t *testing.T) { backends(t, testAppendEventsInOrder) }
+
+func testAppendEventsInOrder(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var got []wire.Event
+	s.SetEventSink(func(evs []wire.Event) { got = append(got, evs...) })
+	for _, n := range []int{1, 7, 3} {
+		var evs []wire.Event
+		for i := range n {
+			e := event(wire.EventConvergenceChanged, t0.Add(time.Duration(i)*time.Millisecond), "n1", fmt.Sprint("s", i), "", "", "hub", "hub", "", fmt.Sprintf("%d of %d", i, n))
+			if i%2 == 0 {
+				e.Data = map[string]any{"i": int64(i), "tag": "x<&>"}
+			}
+			evs = append(evs, e)
+		}
+		if err := s.AppendEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored, err := s.EventsAfter(ctx, 0, EventFilter{}, MaxEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for i, e := range stored {
+		msgs = append(msgs, e.Message)
+		if i > 0 && e.ID <= stored[i-1].ID {
+			t.Errorf("event %d has id %d after %d", i, e.ID, stored[i-1].ID)
+		}
+	}
+	want := []string{"0 of 1", "0 of 7", "1 of 7", "2 of 7", "3 of 7", "4 of 7", "5 of 7", "6 of 7", "0 of 3", "1 of 3", "2 of 3"}
+	if diff := cmp.Diff(want, msgs); diff != "" {
+		t.Errorf("stored order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(stored, got); diff != "" {
+		t.Errorf("sink differs from the log (-log +sink):\n%s", diff)
+	}
+}

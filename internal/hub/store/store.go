@@ -543,8 +543,12 @@ func (s *Store) begin(ctx context.Context) error {
 			return err
 		}
 	}
+	exec := s.wq.ExecContext
+	if s.d.postgres {
+		exec = s.wq.c.ExecContext // not prepared: two statements
+	}
 	for _, q := range s.d.begin() {
-		if _, err := s.wq.ExecContext(ctx, q); err != nil {
+		if _, err := exec(ctx, q); err != nil {
 			s.wbroken = s.d.postgres
 			if s.d.postgres {
 				// A failed advisory lock leaves the transaction open.
