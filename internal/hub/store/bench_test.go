@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"syscall"
 )
@@ -20,6 +21,7 @@ func BenchmarkWriteDesired(b *testing.B) {
 	var n atomic.Int64
 	before := s.Stats()
 	b.SetParallelism(32)
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -31,11 +33,20 @@ func BenchmarkWriteDesired(b *testing.B) {
 		}
 	})
 	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/write")
 	st := s.Stats()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 	if txns := st.Transactions - before.Transactions; txns > 0 {
 		b.ReportMetric(float64(st.Writes-before.Writes)/float64(txns), "writes/txn")
 	}
+}
+
+// cpuTime is the CPU time this process has used: on a machine shared with
+// other work, CPU per write compares builds where writes/s does not.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFsync measures the machine's raw durable-write rate: 4 KiB
