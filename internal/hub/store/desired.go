@@ -100,12 +100,12 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		if res.Superseded, err = supersedePending(ctx, q, w.NodeID, w.Kind, w.ResourceID, now); err != nil {
 			return err
 		}
-		var seq int64
-		if err := q.QueryRowContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
+		seq, err := insertRow(ctx, q, "seq", `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
 			desired_state, config_version, action_id, correlation_id, actor, actor_kind, state, created_at, updated_at, expires_at)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?) RETURNING seq`,
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?)`,
 			w.IntentID, w.Operation, w.NodeID, w.Kind, w.ResourceID, res.Generation, w.State, w.ConfigVersion, w.ActionID,
-			w.CorrelationID, w.Actor, w.ActorKind, now, now, ms(w.ExpiresAt)).Scan(&seq); err != nil {
+			w.CorrelationID, w.Actor, w.ActorKind, now, now, ms(w.ExpiresAt))
+		if err != nil {
 			return err
 		}
 		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,

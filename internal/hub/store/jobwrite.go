@@ -334,11 +334,12 @@ func desire(ctx context.Context, q querier, in Intent, data map[string]any) (Int
 // intent_accepted event carrying data, and returns it as written.
 func addIntent(ctx context.Context, q querier, in Intent, data map[string]any) (Intent, error) {
 	now := ms(in.CreatedAt)
-	if err := q.QueryRowContext(ctx, `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
+	var err error
+	if in.Seq, err = insertRow(ctx, q, "seq", `INSERT INTO intents (id, operation, node_id, resource_kind, resource_id, generation,
 		desired_state, config_version, action_id, correlation_id, actor, actor_kind, state, created_at, updated_at, expires_at, payload)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?,?) RETURNING seq`,
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'pending',?,?,?,?)`,
 		in.ID, in.Operation, in.NodeID, in.Kind, in.ResourceID, in.Generation, in.DesiredState, in.ConfigVersion,
-		in.ActionID, in.CorrelationID, in.Actor, in.ActorKind, now, now, ms(in.ExpiresAt), string(in.Payload)).Scan(&in.Seq); err != nil {
+		in.ActionID, in.CorrelationID, in.Actor, in.ActorKind, now, now, ms(in.ExpiresAt), string(in.Payload)); err != nil {
 		return in, err
 	}
 	in.State = wire.OpPending
@@ -354,7 +355,7 @@ func addIntent(ctx context.Context, q querier, in Intent, data map[string]any) (
 	e := event(wire.EventIntentAccepted, in.CreatedAt, in.NodeID, in.ResourceID, in.ID, in.CorrelationID, in.Actor, in.ActorKind,
 		OutcomeAccepted, "")
 	e.Data = data
-	_, err := insertEvent(ctx, q, e)
+	_, err = insertEvent(ctx, q, e)
 	return in, err
 }
 

@@ -84,10 +84,10 @@ func insertEvent(ctx context.Context, q querier, e wire.Event) (int64, error) {
 		data = string(b)
 	}
 	at := ms(e.OccurredAt.Time)
-	var id int64
-	if err := q.QueryRowContext(ctx, `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
-		correlation_id, actor, actor_kind, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
-		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.ActorKind, e.Outcome, e.Message, data).Scan(&id); err != nil {
+	id, err := insertRow(ctx, q, "id", `INSERT INTO events (kind, occurred_at, node_id, resource_id, operation_id,
+		correlation_id, actor, actor_kind, outcome, message, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		e.Kind, at, e.NodeID, e.ResourceID, e.OperationID, e.CorrelationID, e.Actor, e.ActorKind, e.Outcome, e.Message, data)
+	if err != nil {
 		return 0, err
 	}
 	return id, logEvent(q, e, id, data)
@@ -144,6 +144,23 @@ func insertEventsPostgres(ctx context.Context, q querier, evs []wire.Event) erro
 		}
 	}
 	return nil
+}
+
+// insertRow runs the INSERT statement insert of one row and returns the
+// row's key column key. On the SQLite writer that is the statement's
+// last insert id: a RETURNING clause makes the statement a query, which
+// costs more there. Elsewhere the statement returns it.
+func insertRow(ctx context.Context, q querier, key, insert string, args ...any) (int64, error) {
+	if c, ok := q.(*stmtConn); ok && !c.d.postgres {
+		r, err := q.ExecContext(ctx, insert, args...)
+		if err != nil {
+			return 0, err
+		}
+		return r.LastInsertId()
+	}
+	var id int64
+	err := q.QueryRowContext(ctx, insert+" RETURNING "+key, args...).Scan(&id)
+	return id, err
 }
 
 // logEvent keeps event e, stored as id with data as its data's JSON text,
@@ -318,11 +335,9 @@ func insertAudit(ctx context.Context, q querier, r AuditRecord) (int64, error) {
 	if r.Outcome != OutcomeAccepted && r.Outcome != OutcomeRejected {
 		return 0, fmt.Errorf("%w: audit outcome %q", ErrInvalid, r.Outcome)
 	}
-	var id int64
-	err := q.QueryRowContext(ctx, `INSERT INTO audit (occurred_at, actor, actor_kind, action, resource_type, resource_id, node_id,
-		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id`,
-		ms(r.OccurredAt.Time), r.Actor, r.ActorKind, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message).Scan(&id)
-	return id, err
+	return insertRow(ctx, q, "id", `INSERT INTO audit (occurred_at, actor, actor_kind, action, resource_type, resource_id, node_id,
+		correlation_id, outcome, failure_code, message) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		ms(r.OccurredAt.Time), r.Actor, r.ActorKind, r.Action, r.ResourceType, r.ResourceID, r.NodeID, r.CorrelationID, r.Outcome, r.FailureCode, r.Message)
 }
 
 // AuditFilter narrows ListAudit; empty fields match everything. Outcome is
