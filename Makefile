@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes bench-rollout fuzz
+.PHONY: test quickstart build release lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes bench-rollout fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -14,6 +14,11 @@ quickstart:
 # -buildvcs=auto: flowplane version names the commit when built from a checkout.
 build:
 	$(GO) build -buildvcs=auto -o bin/flowplane ./cmd/flowplane
+
+# Release archives, SBOMs and SHA256SUMS in dist/release (docs/deploy.md).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+release:
+	$(GO) run ./tools/release -version $(VERSION) -out dist/release
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
