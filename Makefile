@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test quickstart build release lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes bench-rollout fuzz
+.PHONY: test quickstart build release image lint bench bench-jobs bench-fleet bench-fleet-jobs bench-hub bench-hub-writes bench-rollout fuzz
 
 test:
 	$(GO) vet $(PKGS)
@@ -18,7 +18,12 @@ build:
 # Release archives, SBOMs and SHA256SUMS in dist/release (docs/deploy.md).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 release:
-	$(GO) run ./tools/release -version $(VERSION) -out dist/release
+	$(GO) run ./tools/release -image -version $(VERSION) -out dist/release
+
+# The container image alone, for this machine's architecture:
+# podman load -i dist/image/flowplane_$(VERSION)_linux_<arch>.oci.tar
+image:
+	$(GO) run ./tools/release -image -targets linux/$$($(GO) env GOARCH) -version $(VERSION) -out dist/image
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

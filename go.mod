@@ -26,8 +26,14 @@ require (
 require (
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/google/go-containerregistry v0.22.1
 	github.com/zitadel/oidc/v3 v3.52.0
 	go.mongodb.org/mongo-driver/v2 v2.10.0
+)
+
+require (
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
 )
 
 require (
@@ -54,7 +60,7 @@ require (
 	github.com/pb33f/libopenapi-validator v0.16.2
 	github.com/pb33f/ordered-map/v2 v2.3.2 // indirect
 	github.com/spf13/cobra v1.10.2
-	github.com/spf13/pflag v1.0.9
+	github.com/spf13/pflag v1.0.10
 )
 
 require (

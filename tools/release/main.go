@@ -3,7 +3,8 @@
 // commit and its time come from the build's VCS stamp), packed with the
 // README and the systemd units into a tar.gz whose every byte depends only
 // on the commit; a CycloneDX SBOM of the modules linked into each binary;
-// and SHA256SUMS over all of them. The same commit gives the same bytes
+// with -image an OCI image archive for each linux target (image.go); and
+// SHA256SUMS over all of them. The same commit gives the same bytes
 // (docs/deploy.md, "Release builds").
 //
 // Usage:
@@ -43,6 +44,11 @@ type options struct {
 	date    time.Time // every archive entry's time: the commit's
 	extra   []string  // files packed beside the binary, relative to the module root
 	out     string
+	// image adds an OCI image archive for each linux target, with the
+	// CA certificates of caCerts and the commit revision.
+	image    bool
+	caCerts  string
+	revision string
 }
 
 func main() {
@@ -53,6 +59,8 @@ func main() {
 	flag.StringVar(&o.name, "name", "flowplane", "the binary's name")
 	flag.StringVar(&targets, "targets", defaultTargets, "comma-separated GOOS/GOARCH pairs")
 	flag.StringVar(&o.out, "out", "dist/release", "output directory (emptied first)")
+	flag.BoolVar(&o.image, "image", false, "also write an OCI image archive (podman load -i) for each linux target")
+	flag.StringVar(&o.caCerts, "ca", "/etc/ssl/certs/ca-certificates.crt", "with -image: the CA certificates the image carries")
 	flag.Parse()
 	if o.version == "" || strings.ContainsAny(o.version, "/ \t") {
 		fmt.Fprintln(os.Stderr, "release: -version is required, without '/' or spaces (e.g. -version v0.7.0)")
@@ -67,6 +75,10 @@ func main() {
 		os.Exit(1)
 	}
 	o.date = date
+	if o.revision, err = revision(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "release:", err)
+		os.Exit(1)
+	}
 	files, err := build(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
@@ -85,6 +97,15 @@ func commitTime(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("the commit's time (git log): %w", err)
 	}
 	return time.Parse(time.RFC3339, strings.TrimSpace(string(out)))
+}
+
+// revision is the commit checked out.
+func revision(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "", fmt.Errorf("the commit (git rev-parse): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // build makes o's archives, SBOMs and SHA256SUMS in o.out and returns
@@ -124,6 +145,15 @@ func build(ctx context.Context, o options) ([]string, error) {
 			return nil, fmt.Errorf("SBOM of %s: %w", target, err)
 		}
 		files = append(files, archive, sbom)
+		if o.image && goos == "linux" {
+			image := base + ".oci.tar"
+			spec := imageSpec{binary: bin, caCerts: o.caCerts, arch: goarch, version: o.version, revision: o.revision,
+				source: "https://github.com/flowplane/flowplane", tag: o.name + ":" + o.version, date: o.date}
+			if err := writeImage(filepath.Join(o.out, image), spec); err != nil {
+				return nil, fmt.Errorf("image of %s: %w", target, err)
+			}
+			files = append(files, image)
+		}
 	}
 	if err := writeSums(o.out, files); err != nil {
 		return nil, err

@@ -14,10 +14,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// TestReleaseReproducible builds the release of a small program for a
-// cross-compiled target twice, into two directories, and checks that every file is the
+// TestReleaseReproducible builds the release of a small program for two
+// targets, one of them with its container image, twice, into two directories, and checks that every file is the
 // same bytes both times; that SHA256SUMS is right about every file (as
 // sha256sum -c would check it); that each archive holds the binary
 // (mode 0755) and the extra files, all at the commit's time and owned by
@@ -26,7 +29,8 @@ func TestReleaseReproducible(t *testing.T) {
 	date := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	opts := func(out string) options {
 		return options{version: "v9.9.9-test", pkg: "./testdata/hello", name: "hello",
-			targets: []string{"darwin/arm64"}, date: date, extra: []string{"testdata/hello/main.go"}, out: out}
+			targets: []string{"darwin/arm64", "linux/amd64"}, date: date, extra: []string{"testdata/hello/main.go"}, out: out,
+			image: true, caCerts: "testdata/ca.pem", revision: "0123456789abcdef0123456789abcdef01234567"}
 	}
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	filesA, err := build(context.Background(), opts(a))
@@ -37,7 +41,8 @@ func TestReleaseReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"hello_v9.9.9-test_darwin_arm64.tar.gz", "hello_v9.9.9-test_darwin_arm64.cdx.json", "SHA256SUMS"}
+	want := []string{"hello_v9.9.9-test_darwin_arm64.tar.gz", "hello_v9.9.9-test_darwin_arm64.cdx.json",
+		"hello_v9.9.9-test_linux_amd64.tar.gz", "hello_v9.9.9-test_linux_amd64.cdx.json", "hello_v9.9.9-test_linux_amd64.oci.tar", "SHA256SUMS"}
 	if strings.Join(filesA, " ") != strings.Join(want, " ") || strings.Join(filesB, " ") != strings.Join(want, " ") {
 		t.Fatalf("files %v and %v, want %v", filesA, filesB, want)
 	}
@@ -57,7 +62,7 @@ func TestReleaseReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(sums), "\n"), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 5 {
 		t.Fatalf("SHA256SUMS has %d lines:\n%s", len(lines), sums)
 	}
 	for _, l := range lines {
@@ -76,7 +81,7 @@ func TestReleaseReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{"darwin_arm64"} {
+	for _, target := range []string{"darwin_arm64", "linux_amd64"} {
 		base := "hello_v9.9.9-test_" + target
 		entries := untar(t, filepath.Join(a, base+".tar.gz"))
 		bin, ok := entries[base+"/hello"]
@@ -164,4 +169,143 @@ func untar(t *testing.T, path string) map[string]entry {
 		}
 		out[h.Name] = entry{hdr: h, mode: h.Mode, data: data}
 	}
+}
+
+// TestImage reads the container image of a release back as an OCI image
+// layout: its reference name, annotations, configuration (non-root user,
+// entrypoint, state volume, labels) and its one layer's files, owners and
+// modes.
+func TestImage(t *testing.T) {
+	date := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	out := filepath.Join(t.TempDir(), "out")
+	o := options{version: "v9.9.9-test", pkg: "./testdata/hello", name: "hello", targets: []string{"linux/amd64"}, date: date,
+		out: out, image: true, caCerts: "testdata/ca.pem", revision: "0123456789abcdef0123456789abcdef01234567"}
+	if _, err := build(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	img, ref := loadImage(t, filepath.Join(out, "hello_v9.9.9-test_linux_amd64.oci.tar"))
+	if ref != "hello:v9.9.9-test" {
+		t.Errorf("reference name %q", ref)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{
+		"org.opencontainers.image.version":  "v9.9.9-test",
+		"org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef01234567",
+		"org.opencontainers.image.source":   "https://github.com/flowplane/flowplane",
+		"org.opencontainers.image.created":  "2026-11-28T12:00:00Z",
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range wantLabels {
+		if m.Annotations[k] != v || cfg.Config.Labels[k] != v {
+			t.Errorf("%s: annotation %q, label %q, want %q", k, m.Annotations[k], cfg.Config.Labels[k], v)
+		}
+	}
+	c := cfg.Config
+	if cfg.OS != "linux" || cfg.Architecture != "amd64" || c.User != "65532:65532" || strings.Join(c.Entrypoint, " ") != "/usr/local/bin/flowplane" ||
+		c.WorkingDir != "/var/lib/flowplane" || len(c.Volumes) != 1 || !cfg.Created.Time.Equal(date) {
+		t.Errorf("config %+v", cfg)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d: %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	type file struct {
+		mode     int64
+		uid, gid int
+		size     int64
+	}
+	got := map[string]file{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = file{h.Mode, h.Uid, h.Gid, h.Size}
+		if !h.ModTime.Equal(date) {
+			t.Errorf("%s at %v", h.Name, h.ModTime)
+		}
+	}
+	ca, _ := os.Stat("testdata/ca.pem")
+	for name, want := range map[string]file{
+		"usr/local/bin/flowplane":           {0o755, 0, 0, -1},
+		"etc/ssl/certs/ca-certificates.crt": {0o644, 0, 0, ca.Size()},
+		"etc/passwd":                        {0o644, 0, 0, -1},
+		"var/lib/flowplane/":                {0o700, 65532, 65532, 0},
+		"tmp/":                              {0o1777, 0, 0, 0},
+	} {
+		g, ok := got[name]
+		if want.size == -1 {
+			want.size = g.size
+		}
+		if !ok || g != want {
+			t.Errorf("%s: %+v (present %v), want %+v", name, g, ok, want)
+		}
+	}
+	if len(got) != 14 {
+		t.Errorf("the layer holds %d entries, want 14: %v", len(got), got)
+	}
+}
+
+// loadImage reads the one image of an OCI image archive and its
+// reference name.
+func loadImage(t *testing.T, path string) (v1.Image, string) {
+	t.Helper()
+	dir := t.TempDir()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil || len(im.Manifests) != 1 {
+		t.Fatalf("index: %+v, %v", im, err)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img, im.Manifests[0].Annotations["org.opencontainers.image.ref.name"]
 }
