@@ -300,11 +300,12 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		switch {
 		case !ok:
 			return jobResult{}
-		case st.State == engine.JobFailed:
-			// The job is on the node and reported failed; the Hub's desire
-			// was applied all the same.
+		case st.State == engine.JobFailed || st.Fenced:
+			// The job is on the node and reported failed, or a newer
+			// placement fenced it (it reads stopped); the Hub's desire was
+			// applied all the same.
 			code := codeJobFailed
-			if errors.Is(st.Err, engine.ErrFenced) {
+			if st.Fenced {
 				code = codeFenced
 			}
 			return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: permanentFailure(code, "%s", st.Error)}, desire: &d, done: true}

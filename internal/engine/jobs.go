@@ -413,6 +413,11 @@ type JobStatus struct {
 	// Err is the build error or Run's result once the job ended (nil while
 	// it runs), for errors.Is (state.ErrFenced).
 	Err error `json:"-"`
+	// Fenced is true for a job whose run ended because a newer placement
+	// took its artifact store (Err wraps ErrFenced): the job moved to
+	// another node. It reads stopped, not failed: losing a job to a newer
+	// placement is not a failure of this node (Flink's suspended).
+	Fenced bool `json:"-"`
 	// ObjectStoreURI is the job's checkpoint store (empty without
 	// checkpointing); it may hold credentials in its query.
 	ObjectStoreURI string `json:"-"`
@@ -502,17 +507,20 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 	if ji.rt != nil && ji.cancel == nil && st.State != kernel.Completed && st.State != kernel.Failed {
 		st.State = kernel.Stopped
 	}
+	if errors.Is(ji.err, ErrFenced) {
+		st.State, st.Fenced = kernel.Stopped, true
+	}
 	return st
 }
 
 // jobsNotReadyLocked returns the ids of jobs that should run and do not:
-// starting, recovering or failed. A job stopped on request or completed
-// does not count.
+// starting, recovering or failed. A job stopped on request, completed or
+// fenced (it runs elsewhere now) does not count.
 func (e *Engine) jobsNotReadyLocked() []string {
 	var ids []string
 	for _, id := range e.allJobsLocked() {
 		ji := e.jobs[id]
-		if ji.stopped {
+		if ji.stopped || errors.Is(ji.err, ErrFenced) {
 			continue
 		}
 		if st := e.jobStatusLocked(ji).State; st != kernel.Running && st != kernel.Completed {
