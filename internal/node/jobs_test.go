@@ -237,3 +237,34 @@ func TestHubJobReadOnly(t *testing.T) {
 		t.Errorf("the Hub's job is %s after a refused stop", v.State)
 	}
 }
+
+// TestFencedJobIsNoFailure: a job a newer placement took over (here: an
+// older generation started after a newer one) reads stopped and fenced,
+// with its last_error, and the node stays healthy and ready.
+func TestFencedJobIsNoFailure(t *testing.T) {
+	h := newHarness(t, doc("", genStream("s", "s")))
+	c, err := config.Materialize([]byte("streams: []\njobs:"+countJob("moved", t.TempDir())), config.YAML, component.Default, secretref.Resolver{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := h.eng.StartHubJob(ctx, engine.HubJob{Spec: c.Jobs[0], Generation: 5}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitJob(t, "moved", "running at generation 5", func(v node.JobView) bool { return v.State == "running" })
+	if err := h.eng.StartHubJob(ctx, engine.HubJob{Spec: c.Jobs[0], Generation: 4, Recovery: engine.RecoverNewest}); err != nil {
+		t.Fatal(err)
+	}
+	v := h.waitJob(t, "moved", "fenced", func(v node.JobView) bool { return v.Fenced })
+	if v.State != "stopped" || !strings.Contains(v.LastError, "fenced") {
+		t.Errorf("fenced job reads %s, last_error %q; want stopped with the fence", v.State, v.LastError)
+	}
+	health := decode[node.Probe](t, h.expect(t, 200, "GET", "/health", ""))
+	if health.Status != "healthy" || len(health.Failed) > 0 {
+		t.Errorf("health %+v", health)
+	}
+	h.expect(t, 200, "GET", "/readiness", "")
+	if st := decode[node.Status](t, h.expect(t, 200, "GET", "/status", "")); st.Jobs.Failed != 0 || st.Jobs.Stopped != 1 {
+		t.Errorf("status jobs %+v", st.Jobs)
+	}
+}
