@@ -118,7 +118,13 @@ func TestJobLifecycle(t *testing.T) {
 	if cps.Total < 1 || cps.Items[0].ID != cp.ID {
 		t.Errorf("checkpoints %+v, want %d newest", cps, cp.ID)
 	}
-	sp := artifactOf(t, h.jobAction(t, "/jobs/counts/savepoints", ""))
+	// Idempotency-Key replays the first answer: one savepoint, not two.
+	first := decode[wire.Operation](t, h.expect(t, 202, "POST", "/jobs/counts/savepoints", "", "Idempotency-Key", "sp-1"))
+	again := decode[wire.Operation](t, h.expect(t, 202, "POST", "/jobs/counts/savepoints", "", "Idempotency-Key", "sp-1"))
+	if again.OperationID != first.OperationID {
+		t.Errorf("a replayed savepoint request made operation %s, want %s", again.OperationID, first.OperationID)
+	}
+	sp := artifactOf(t, h.succeed(t, first.OperationID))
 	if sp.Kind != wire.ArtifactSavepoint || sp.ID <= cp.ID {
 		t.Errorf("savepoint %+v after checkpoint %d", sp, cp.ID)
 	}
