@@ -357,6 +357,20 @@ func TestHubJobs(t *testing.T) {
 	if op := h.waitOperation(t, ops.Items[i].OperationID); op.State != wire.OpSucceeded {
 		t.Fatalf("the fence stop did not reach the returning node: %+v", op)
 	}
+	// Losing the job to node-b is no failure of node-a: it stays healthy,
+	// and the job, where it still shows, is not failed.
+	waitUntil(t, "node-a healthy after its fence", func() bool {
+		var p struct{ Status string }
+		st, err := getJSONStatus(a.base()+"/health", &p)
+		return err == nil && st == http.StatusOK && p.Status == "healthy"
+	})
+	var old struct {
+		State  string
+		Fenced bool
+	}
+	if st, err := getJSONStatus(a.base()+"/jobs/user-counts", &old); st != http.StatusNotFound && (err != nil || old.State == wire.JobFailed) {
+		t.Errorf("the job on node-a after its fence: %d %+v (%v)", st, old, err)
+	}
 	var audit wire.Page[map[string]any]
 	h.call(t, "GET", "/audit?resource_id=user-counts&page_size=100", "", http.StatusOK, &audit)
 	var actions []string

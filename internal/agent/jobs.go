@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -300,11 +298,12 @@ func (x *executor) execJob(ctx context.Context, cmd wire.Command) jobResult {
 		switch {
 		case !ok:
 			return jobResult{}
-		case st.State == engine.JobFailed:
-			// The job is on the node and reported failed; the Hub's desire
-			// was applied all the same.
+		case st.State == engine.JobFailed || st.Fenced:
+			// The job is on the node and reported failed, or a newer
+			// placement fenced it (it reads stopped); the Hub's desire was
+			// applied all the same.
 			code := codeJobFailed
-			if errors.Is(st.Err, engine.ErrFenced) {
+			if st.Fenced {
 				code = codeFenced
 			}
 			return jobResult{out: Outcome{CommandID: cmd.CommandID, State: wire.ResultFailed, Failure: permanentFailure(code, "%s", st.Error)}, desire: &d, done: true}
@@ -476,33 +475,13 @@ func (x *executor) takenBy(jobID string, id int64, kind string) taken {
 
 // artifactOf is the Hub's record of a completed artifact.
 func (x *executor) artifactOf(storeURI string, m *engine.Manifest, trigger string) wire.JobArtifact {
-	ops := []string{}
-	for _, t := range m.Tasks {
-		for _, op := range t.Operators {
-			if !slices.Contains(ops, op) {
-				ops = append(ops, op)
-			}
-		}
-	}
-	slices.Sort(ops)
 	return wire.JobArtifact{
 		JobID: m.JobID, Kind: m.Kind, ID: m.ID, JobVersion: m.JobVersion, FormatVersion: m.FormatVersion,
-		MaxParallelism: m.MaxParallelism, StatefulOperators: ops,
-		Location: artifactLocation(storeURI, engine.ManifestKey(m.JobID, m.Kind, m.ID)),
+		MaxParallelism: m.MaxParallelism, StatefulOperators: engine.StatefulOperators(m),
+		Location: engine.ArtifactLocation(storeURI, m),
 		Bytes:    m.Bytes, State: wire.ArtifactCompleted, Trigger: trigger, NodeID: x.nodeID,
 		CreatedAt: wire.At(m.CreatedAt), CompletedAt: wire.At(m.CreatedAt),
 	}
-}
-
-// artifactLocation is the manifest's address: the store URI without its
-// query (which may hold credentials), then the key.
-func artifactLocation(storeURI, key string) string {
-	u, err := url.Parse(storeURI)
-	if err != nil {
-		return key
-	}
-	base := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-	return strings.TrimSuffix(base, "/") + "/" + key
 }
 
 // sandbox is what a Hub job's components are built in when it is checked:

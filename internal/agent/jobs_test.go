@@ -392,9 +392,9 @@ func TestJobBootReapply(t *testing.T) {
 	if _, err := tn.eng.Job("held"); !errors.Is(err, engine.ErrJobNotFound) {
 		t.Errorf("the job the Hub wants stopped was started again: %v", err)
 	}
-	eventually(t, "the fenced job failing", func() bool {
+	eventually(t, "the fenced job stopped, fenced", func() bool {
 		st, err := tn.eng.Job("fenced")
-		return err == nil && st.State == engine.JobFailed
+		return err == nil && st.State == engine.JobStopped && st.Fenced
 	})
 	if st, _ := tn.eng.Job("fenced"); !errors.Is(st.Err, engine.ErrFenced) {
 		t.Errorf("fenced job's error %v", st.Err)
@@ -402,9 +402,16 @@ func TestJobBootReapply(t *testing.T) {
 	hub.waitJobObs(t, "run", "running at generation 3 after the restart", func(o wire.JobObservation) bool {
 		return o.State == wire.JobRunning && o.Generation == 3 && o.RestoredFrom != ""
 	})
-	hub.waitJobObs(t, "fenced", "failed with the fence", func(o wire.JobObservation) bool {
-		return o.State == wire.JobFailed && strings.Contains(o.LastError, "fenced") && !o.LastErrorAt.IsZero()
+	// Losing the job to a newer placement is no failure of this node.
+	hub.waitJobObs(t, "fenced", "stopped with the fence", func(o wire.JobObservation) bool {
+		return o.State == wire.JobStopped && strings.Contains(o.LastError, "fenced") && !o.LastErrorAt.IsZero()
 	})
+	if failed := tn.eng.Failed(); len(failed) > 0 {
+		t.Errorf("engine failed jobs %v: a fenced job is not a failure of the node", failed)
+	}
+	if nr := tn.eng.NotReady(); slices.Contains(nr, "fenced") {
+		t.Errorf("the fenced job keeps the node not ready: %v", nr)
+	}
 }
 
 func jsonEqual(a, b any) bool {

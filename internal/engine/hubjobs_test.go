@@ -123,9 +123,16 @@ func TestHubJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the older generation failing", func() bool { return jobOf(t, e, "hubjob").State == kernel.Failed })
-	if st := jobOf(t, e, "hubjob"); !strings.Contains(st.Error, "fenced") {
-		t.Errorf("older generation's error %q, want fenced", st.Error)
+	waitFor(t, "the older generation fenced", func() bool { return jobOf(t, e, "hubjob").Fenced })
+	if st := jobOf(t, e, "hubjob"); !strings.Contains(st.Error, "fenced") || st.State != kernel.Stopped {
+		t.Errorf("older generation: %s, error %q; want stopped, fenced", st.State, st.Error)
+	}
+	// Losing the job to a newer placement is no failure of this node.
+	if failed := e.Failed(); len(failed) > 0 {
+		t.Errorf("Failed() = %v after a fence", failed)
+	}
+	if nr := e.NotReady(); len(nr) > 0 {
+		t.Errorf("NotReady() = %v after a fence", nr)
 	}
 	if err := e.RemoveHubJob(ctx, "hubjob"); err != nil {
 		t.Fatal(err)

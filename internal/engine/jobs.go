@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
@@ -413,12 +414,21 @@ type JobStatus struct {
 	// Err is the build error or Run's result once the job ended (nil while
 	// it runs), for errors.Is (state.ErrFenced).
 	Err error `json:"-"`
+	// Fenced is true for a job whose run ended because a newer placement
+	// took its artifact store (Err wraps ErrFenced): the job moved to
+	// another node. It reads stopped, not failed: losing a job to a newer
+	// placement is not a failure of this node (Flink's suspended).
+	Fenced bool `json:"-"`
 	// ObjectStoreURI is the job's checkpoint store (empty without
 	// checkpointing); it may hold credentials in its query.
 	ObjectStoreURI string `json:"-"`
 	// TaskNodes is a split job's placement, task -> node (a copy); nil for
 	// a job that runs whole here.
 	TaskNodes map[string]string `json:"-"`
+	// RecordsIn counts the records the job's sources read on this node,
+	// RecordsOut those its sinks' tasks wrote (in the current run).
+	RecordsIn  int64 `json:"-"`
+	RecordsOut int64 `json:"-"`
 }
 
 // Jobs returns every job's status: the configured ones in configuration
@@ -489,6 +499,7 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 	}
 	if ji.rt != nil {
 		st.Observation = ji.rt.Observe()
+		st.RecordsIn, st.RecordsOut = recordTotals(ji.plan, st.Tasks)
 	} else {
 		st.JobID, st.Version, st.State = ji.conf.ID, ji.conf.Version, kernel.Failed
 		if ji.err == nil && ji.stopped {
@@ -502,17 +513,50 @@ func (e *Engine) jobStatusLocked(ji *jobInstance) JobStatus {
 	if ji.rt != nil && ji.cancel == nil && st.State != kernel.Completed && st.State != kernel.Failed {
 		st.State = kernel.Stopped
 	}
+	if errors.Is(ji.err, ErrFenced) {
+		st.State, st.Fenced = kernel.Stopped, true
+	}
 	return st
 }
 
+// recordTotals sums the records the source tasks read and the records the
+// tasks holding a sink wrote.
+func recordTotals(p *job.Plan, tasks []kernel.TaskStatus) (in, out int64) {
+	if p == nil {
+		return 0, 0
+	}
+	source, sink := map[string]bool{}, map[string]bool{}
+	for _, c := range p.Chains {
+		for i, id := range c.Operators {
+			switch op := p.Operator(id); {
+			case op == nil:
+			case i == 0 && op.Kind == "source":
+				source[c.ID] = true
+			case op.Kind == "sink":
+				sink[c.ID] = true
+			}
+		}
+	}
+	for _, t := range tasks {
+		chain, _, _ := strings.Cut(t.ID, "#")
+		if source[chain] {
+			in += t.RecordsIn
+		}
+		if sink[chain] {
+			out += t.RecordsOut
+		}
+	}
+	return in, out
+}
+
 // jobsNotReadyLocked returns the ids of jobs that should run and do not:
-// starting, recovering or failed. A job stopped on request or completed
-// does not count.
+// starting, recovering or failed. A job stopped on request, completed or
+// fenced (it runs elsewhere now) does not count.
 func (e *Engine) jobsNotReadyLocked() []string {
 	var ids []string
 	for _, id := range e.allJobsLocked() {
 		ji := e.jobs[id]
-		if ji.stopped {
+		if ji.stopped || errors.Is(ji.err, ErrFenced) {
 			continue
 		}
 		if st := e.jobStatusLocked(ji).State; st != kernel.Running && st != kernel.Completed {

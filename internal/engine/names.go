@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"net/url"
+	"slices"
+	"strings"
 
+	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
@@ -54,6 +58,11 @@ const (
 	RecoverArtifact = kernel.RecoverArtifact
 )
 
+// JobExplanation is a job plan's explanation (GET /jobs/{id}/plan):
+// operator boundaries, partition routes, stateful operators and the
+// checkpoint policy.
+type JobExplanation = job.Explanation
+
 // ArtifactRef names one checkpoint or savepoint of a job.
 type ArtifactRef = kernel.ArtifactRef
 
@@ -72,6 +81,33 @@ const (
 
 // ManifestKey is where an artifact's manifest lives in its store.
 func ManifestKey(jobID, kind string, id int64) string { return state.ManifestKey(jobID, kind, id) }
+
+// ArtifactLocation is where m's manifest lives: the URI of the job's
+// store (storeURI) without its query, which may hold credentials, then the
+// manifest's key.
+func ArtifactLocation(storeURI string, m *Manifest) string {
+	key := ManifestKey(m.JobID, m.Kind, m.ID)
+	u, err := url.Parse(storeURI)
+	if err != nil {
+		return key
+	}
+	base := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	return strings.TrimSuffix(base, "/") + "/" + key
+}
+
+// StatefulOperators lists the operators whose state m holds, sorted.
+func StatefulOperators(m *Manifest) []string {
+	ops := []string{}
+	for _, t := range m.Tasks {
+		for _, op := range t.Operators {
+			if !slices.Contains(ops, op) {
+				ops = append(ops, op)
+			}
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
 
 // ErrFenced is the error of a job whose artifact store a newer generation
 // took (JobStatus.Err, CheckpointJob, SavepointJob, StopJob).

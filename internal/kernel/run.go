@@ -381,6 +381,11 @@ func (j *Job) runAttempt(ctx context.Context, r *attempt, inst *instances, mode 
 		for _, p := range r.split.peers {
 			r.waiting[p] = true
 		}
+		if len(r.waiting) == 0 {
+			// Every task landed here (one node left of a move, or split
+			// placement over one node): no follower will report done.
+			close(r.allDone)
+		}
 		r.split.setCurrent(r)
 		defer r.split.setCurrent(nil)
 		r.split.broadcast(ctlMsg{Type: msgStart, Epoch: r.epoch, Restore: refOf(restore)})

@@ -202,3 +202,30 @@ func TestSplitFollowerRefusesCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitOneNodeCompletes: a split job whose tasks all land on one node
+// (placement split over one node, or the survivor of a move) has no
+// follower to report done; its coordinator completes once its own tasks
+// finish, with every count committed exactly once.
+func TestSplitOneNodeCompletes(t *testing.T) {
+	const n, keys = 500, 7
+	outDir, store := t.TempDir(), t.TempDir()
+	spec, p := countJob(t, "split-one", n, outDir, store, 30)
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	a := newSplitNode(t, "a", "127.0.0.1:0", nil)
+	taskNodes := map[string]string{}
+	for _, task := range p.Tasks {
+		taskNodes[task.ID] = "a"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	j, done := a.start(t, ctx, spec, p, secret, taskNodes, map[string]dataplane.Peer{"a": {Addr: a.srv.Addr(), Fingerprint: a.srv.Fingerprint()}})
+	if err := wait(t, "the single-node split job", done); err != nil {
+		t.Fatal(err)
+	}
+	if o := j.Observe(); o.State != kernel.Completed {
+		t.Fatalf("single-node split job ended %s, want completed: %+v", o.State, o)
+	}
+	checkExactlyOnce(t, outDir, n, keys)
+}

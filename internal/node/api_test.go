@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/httpapi"
+	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -98,9 +99,11 @@ func wantDesired(stream, state string) func(*testing.T, response) {
 // fails the suite. GET routes run first (nothing is stopped or applied
 // yet), then the mutations.
 func TestRouteTable(t *testing.T) {
-	text := securedDoc()
+	text := securedDoc() + "jobs:" + countJob("j", t.TempDir())
 	h := newHarness(t, text)
 	h.token = testToken
+	// The job's mutations need it running.
+	h.waitJob(t, "j", "running", func(v node.JobView) bool { return v.State == "running" })
 	draft := doc(secured, genStream("a", "a"), genStream("d", "d"))
 	h.expect(t, 200, "PUT", "/configuration/draft", configBody(t, "yaml", draft))
 	ran := h.action(t, "a", "restart")
@@ -126,12 +129,23 @@ func TestRouteTable(t *testing.T) {
 		"POST /streams/{id}/start":   {path: "/streams/b/start", status: 202, check: wantDesired("b", "running")},
 		"POST /streams/{id}/stop":    {path: "/streams/c/stop", status: 202, check: wantDesired("c", "stopped")},
 		"POST /streams/{id}/restart": {path: "/streams/a/restart", status: 202, check: wantDesired("a", "running")},
-		"GET /operations":            {path: "/operations", status: 200, check: wantItems(1)},
-		"GET /operations/{id}":       {path: "/operations/" + ran.OperationID, status: 200, check: wantField("operation_id", ran.OperationID)},
-		"DELETE /operations/{id}":    {path: "/operations/" + ran.OperationID, status: 409, check: wantCode("operation_not_cancellable")},
-		"GET /events":                {path: "/events", status: 200, check: wantItems(1)},
-		"GET /configuration":         {path: "/configuration", status: 200, check: wantField("content", servedText)},
-		"GET /config":                {path: "/config", status: 200, check: wantField("applied", true)},
+		"GET /jobs":                  {path: "/jobs", status: 200, check: wantItems(1)},
+		"GET /jobs/{id}":             {path: "/jobs/j", status: 200, check: wantField("authority", "node")},
+		"GET /jobs/{id}/plan":        {path: "/jobs/j/plan", status: 200, check: wantField("job_id", "j")},
+		"GET /jobs/{id}/checkpoints": {path: "/jobs/j/checkpoints", status: 200, check: wantItems(0)},
+		"GET /jobs/{id}/savepoints":  {path: "/jobs/j/savepoints", status: 200, check: wantItems(0)},
+		// Queued in this order on the job, one after the other.
+		"POST /jobs/{id}/checkpoints": {path: "/jobs/j/checkpoints", status: 202, check: wantAccepted("job_checkpoint")},
+		"POST /jobs/{id}/savepoints":  {path: "/jobs/j/savepoints", status: 202, check: wantAccepted("job_savepoint")},
+		"POST /jobs/{id}/start":       {path: "/jobs/j/start", status: 202, check: wantAccepted("job_start")},
+		"POST /jobs/{id}/stop":        {path: "/jobs/j/stop", body: `{"savepoint": true}`, status: 202, check: wantAccepted("job_stop")},
+		"POST /jobs/{id}/restart":     {path: "/jobs/j/restart", status: 202, check: wantAccepted("job_restart")},
+		"GET /operations":             {path: "/operations", status: 200, check: wantItems(1)},
+		"GET /operations/{id}":        {path: "/operations/" + ran.OperationID, status: 200, check: wantField("operation_id", ran.OperationID)},
+		"DELETE /operations/{id}":     {path: "/operations/" + ran.OperationID, status: 409, check: wantCode("operation_not_cancellable")},
+		"GET /events":                 {path: "/events", status: 200, check: wantItems(1)},
+		"GET /configuration":          {path: "/configuration", status: 200, check: wantField("content", servedText)},
+		"GET /config":                 {path: "/config", status: 200, check: wantField("applied", true)},
 		"POST /configuration/validate": {path: "/configuration/validate", body: configBody(t, "yaml", text),
 			status: 200, check: wantField("valid", true)},
 		"POST /config/validate": {path: "/config/validate", body: text, header: []string{"Content-Type", "application/yaml"},

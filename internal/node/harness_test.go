@@ -115,6 +115,7 @@ type harness struct {
 	base   string // "" when no listener runs
 	ln     *node.Listener
 	n      *node.Node
+	eng    *engine.Engine
 	events *eventlog.Log
 	hist   *history.Store
 	dir    string // the state directory
@@ -225,7 +226,7 @@ func newHarness(t *testing.T, text string, opts ...harnessOptions) *harness {
 	if err != nil {
 		t.Fatalf("Listen: %v", err)
 	}
-	h := &harness{t: t, ln: ln, n: n, events: events, hist: hist, dir: dir, hopts: hopts, dp: dp,
+	h := &harness{t: t, ln: ln, n: n, eng: eng, events: events, hist: hist, dir: dir, hopts: hopts, dp: dp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}}
 	h.openapi = sync.OnceValues(func() (*openapitest.Checker, error) {
 		doc, err := n.OpenAPI(hopts)

@@ -152,6 +152,9 @@ func (s *server) routes(hc config.HealthCheck) []httpapi.Route {
 		{Method: "POST", Pattern: "/streams/{id}/start", Handler: s.postAction(OpStart), Doc: action("Start")},
 		{Method: "POST", Pattern: "/streams/{id}/stop", Handler: s.postAction(OpStop), Doc: action("Stop")},
 		{Method: "POST", Pattern: "/streams/{id}/restart", Handler: s.postAction(OpRestart), Doc: action("Restart")},
+	}
+	routes = append(routes, s.jobRoutes()...)
+	routes = append(routes, []httpapi.Route{
 		{Method: "GET", Pattern: "/operations", Handler: s.getOperations, Doc: httpapi.Doc{Summary: "The operations, newest first", Tag: tagOperations,
 			Paged: true, Query: opFilters, Response: wire.Page[wire.Operation]{}}},
 		{Method: "GET", Pattern: "/operations/{id}", Handler: s.getOperation, Doc: httpapi.Doc{Summary: "One operation", Tag: tagOperations,
@@ -192,7 +195,7 @@ func (s *server) routes(hc config.HealthCheck) []httpapi.Route {
 		{Method: "GET", Pattern: ob.MetricsPath, Handler: s.getMetrics, Public: true, Doc: docMetrics},
 		{Method: "GET", Pattern: ob.ReadyPath, Handler: s.getReadiness, Public: true, Doc: docProbe("Readiness", true)},
 		{Method: "GET", Pattern: ob.LivePath, Handler: s.getLiveness, Public: true, Doc: docProbe("Liveness", false)},
-	}
+	}...)
 	// A configured probe path may equal another route's; the first wins.
 	seen := map[string]bool{}
 	out := routes[:0]
@@ -330,6 +333,7 @@ func (s *server) getEvents(w http.ResponseWriter, r *http.Request) error {
 const (
 	tagNode       = "node"
 	tagStreams    = "streams"
+	tagJobs       = "jobs"
 	tagOperations = "operations"
 	tagEvents     = "events"
 	tagConfig     = "configuration"
@@ -636,6 +640,16 @@ func (s *server) problem(err error, streamID ...string) error {
 			e.Message = fmt.Sprintf("the request is invalid: %d problems (the first %d listed)", n, config.MaxProblems)
 		}
 		return e
+	case errors.Is(err, ErrJobNotFound):
+		return httpapi.NotFound("job_not_found", "no job with that id on this node")
+	case errors.Is(err, ErrJobManagedByHub):
+		return httpapi.Conflict("job_managed_by_hub", "the Hub placed this job: change it through the Hub (PUT {hub}/api/v1/jobs/{id}/desired-state, POST .../checkpoints, .../savepoints)")
+	case errors.Is(err, ErrJobRunning):
+		return httpapi.Conflict("job_running", "the job is running: a recovery mode applies to a start; POST /jobs/{id}/restart with it")
+	case errors.Is(err, ErrNoCheckpointing):
+		return httpapi.Conflict("no_checkpointing", "the job has no checkpoint configuration: it takes no checkpoints or savepoints")
+	case errors.Is(err, ErrJobNotRunning):
+		return httpapi.Conflict("job_not_running", "the job is not running: start it first")
 	case errors.Is(err, ErrStreamNotFound):
 		return httpapi.NotFound("stream_not_found", "no stream with that id on this node")
 	case errors.Is(err, ErrNoDraft):

@@ -332,7 +332,7 @@ func (n *Node) view(st engine.StreamStatus) wire.Stream {
 			Counters: wire.StreamCounters{Received: st.Received, Sent: st.Sent, Errors: st.Errors, Dropped: st.Dropped, Retries: st.Retries, InFlight: st.InFlight, Abandoned: st.Abandoned},
 		},
 	}
-	if op, ok := n.ops.latest(st.ID); ok {
+	if op, ok := n.ops.latestOf(st.ID, func(name string) bool { return !isJobOp(name) }); ok {
 		op = n.decorate(op, map[string]wire.Stream{st.ID: {ID: st.ID, Convergence: conv}})
 		op.Observed = nil // the view itself holds the observation
 		v.LatestOperation = &op
@@ -385,6 +385,7 @@ func (n *Node) streamViews() map[string]wire.Stream {
 // its convergence and, for stream operations, the latest observation.
 func (n *Node) decorate(rec wire.Operation, views map[string]wire.Stream) wire.Operation {
 	v, isStream := views[rec.ResourceID]
+	isStream = isStream && !isJobOp(rec.Operation)
 	if isStream {
 		obs := v.Observed
 		rec.Observed = &obs
@@ -398,6 +399,9 @@ func (n *Node) decorate(rec wire.Operation, views map[string]wire.Stream) wire.O
 		rec.Convergence = wire.ConvergenceDegraded
 	case isStream:
 		rec.Convergence = v.Convergence
+	case isJobOp(rec.Operation) && rec.State == wire.OpSucceeded:
+		// The engine carried the action out; the job's view says the rest.
+		rec.Convergence = wire.ConvergenceInSync
 	case rec.ResourceID == ConfigResource && rec.State == wire.OpSucceeded:
 		rec.Convergence = wire.ConvergenceInSync
 	default:

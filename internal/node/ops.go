@@ -227,12 +227,13 @@ func (s *operations) active(resource string) bool {
 	return s.busy[resource]
 }
 
-// latest returns the newest operation on a resource.
-func (s *operations) latest(resource string) (wire.Operation, bool) {
+// latestOf returns the newest operation on a resource for which kind
+// holds of its operation name (a stream and a job may share an id).
+func (s *operations) latestOf(resource string, kind func(operation string) bool) (wire.Operation, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.order) - 1; i >= 0; i-- {
-		if s.order[i].rec.ResourceID == resource {
+		if r := s.order[i].rec; r.ResourceID == resource && kind(r.Operation) {
 			return s.order[i].rec, true
 		}
 	}
