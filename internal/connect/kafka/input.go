@@ -62,8 +62,7 @@ batch_size: 500
 }
 
 var (
-	_ component.Splittable = (*Input)(nil)
-	_ component.Replayable = (*Input)(nil)
+	_ component.Rescalable = (*Input)(nil)
 )
 
 const defaultBatchSize = 100
@@ -427,6 +426,29 @@ func (in *Input) Seek(_ context.Context, raw []byte) error {
 		}
 	}
 	return nil
+}
+
+// Rescale merges the offsets of every old subtask: positions are per
+// partition, so each instance takes those of the partitions it now owns
+// from the merged position at Seek.
+func (in *Input) Rescale(old [][]byte) ([]byte, error) {
+	merged := map[string]map[string]int64{}
+	for _, raw := range old {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		pos, err := parsePosition(raw)
+		if err != nil {
+			return nil, err
+		}
+		for tp, o := range pos {
+			if merged[tp.Topic] == nil {
+				merged[tp.Topic] = map[string]int64{}
+			}
+			merged[tp.Topic][strconv.Itoa(int(tp.Partition))] = o
+		}
+	}
+	return json.Marshal(merged)
 }
 
 // parsePosition reads a Position value.
