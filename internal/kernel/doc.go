@@ -102,10 +102,13 @@
 // manifest is checked with Manifest.Compatible before anything starts;
 // so is the parallelism of sources with recorded positions. A task
 // restores the old task artifacts whose key-group ranges overlap its own
-// (rescaling), its source seeks to the position of the same subtask, and
-// its sinks Begin with the listed transactions of the same subtask
-// (subtask 0 also takes those of old subtasks beyond the new
-// parallelism). Durability ephemeral restores nothing.
+// (rescaling), its source seeks to the position of the same subtask (at
+// another parallelism: to what component.Rescalable.Rescale makes of
+// every old subtask's position; a source whose input is not Rescalable
+// refuses the artifact before anything starts), and its sinks Begin with
+// the listed transactions of the same subtask (subtask 0 also takes those
+// of old subtasks beyond the new parallelism, and cleans up after them).
+// Durability ephemeral restores nothing.
 //
 // A task error stops every task; the job is Recovering and restarts from
 // the newest complete artifact, checkpoint or savepoint (the recovery mode

@@ -25,7 +25,8 @@ func init() {
 			"`timestamp_start_ms + floor((count-1) * timestamp_step_ms)`. With `seed` the random values are a " +
 			"function of the seed and the sequence number, so every run emits the same payloads. " +
 			"In a job it can run at any parallelism (subtask i of n emits the sequence numbers s with " +
-			"(s-1) mod n = i, `count` staying the total) and resumes from its checkpointed position; " +
+			"(s-1) mod n = i, `count` staying the total) and resumes from its checkpointed position, also at " +
+			"another parallelism (the sequence numbers the old subtasks left are dealt to the new ones); " +
 			"with `seed` (or no random placeholder) a replay emits exactly the same messages.",
 		Schema: component.ObjectSchema(map[string]any{
 			"context": component.Prop("string", "Payload of every message, usually JSON. `{{count}}` is replaced by the "+

@@ -15,7 +15,7 @@ func init() {
 		Name: "memory",
 		Summary: "Emits a fixed list of messages from the configuration, then ends. In a job it can run at " +
 			"any parallelism (message i goes to subtask i mod n) and resumes from its checkpointed position " +
-			"(the index of the next message).",
+			"(the index of the next message) at the parallelism the checkpoint was taken at.",
 		Schema: component.ObjectSchema(map[string]any{
 			"messages": func() map[string]any {
 				p := component.Prop("array", "Payloads to emit, one message per entry, in order.", nil)

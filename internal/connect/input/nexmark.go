@@ -29,7 +29,8 @@ func init() {
 			"`bid` {auction, bidder, price, channel, url, date_time, extra}; numbers are floats, as decoded " +
 			"JSON would be, and prices are in cents. The stream is a function of `seed` and the event number: " +
 			"in a job it can run at any parallelism (subtask i of n generates the events whose number is i " +
-			"mod n) and resumes from its checkpointed position, replaying identical events.",
+			"mod n) and resumes from its checkpointed position, also at another parallelism (the event " +
+			"numbers the old subtasks left are dealt to the new ones), replaying identical events.",
 		Schema: component.ObjectSchema(map[string]any{
 			"count": func() map[string]any {
 				p := component.Prop("integer", "Number of events to generate (event numbers 0 to count-1), after which the input ends.", nil)

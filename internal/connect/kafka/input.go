@@ -38,7 +38,7 @@ func init() {
 		Name: "kafka",
 		Summary: "Reads Kafka topics through a consumer group (offsets committed only after the batch is acknowledged: " +
 			"at-least-once) or from explicit partitions. In a job it splits partitions across subtasks and keeps " +
-			"per-partition offsets in checkpoints.",
+			"per-partition offsets in checkpoints, which a restore at another parallelism redistributes by partition.",
 		Schema: component.ObjectSchema(sharedProps(map[string]any{
 			"topics":                    topics,
 			"consumer_group":            component.Prop("string", "Consumer group: partitions are balanced across its members and offsets committed to it after acknowledgement. Not used in a job.", nil),
