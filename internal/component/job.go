@@ -66,3 +66,12 @@ type Rescalable interface {
 	// after Split and before Connect, and passes the result to Seek.
 	Rescale(old [][]byte) ([]byte, error)
 }
+
+// Sampler is an input that knows the shape of its records before it runs,
+// so that a job's expressions can be type-checked against it.
+type Sampler interface {
+	Input
+	// Sample returns a record as the job's operators see it (a decoded
+	// JSON value), or false when the shape is not known.
+	Sample() (any, bool)
+}

@@ -62,6 +62,7 @@ timestamp_step_ms: 100
 
 var (
 	_ component.Rescalable = (*Generate)(nil)
+	_ component.Sampler    = (*Generate)(nil)
 )
 
 // GenerateConfig is the configuration of the generate input.
@@ -227,6 +228,20 @@ func (g *Generate) Rescale(old [][]byte) ([]byte, error) {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 	return json.Marshal(generatePosition{Next: s.next, CatchUp: s.catchUp})
+}
+
+// Sample is the first message, decoded, when the context is JSON: every
+// message has its shape, the placeholders being numbers.
+func (g *Generate) Sample() (any, bool) {
+	p := g.tmpl.static
+	if p == nil {
+		p = g.tmpl.expand(nil, 1, rand.New(rand.NewPCG(0, 0)))
+	}
+	var v any
+	if json.Unmarshal(p, &v) != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Connect does nothing: there is nothing to reach.

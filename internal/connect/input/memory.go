@@ -35,6 +35,7 @@ batch_size: 2
 
 var (
 	_ component.Splittable = (*Memory)(nil)
+	_ component.Sampler    = (*Memory)(nil)
 	_ component.Replayable = (*Memory)(nil)
 )
 
@@ -160,6 +161,18 @@ func (m *Memory) Seek(_ context.Context, pos []byte) error {
 	}
 	m.pos = min(k, len(m.payloads))
 	return nil
+}
+
+// Sample is the first configured message, decoded, when it is JSON.
+func (m *Memory) Sample() (any, bool) {
+	if len(m.payloads) == 0 {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal(m.payloads[0], &v) != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Close does nothing.
