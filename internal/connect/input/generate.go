@@ -142,7 +142,7 @@ func NewGenerate(conf map[string]any, _ component.Resources) (component.Input, e
 // limitOf is the exclusive end of the sequence numbers of count messages.
 func limitOf(count int64) int64 {
 	if count == 0 {
-		return 0
+		return -1 // unlimited
 	}
 	return count + 1
 }

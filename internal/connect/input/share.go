@@ -8,7 +8,7 @@ import (
 // share is the part of a numbered sequence that one subtask of a split
 // input reads: the numbers of the finite catch-up lanes a rescale left it,
 // lowest first, then its main lane next, next+stride, ... Numbers at or
-// above limit do not exist (limit 0: no end). The inputs that generate
+// above limit do not exist (limit -1: no end). The inputs that generate
 // their data from a number (generate, nexmark) keep their reading position
 // as a share, so that a job restored at another parallelism hands what
 // the old subtasks left unread to the new ones exactly once.
@@ -19,7 +19,7 @@ type share struct {
 	base    int64 // the first number of the sequence (generate's is 1)
 	next    int64 // the main lane's next number
 	stride  int64 // the main lane's step: the parallelism it was split for
-	limit   int64 // 0: unlimited
+	limit   int64 // -1: unlimited
 	catchUp []lane
 }
 
@@ -51,7 +51,7 @@ func mod(a, n int64) int64 { return ((a % n) + n) % n }
 
 // end is the exclusive end of l within the sequence.
 func (s *share) end(l lane) int64 {
-	if s.limit > 0 {
+	if s.limit >= 0 {
 		return min(l.End, s.limit)
 	}
 	return l.End
@@ -59,12 +59,12 @@ func (s *share) end(l lane) int64 {
 
 // ended reports that nothing is left.
 func (s *share) ended() bool {
-	return len(s.catchUp) == 0 && s.limit > 0 && s.next >= s.limit
+	return len(s.catchUp) == 0 && s.limit >= 0 && s.next >= s.limit
 }
 
 // mainLeft is how many numbers the main lane has left; -1 when unlimited.
 func (s *share) mainLeft() int64 {
-	if s.limit == 0 {
+	if s.limit < 0 {
 		return -1
 	}
 	if s.next >= s.limit {

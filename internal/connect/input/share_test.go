@@ -178,3 +178,34 @@ func TestGenerateRescaleKeepsPayloads(t *testing.T) {
 		t.Errorf("rescaled 2 to 3 (-unsplit +got):\n%s", diff)
 	}
 }
+
+func TestMemoryRescaleProperty(t *testing.T) {
+	ctx := testCtx(t)
+	rapid.Check(t, func(rt *rapid.T) {
+		count := rapid.IntRange(0, 40).Draw(rt, "count")
+		msgs := make([]any, count)
+		for i := range msgs {
+			msgs[i] = strconv.Itoa(i)
+		}
+		conf := map[string]any{"messages": msgs, "batch_size": float64(rapid.IntRange(1, 5).Draw(rt, "batch"))}
+		newIn := func(i, n int) component.Input {
+			in, err := NewMemory(conf, component.Resources{})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if err := in.(component.Splittable).Split(i, n); err != nil {
+				rt.Fatal(err)
+			}
+			return in
+		}
+		index := func(m *message.Message) int64 {
+			p, _ := m.Payload()
+			n, err := strconv.ParseInt(string(p), 10, 64)
+			if err != nil || n != m.Meta.Offset {
+				rt.Fatalf("message %q has offset %d", p, m.Meta.Offset)
+			}
+			return n
+		}
+		checkRescales(ctx, rt, newIn, index, 0, int64(count-1))
+	})
+}
