@@ -39,7 +39,9 @@ type Transactional interface {
 	// instance (the sink operator id and subtask), which scopes its
 	// pending data, and with the transactions of the restored checkpoint
 	// (none on a fresh start): Begin commits them (Commit is idempotent) and
-	// discards every other pending transaction of this identity.
+	// discards every other pending transaction of this identity and of the
+	// subtasks whose transactions it was given (restored at a lower
+	// parallelism, subtask 0 is given those of the subtasks that are gone).
 	Begin(ctx context.Context, operator string, subtask int, restored [][]byte) error
 	// Prepare seals what Write accepted since the last Prepare into a
 	// pending transaction, durable but not visible, and returns its handle
@@ -48,4 +50,28 @@ type Transactional interface {
 	// Commit makes a prepared transaction visible. Committing a
 	// transaction again is a no-op.
 	Commit(ctx context.Context, txn []byte) error
+}
+
+// Rescalable is a Splittable, Replayable input whose read positions can be
+// redistributed over another number of subtasks, so that a job restores
+// from a checkpoint taken at another parallelism without a gap or a
+// repeat.
+type Rescalable interface {
+	Splittable
+	Replayable
+	// Rescale returns the position this instance resumes from: its share,
+	// as Split set it (subtask 0 of 1 without Split), of what the old
+	// subtasks left unread. old[i] is the position old subtask i of
+	// len(old) recorded, nil when it had read nothing. The kernel calls it
+	// after Split and before Connect, and passes the result to Seek.
+	Rescale(old [][]byte) ([]byte, error)
+}
+
+// Sampler is an input that knows the shape of its records before it runs,
+// so that a job's expressions can be type-checked against it.
+type Sampler interface {
+	Input
+	// Sample returns a record as the job's operators see it (a decoded
+	// JSON value), or false when the shape is not known.
+	Sample() (any, bool)
 }

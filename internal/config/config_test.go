@@ -79,12 +79,18 @@ func TestBadConfigurations(t *testing.T) {
 			{"jobs[0].operators[1].kind", `operator kind "join" is reserved`},
 			{"jobs[0].operators[3].id", `duplicate operator id "agg"`},
 			{"jobs[0].operators[3].kind", `unknown operator kind "mapp"; did you mean "map"?`},
+			{"jobs[0].restart_strategy.max_delay_ms", "must be at least delay_ms (5000), got 1000"},
 			{"jobs[0].sources[0].input_type", `unknown input "generat"; did you mean "generate"?`},
 			{"jobs[0].sources[0].time.late_event_route", "late_event_policy route needs late_event_route"},
 			{"jobs[0].state.backend", `unsupported state backend "rocksdb"`},
 			{"jobs[0].state.durability", "durable state requires checkpoint"},
 			{"jobs[0].state.max_bytes", "must be a positive integer, got -1"},
 			{"jobs[0].state.max_pending_transactions", "must be a positive integer, got 0"},
+		},
+		"restart.bad.yaml": {
+			{"jobs[0].restart_strategy.delay_ms", "minimum"},
+			{"jobs[0].restart_strategy.max_failures_per_interval", "minimum"},
+			{"jobs[0].restart_strategy.type", `"exponential" is not one of failure_rate, fixed_delay, none`},
 		},
 		"missing.bad.yaml": {
 			{"logging.level", `"loud" is not one of debug, info, warn, error`},
@@ -317,5 +323,13 @@ func TestSyntaxErrorsNameTheirFormatOnce(t *testing.T) {
 				t.Errorf("problems %q, want one: %q", ps, tt.want)
 			}
 		})
+	}
+}
+
+func TestDefaultRestartStrategy(t *testing.T) {
+	want := config.RestartStrategy{Type: "failure_rate", DelayMs: 1000, MaxDelayMs: 30000, Attempts: 3,
+		MaxFailuresPerInterval: 10, FailureRateIntervalMs: 600000}
+	if diff := cmp.Diff(&want, config.DefaultRestartStrategy()); diff != "" {
+		t.Errorf("default (-want +got):\n%s", diff)
 	}
 }

@@ -17,6 +17,20 @@ func Default() *Config {
 	return c
 }
 
+// DefaultRestartStrategy is the restart strategy of a job that declares
+// none.
+func DefaultRestartStrategy() *RestartStrategy {
+	var rs RestartStrategy
+	raw, err := json.Marshal(fill(reflect.TypeFor[RestartStrategy](), map[string]any{}))
+	if err == nil {
+		err = json.Unmarshal(raw, &rs)
+	}
+	if err != nil {
+		panic("config: restart strategy defaults do not decode: " + err.Error())
+	}
+	return &rs
+}
+
 // withDefaults fills a value tree with the `default` tags of the Config
 // types, so that the defaults the schema documents are the defaults applied.
 func withDefaults(tree any) any {

@@ -89,6 +89,9 @@ func (j *Job) validate(p string, reg *component.Registry) []Problem {
 		}
 	}
 	ps = append(ps, j.validateState(p, stateful)...)
+	if rs := j.RestartStrategy; rs != nil && rs.MaxDelayMs < rs.DelayMs {
+		ps = append(ps, at(p+".restart_strategy.max_delay_ms", "must be at least delay_ms (%d), got %d", rs.DelayMs, rs.MaxDelayMs))
+	}
 	return ps
 }
 

@@ -204,6 +204,9 @@ type Job struct {
 	State          *JobState   `json:"state,omitempty" doc:"State backend; required by stateful operators."`
 	Checkpoint     *Checkpoint `json:"checkpoint,omitempty" doc:"Barrier checkpoint policy; required by durable state."`
 	Recovery       string      `json:"recovery" enum:"latest_checkpoint|latest_savepoint|fail" default:"latest_checkpoint" doc:"What a restart restores from."`
+	// RestartStrategy is nil when the job declares none:
+	// DefaultRestartStrategy applies.
+	RestartStrategy *RestartStrategy `json:"restart_strategy,omitempty" doc:"How often a job restarts after task failures before it fails; default failure_rate."`
 }
 
 // Operator is one node of a job graph.
@@ -264,6 +267,22 @@ type JobState struct {
 	FormatVersion          int    `json:"format_version" default:"1" min:"1" doc:"State format version recovery artifacts are bound to."`
 	MaxPendingTransactions int    `json:"max_pending_transactions" default:"4096" doc:"Positive bound of pending state transactions."`
 	MaxBytes               *int64 `json:"max_bytes,omitempty" doc:"Positive live-state budget in bytes."`
+}
+
+// RestartStrategy says how a job restarts after a task failure and when it
+// gives up and fails, as Flink's restart strategies do: fixed_delay allows
+// attempts restarts in all, failure_rate allows max_failures_per_interval
+// failures within any failure_rate_interval_ms, none fails at the first
+// failure. A restart waits delay_ms, doubling after each failure up to
+// max_delay_ms (equal to delay_ms: a fixed delay), back to delay_ms once a
+// restarted attempt completed a checkpoint.
+type RestartStrategy struct {
+	Type                   string `json:"type" enum:"failure_rate|fixed_delay|none" default:"failure_rate" doc:"failure_rate, fixed_delay or none."`
+	DelayMs                int    `json:"delay_ms" default:"1000" min:"0" doc:"Pause before a restart."`
+	MaxDelayMs             int    `json:"max_delay_ms" default:"30000" min:"0" doc:"The pause doubles after each failure up to this; at least delay_ms."`
+	Attempts               int    `json:"attempts" default:"3" min:"0" doc:"fixed_delay: restarts allowed over the run."`
+	MaxFailuresPerInterval int    `json:"max_failures_per_interval" default:"10" min:"1" doc:"failure_rate: failures allowed within failure_rate_interval_ms."`
+	FailureRateIntervalMs  int    `json:"failure_rate_interval_ms" default:"600000" min:"1" doc:"failure_rate: the window failures are counted over."`
 }
 
 // Checkpoint is a job's checkpoint policy.

@@ -20,7 +20,7 @@ func Validate(path string, stdout, stderr io.Writer) bool {
 	if !ok {
 		return false
 	}
-	for _, w := range cfg.Warnings() {
+	for _, w := range append(cfg.Warnings(), engine.JobWarnings(cfg, component.Default)...) {
 		fmt.Fprintf(stderr, "warning: %s\n", w.Error())
 	}
 	fmt.Fprintf(stdout, "OK: %s is valid (%s, %s)\n", path, plural(len(cfg.Streams), "stream"), plural(len(cfg.Jobs), "job"))

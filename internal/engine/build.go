@@ -136,7 +136,7 @@ func CheckIn(cfg *config.Config, reg *component.Registry, sb Sandbox) []config.P
 		}
 	}
 	for i, j := range cfg.Jobs {
-		_, jp := job.Build(fmt.Sprintf("jobs[%d]", i), j)
+		plan, jp := job.Build(fmt.Sprintf("jobs[%d]", i), j)
 		ps = append(ps, jp...)
 		for k, src := range j.Sources {
 			if in, err := reg.NewInput(src.InputType, src.Config, component.Resources{FS: sb.FS, Net: sb.Net}); err != nil {
@@ -146,6 +146,10 @@ func CheckIn(cfg *config.Config, reg *component.Registry, sb Sandbox) []config.P
 			} else {
 				_ = in.Close(context.Background())
 			}
+		}
+		if len(jp) == 0 {
+			errs, _ := job.TypeCheck(fmt.Sprintf("jobs[%d]", i), j, plan, jobSamples(reg, j, component.Resources{FS: sb.FS, Net: sb.Net}))
+			ps = append(ps, errs...)
 		}
 		for k, snk := range j.Sinks {
 			if out, err := reg.NewOutput(snk.OutputType, snk.Config, component.Resources{FS: sb.FS, Net: sb.Net}); err != nil {
@@ -158,6 +162,41 @@ func CheckIn(cfg *config.Config, reg *component.Registry, sb Sandbox) []config.P
 		}
 	}
 	return ps
+}
+
+// JobWarnings are the expressions of cfg's jobs that Check could not
+// type-check, their input's shape being unknown before the jobs run:
+// --validate prints them.
+func JobWarnings(cfg *config.Config, reg *component.Registry) []config.Problem {
+	var ws []config.Problem
+	for i, j := range cfg.Jobs {
+		plan, jp := job.Build(fmt.Sprintf("jobs[%d]", i), j)
+		if len(jp) > 0 {
+			continue
+		}
+		_, w := job.TypeCheck(fmt.Sprintf("jobs[%d]", i), j, plan, jobSamples(reg, j, component.Resources{}))
+		ws = append(ws, w...)
+	}
+	return ws
+}
+
+// jobSamples are the sample records of j's sources whose inputs know
+// their shape (component.Sampler), by source operator id.
+func jobSamples(reg *component.Registry, j config.Job, res component.Resources) map[string]any {
+	samples := map[string]any{}
+	for _, src := range j.Sources {
+		in, err := reg.NewInput(src.InputType, src.Config, res)
+		if err != nil {
+			continue
+		}
+		if sm, ok := in.(component.Sampler); ok {
+			if v, ok := sm.Sample(); ok {
+				samples[src.OperatorID] = v
+			}
+		}
+		_ = in.Close(context.Background())
+	}
+	return samples
 }
 
 func isUnknown(err error) bool {

@@ -213,3 +213,39 @@ func TestBrokenJobFailsWithPath(t *testing.T) {
 		t.Errorf("ready %v, failed %v", e.Ready(), e.Failed())
 	}
 }
+
+// TestRestartStrategyFailsJob: a job whose aggregation fails on every
+// record (a sum over a string) restarts as its restart_strategy allows,
+// then is failed: the engine's status (what /status, /health and the
+// Agent's job reports read) says failed, with the restarts, the reason and
+// the failure, and the engine names it among its failed jobs.
+func TestRestartStrategyFailsJob(t *testing.T) {
+	e := newEngine(t)
+	doc := `
+streams: []
+jobs:
+  - id: sums
+    version: 1
+    operators:
+      - {id: src, kind: source}
+      - {id: counts, kind: aggregate, config: {key: this.k, aggregations: [{name: total, function: sum, expression: this.s}]}}
+      - {id: out, kind: sink}
+    edges: [{from: src, to: counts}, {from: counts, to: out}]
+    sources: [{operator_id: src, input_type: generate, config: {context: '{"k": 1, "s": "x"}', interval: 5ms}}]
+    sinks: [{operator_id: out, output_type: drop}]
+    state: {backend: embedded_kv, durability: ephemeral}
+    restart_strategy: {type: fixed_delay, attempts: 2, delay_ms: 0, max_delay_ms: 0}
+`
+	if err := e.Apply(context.Background(), materialize(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the job failed", func() bool { return jobOf(t, e, "sums").State == kernel.Failed })
+	st := jobOf(t, e, "sums")
+	if st.Restarts != 2 || !strings.Contains(st.Error, "restart strategy fixed_delay: all 2 restarts") || st.LastError == "" ||
+		!strings.Contains(st.Error, st.LastError) {
+		t.Errorf("status: restarts %d, error %q, last error %q", st.Restarts, st.Error, st.LastError)
+	}
+	if !slices.Contains(e.Failed(), "sums") {
+		t.Errorf("failed jobs %v, want sums", e.Failed())
+	}
+}

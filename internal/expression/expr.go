@@ -26,8 +26,13 @@ var ErrNotObject = errors.New("not an object")
 // fields are the object fields the expression reads as this.<name>, each
 // declared as the variable fieldVar(name) (see thisFields).
 func options(fields []string) []expr.Option {
+	return optionsFor(types.Any, fields)
+}
+
+// optionsFor is options with `this` of type this.
+func optionsFor(this types.Type, fields []string) []expr.Option {
 	env := types.Map{
-		"this":   types.Any,
+		"this":   this,
 		"meta":   types.TypeOf(map[string]string(nil)),
 		ownedVar: types.Bool,
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -189,4 +190,32 @@ func (p *Program) Eval(e *Evaluator, this any, meta map[string]string, owned boo
 func Check(src string) error {
 	_, err := expr.Compile(src, options(nil)...)
 	return err
+}
+
+// CheckShape compile-checks src as Check does with `this` typed after
+// sample, a decoded JSON value of the shape the expression's input has:
+// the checker then refuses what would fail on every such record (this.n %
+// 7 when n is a JSON number, which decodes as a float). Fields sample
+// lacks stay untyped.
+func CheckShape(src string, sample any) error {
+	_, err := expr.Compile(src, optionsFor(typeOfSample(sample), nil)...)
+	return err
+}
+
+// typeOfSample is the checker's type of a decoded JSON value: objects are
+// maps whose known fields are typed and others any, numbers float64.
+func typeOfSample(v any) types.Type {
+	switch x := v.(type) {
+	case map[string]any:
+		m := types.Map{types.Extra: types.Any}
+		for k, f := range x {
+			m[k] = typeOfSample(f)
+		}
+		return m
+	case nil:
+		return types.Any
+	case []any:
+		return types.Array(types.Any)
+	}
+	return types.TypeOf(v)
 }

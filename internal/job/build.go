@@ -373,7 +373,11 @@ func (b *builder) plan(order []int, maxPar int) *Plan {
 		State:          j.State,
 		Checkpoint:     j.Checkpoint,
 		Recovery:       j.Recovery,
+		Restart:        j.RestartStrategy,
 		Edges:          b.edges,
+	}
+	if p.Restart == nil {
+		p.Restart = config.DefaultRestartStrategy()
 	}
 	if j.State != nil && j.State.FormatVersion > 0 {
 		p.FormatVersion = j.State.FormatVersion

@@ -21,6 +21,9 @@ type Plan struct {
 	State      *config.JobState   // nil when the job declares none
 	Checkpoint *config.Checkpoint // nil when the job declares none
 	Recovery   string             // latest_checkpoint, latest_savepoint or fail
+	// Restart is the job's restart strategy, config.DefaultRestartStrategy
+	// when it declares none.
+	Restart *config.RestartStrategy
 }
 
 // Operator is one operator of the plan.

@@ -128,6 +128,7 @@ type Job struct {
 	ran       bool
 	st        State
 	err       error
+	lastErr   error // the last failure of an attempt, kept once the job recovers
 	restarts  int
 	restored  string
 	tasks     []*task // the current attempt's

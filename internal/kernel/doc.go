@@ -102,18 +102,25 @@
 // manifest is checked with Manifest.Compatible before anything starts;
 // so is the parallelism of sources with recorded positions. A task
 // restores the old task artifacts whose key-group ranges overlap its own
-// (rescaling), its source seeks to the position of the same subtask, and
-// its sinks Begin with the listed transactions of the same subtask
-// (subtask 0 also takes those of old subtasks beyond the new
-// parallelism). Durability ephemeral restores nothing.
+// (rescaling), its source seeks to the position of the same subtask (at
+// another parallelism: to what component.Rescalable.Rescale makes of
+// every old subtask's position; a source whose input is not Rescalable
+// refuses the artifact before anything starts), and its sinks Begin with
+// the listed transactions of the same subtask (subtask 0 also takes those
+// of old subtasks beyond the new parallelism, and cleans up after them).
+// Durability ephemeral restores nothing.
 //
 // A task error stops every task; the job is Recovering and restarts from
 // the newest complete artifact, checkpoint or savepoint (the recovery mode
 // only chooses where Run starts: after that, the output committed so far
 // is consistent with the newest artifact alone, and an older one would
-// replay committed data), after 1 s, doubling to 30 s, back to 1 s once an attempt completed a
-// checkpoint. Errors wrapping state.ErrBudget, build problems and
-// incompatible artifacts are not retried: the job is Failed.
+// replay committed data), as the plan's restart strategy allows
+// (restart.go: failure_rate, fixed_delay or none; the pause doubles from
+// delay_ms to max_delay_ms, back to delay_ms once an attempt completed a
+// checkpoint); once it gives up the job is Failed with the strategy's
+// reason wrapping the failure. Errors wrapping state.ErrBudget, build
+// problems and incompatible artifacts are not retried: the job is Failed.
+// The last failure stays in Observation.LastError after a recovery.
 //
 // Stop with a savepoint takes it first (an error leaves the job running),
 // then cancels every task: Stopping, then Stopped.

@@ -2,11 +2,16 @@ package kernel
 
 // Observation is a point-in-time view of a running job.
 type Observation struct {
-	JobID   string       `json:"job_id"`
-	Version int          `json:"version"`
-	State   State        `json:"state"`
-	Error   string       `json:"error,omitempty"`
-	Tasks   []TaskStatus `json:"tasks"`
+	JobID   string `json:"job_id"`
+	Version int    `json:"version"`
+	State   State  `json:"state"`
+	// Error is why the job is Failed or Recovering; empty once it runs
+	// again.
+	Error string `json:"error,omitempty"`
+	// LastError is the last failure of an attempt, kept after the job
+	// recovered from it.
+	LastError string       `json:"last_error,omitempty"`
+	Tasks     []TaskStatus `json:"tasks"`
 	// WatermarkLagMs is processing time minus the lowest task watermark.
 	WatermarkLagMs       int64  `json:"watermark_lag_ms"`
 	LastCheckpoint       int64  `json:"last_checkpoint,omitempty"`
@@ -38,6 +43,9 @@ func (j *Job) Observe() Observation {
 	}
 	if j.err != nil {
 		o.Error = j.err.Error()
+	}
+	if j.lastErr != nil {
+		o.LastError = j.lastErr.Error()
 	}
 	tasks := j.tasks
 	j.mu.Unlock()

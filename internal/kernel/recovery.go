@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/state"
 )
@@ -91,22 +92,91 @@ func (j *Job) prepareRecovery(ctx context.Context, r *attempt, mode string) (*st
 		return nil, &permanentError{fmt.Errorf("%s %d cannot be restored: %w", m.Kind, m.ID, err)}
 	}
 	// Source positions are per subtask: a source whose parallelism changed
-	// cannot resume from them.
-	subtasks := map[string]int{}
-	for _, s := range m.Sources {
-		subtasks[s.Operator]++
-	}
-	for id, n := range subtasks {
-		op := p.Operator(id)
-		if op == nil || op.Kind != "source" {
-			continue
-		}
-		if n != op.Parallelism {
-			return nil, &permanentError{fmt.Errorf("%s %d cannot be restored: source %s ran at parallelism %d and now has %d; its read positions cannot be redistributed, set its parallelism back to %d or start without recovery",
-				m.Kind, m.ID, id, n, op.Parallelism, n)}
-		}
+	// resumes from them only if its input redistributes them.
+	if err := j.checkRescale(ctx, m); err != nil {
+		return nil, &permanentError{fmt.Errorf("%s %d cannot be restored: %w", m.Kind, m.ID, err)}
 	}
 	return m, nil
+}
+
+// checkRescale refuses m when a source with recorded positions runs at
+// another parallelism than m's and its input cannot redistribute them
+// (it is not component.Rescalable).
+func (j *Job) checkRescale(ctx context.Context, m *state.Manifest) error {
+	for id, n := range sourceParallelism(m) {
+		op := j.plan.Operator(id)
+		if op == nil || op.Kind != "source" || n == op.Parallelism {
+			continue
+		}
+		if !j.rescalable(ctx, op) {
+			return fmt.Errorf("source %s ran at parallelism %d and now has %d; its input %s cannot redistribute its read positions, set its parallelism back to %d or start without recovery",
+				id, n, op.Parallelism, inputType(op), n)
+		}
+	}
+	return nil
+}
+
+// sourceParallelism is the parallelism each source with recorded positions
+// ran at when m was taken.
+func sourceParallelism(m *state.Manifest) map[string]int {
+	n := map[string]int{}
+	for _, s := range m.Sources {
+		n[s.Operator] = max(n[s.Operator], s.Subtask+1)
+	}
+	return n
+}
+
+func inputType(op *job.Operator) string {
+	if op.Source == nil {
+		return "(unbound)"
+	}
+	return op.Source.InputType
+}
+
+// rescalable reports whether op's input redistributes read positions. The
+// source may run on another node (split placement), so an instance is
+// built to ask; building connects nothing.
+func (j *Job) rescalable(ctx context.Context, op *job.Operator) bool {
+	if op.Source == nil {
+		return false
+	}
+	res := component.Resources{StreamID: j.plan.JobID, Logger: j.log, FS: j.opts.FS, Net: j.opts.Net}
+	in, err := j.opts.Registry.NewInput(op.Source.InputType, op.Source.Config, res)
+	if err != nil {
+		return false
+	}
+	_ = in.Close(ctx)
+	_, ok := in.(component.Rescalable)
+	return ok
+}
+
+// seekPosition is where source task t resumes from m: its own subtask's
+// position at the same parallelism, else its share of every old subtask's
+// as its input redistributes them.
+func seekPosition(t *task, m *state.Manifest) ([]byte, error) {
+	id := t.src.pop.ID
+	n := sourceParallelism(m)[id]
+	if n == 0 {
+		return nil, nil
+	}
+	old := make([][]byte, n)
+	for _, s := range m.Sources {
+		if s.Operator == id {
+			old[s.Subtask] = s.Position
+		}
+	}
+	if n == t.src.pop.Parallelism {
+		return old[t.spec.Subtask], nil
+	}
+	rs, ok := t.input.(component.Rescalable)
+	if !ok {
+		return nil, fmt.Errorf("source %s ran at parallelism %d and now has %d; its input cannot redistribute its read positions", id, n, t.src.pop.Parallelism)
+	}
+	pos, err := rs.Rescale(old)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: redistribute the read positions of %d subtasks over %d: %w", id, n, t.src.pop.Parallelism, err)
+	}
+	return pos, nil
 }
 
 // assignRestore tells every task what to restore from m: the old task
@@ -123,11 +193,11 @@ func (j *Job) assignRestore(r *attempt, m *state.Manifest) error {
 			}
 		}
 		if t.src != nil {
-			for _, s := range m.Sources {
-				if s.Operator == t.src.pop.ID && s.Subtask == t.spec.Subtask {
-					t.seekPos = s.Position
-				}
+			pos, err := seekPosition(t, m)
+			if err != nil {
+				return &permanentError{fmt.Errorf("%s %d cannot be restored: %w", m.Kind, m.ID, err)}
 			}
+			t.seekPos = pos
 		}
 		for _, o := range t.ops {
 			if o.sink == nil {

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/job"
@@ -195,6 +199,19 @@ func TestRetention(t *testing.T) {
 	}
 	if sps, err := j.Artifacts(ctx, state.KindSavepoint); err != nil || len(sps) != 1 || sps[0].ID != sp.ID {
 		t.Errorf("savepoints %v, %v; want savepoint %d kept", sps, err, sp.ID)
+	}
+	// Retention removes whole checkpoint directories, not only their files.
+	entries, err := os.ReadDir(filepath.Join(c.arts, "counts", "checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		dirs = append(dirs, e.Name())
+	}
+	want := []string{"00000000000000000004", "00000000000000000005", "00000000000000000006"}
+	if diff := cmp.Diff(want, dirs); diff != "" {
+		t.Errorf("checkpoint directories in the store (-want +got):\n%s", diff)
 	}
 }
 

@@ -32,15 +32,11 @@ const (
 	RecoverArtifact = "artifact"
 )
 
-const (
-	backoffMin = time.Second
-	backoffMax = 30 * time.Second
-)
-
 // Run runs the job until its sources end (Completed), ctx ends or Stop is
 // called (Stopped), or it fails beyond recovery (Failed, with the error).
-// A task failure restarts the job from its recovery artifact with capped
-// backoff while in state Recovering.
+// A task failure restarts the job from its recovery artifact, while in
+// state Recovering, as the plan's restart strategy allows; once it gives
+// up the job is Failed with the strategy's reason and the last failure.
 func (j *Job) Run(ctx context.Context) error {
 	j.mu.Lock()
 	if j.ran {
@@ -94,7 +90,7 @@ func (j *Job) Run(ctx context.Context) error {
 	if mode == "" {
 		mode = RecoverLatestCheckpoint
 	}
-	backoff := backoffMin
+	restart := newRestarter(j.plan.Restart)
 	inst := j.first
 	j.first = nil
 	for tries := 0; ; tries++ {
@@ -138,11 +134,21 @@ func (j *Job) Run(ctx context.Context) error {
 			j.setState(Stopped, nil)
 			return nil
 		}
+		j.mu.Lock()
+		j.lastErr = err
+		j.mu.Unlock()
 		if permanent(err) || mode == RecoverFail {
 			j.setState(Failed, err)
 			return err
 		}
-		j.log.Warn("job failed; restarting", "error", err, "backoff", backoff)
+		pause, giveUp := restart.failed(j.opts.Now(), progressed)
+		if giveUp != "" {
+			err = fmt.Errorf("%s; the last failure: %w", giveUp, err)
+			j.log.Error("job failed; not restarting", "error", err)
+			j.setState(Failed, err)
+			return err
+		}
+		j.log.Warn("job failed; restarting", "error", err, "backoff", pause)
 		j.mu.Lock()
 		j.restarts++
 		j.mu.Unlock()
@@ -150,14 +156,10 @@ func (j *Job) Run(ctx context.Context) error {
 			m.restarts.WithLabelValues(j.plan.JobID).Inc()
 		}
 		j.setState(Recovering, err)
-		if progressed {
-			backoff = backoffMin
-		}
-		if j.opts.sleep(ctx, backoff) != nil {
+		if j.opts.sleep(ctx, pause) != nil {
 			j.setState(Stopped, nil)
 			return nil
 		}
-		backoff = min(backoff*2, backoffMax)
 	}
 }
 

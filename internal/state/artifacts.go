@@ -477,7 +477,54 @@ func (a *Artifacts) deleteAll(ctx context.Context, prefix string) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return a.removeDirs(prefix)
+}
+
+// removeDirs removes the directories a file:// store is left with under
+// prefix once its objects are deleted: fileblob deletes files only, and
+// every checkpoint would otherwise leave a tree of empty directories. A
+// directory that is not empty (an object written meanwhile) stays.
+func (a *Artifacts) removeDirs(prefix string) error {
+	if a.root == "" {
+		return nil
+	}
+	top := filepath.Join(a.root, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	var dirs []string
+	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- { // deepest first
+		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(dirs[i]) {
+			return err
+		}
+	}
+	return nil
+}
+
+// isNotEmpty reports whether dir still holds entries.
+func isNotEmpty(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return err == nil
 }
 
 // HighestID is the highest artifact id of the job with any file in the

@@ -25,7 +25,8 @@ func init() {
 			"`timestamp_start_ms + floor((count-1) * timestamp_step_ms)`. With `seed` the random values are a " +
 			"function of the seed and the sequence number, so every run emits the same payloads. " +
 			"In a job it can run at any parallelism (subtask i of n emits the sequence numbers s with " +
-			"(s-1) mod n = i, `count` staying the total) and resumes from its checkpointed position; " +
+			"(s-1) mod n = i, `count` staying the total) and resumes from its checkpointed position, also at " +
+			"another parallelism (the sequence numbers the old subtasks left are dealt to the new ones); " +
 			"with `seed` (or no random placeholder) a replay emits exactly the same messages.",
 		Schema: component.ObjectSchema(map[string]any{
 			"context": component.Prop("string", "Payload of every message, usually JSON. `{{count}}` is replaced by the "+
@@ -60,8 +61,8 @@ timestamp_step_ms: 100
 }
 
 var (
-	_ component.Splittable = (*Generate)(nil)
-	_ component.Replayable = (*Generate)(nil)
+	_ component.Rescalable = (*Generate)(nil)
+	_ component.Sampler    = (*Generate)(nil)
 )
 
 // GenerateConfig is the configuration of the generate input.
@@ -79,19 +80,19 @@ type GenerateConfig struct {
 // throughput hot path: a batch costs one allocation for its messages and,
 // when the template has placeholders, one for all of their payloads.
 //
-// Split makes it emit every subtasks-th sequence number; emitted counts the
-// messages of this instance, so its k-th message has the sequence number
-// first + k*stride.
+// Its position is a share of the sequence numbers: Split makes it emit
+// every subtasks-th one, and a rescale adds the catch-up lanes the old
+// subtasks left.
 type Generate struct {
 	tmpl      template
 	interval  time.Duration
 	count     int64 // 0 = unlimited; the total over all subtasks
 	batchSize int
-	first     int64 // sequence number of this instance's first message
-	stride    int64 // distance between its sequence numbers
 
 	// Owned by the goroutine that calls Read.
-	emitted int64
+	seqs    share
+	emitted int64 // messages of this instance, for people reading a position
+	scratch []int64
 	next    time.Time // earliest time of the next batch
 	timer   *time.Timer
 	rng     *rand.Rand
@@ -133,55 +134,114 @@ func NewGenerate(conf map[string]any, _ component.Resources) (component.Input, e
 		interval:  iv,
 		count:     c.Count,
 		batchSize: c.BatchSize,
-		first:     1,
-		stride:    1,
+		seqs:      newShare(1, limitOf(c.Count)),
 		rng:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}, nil
+}
+
+// limitOf is the exclusive end of the sequence numbers of count messages.
+func limitOf(count int64) int64 {
+	if count == 0 {
+		return -1 // unlimited
+	}
+	return count + 1
 }
 
 // Split makes this instance emit the sequence numbers s with
 // (s-1) mod subtasks == subtask.
 func (g *Generate) Split(subtask, subtasks int) error {
-	if subtasks < 1 || subtask < 0 || subtask >= subtasks {
-		return fmt.Errorf("generate: subtask %d of %d is out of range", subtask, subtasks)
+	if err := g.seqs.split(subtask, subtasks); err != nil {
+		return fmt.Errorf("generate: %w", err)
 	}
-	g.first, g.stride = int64(subtask)+1, int64(subtasks)
 	return nil
 }
 
 // generatePosition is the checkpointed position of a generate input.
 type generatePosition struct {
-	// Emitted is how many messages this instance emitted.
+	// Emitted is how many messages this instance emitted, for people
+	// reading a checkpoint (and, without Next, the position of an older
+	// version).
 	Emitted int64 `json:"emitted"`
-	// Next is the sequence number of its next message, for people reading
-	// a checkpoint.
-	Next int64 `json:"next"`
+	// Next is the sequence number of its next message after the catch-up
+	// lanes.
+	Next int64 `json:"next,omitempty"`
+	// CatchUp are the sequence numbers a rescale gave this instance
+	// besides its own, emitted first.
+	CatchUp []lane `json:"catch_up,omitempty"`
 }
 
-// Position returns how many messages this instance emitted.
+// Position returns the instance's next sequence number and catch-up lanes.
 func (g *Generate) Position() ([]byte, error) {
-	return json.Marshal(generatePosition{Emitted: g.emitted, Next: g.first + g.emitted*g.stride})
+	return json.Marshal(generatePosition{Emitted: g.emitted, Next: g.seqs.next, CatchUp: g.seqs.catchUp})
+}
+
+func parseGeneratePosition(pos []byte) (generatePosition, error) {
+	var p generatePosition
+	if err := json.Unmarshal(pos, &p); err != nil {
+		return p, fmt.Errorf("generate: position %s: %w", pos, err)
+	}
+	if p.Emitted < 0 || p.Next < 0 {
+		return p, fmt.Errorf("generate: position %s: emitted and next must not be negative", pos)
+	}
+	return p, nil
 }
 
 // Seek continues after the messages a Position counted.
 func (g *Generate) Seek(_ context.Context, pos []byte) error {
-	var p generatePosition
-	if err := json.Unmarshal(pos, &p); err != nil {
-		return fmt.Errorf("generate: position %s: %w", pos, err)
+	p, err := parseGeneratePosition(pos)
+	if err != nil {
+		return err
 	}
-	if p.Emitted < 0 {
-		return fmt.Errorf("generate: position %s: emitted must not be negative", pos)
+	next := p.Next
+	if next == 0 {
+		next = 1 + g.seqs.subtask() + p.Emitted*g.seqs.stride
+	}
+	if err := g.seqs.seek(next, p.CatchUp); err != nil {
+		return fmt.Errorf("generate: position %s: %w", pos, err)
 	}
 	g.emitted = p.Emitted
 	return nil
 }
 
-// total is how many messages this instance emits in all; 0 = unlimited.
-func (g *Generate) total() int64 {
-	if g.count < g.first {
-		return 0
+// Rescale deals out the sequence numbers the old subtasks left.
+func (g *Generate) Rescale(old [][]byte) ([]byte, error) {
+	mains := make([]int64, len(old))
+	var lanes []lane
+	for i, raw := range old {
+		mains[i] = 1 + int64(i)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		p, err := parseGeneratePosition(raw)
+		if err != nil {
+			return nil, err
+		}
+		if p.Next > 0 {
+			mains[i] = p.Next
+		} else {
+			mains[i] += p.Emitted * int64(len(old))
+		}
+		lanes = append(lanes, p.CatchUp...)
 	}
-	return (g.count-g.first)/g.stride + 1
+	s := g.seqs
+	if err := s.rescale(mains, lanes, int(s.subtask()), int(s.stride)); err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	return json.Marshal(generatePosition{Next: s.next, CatchUp: s.catchUp})
+}
+
+// Sample is the first message, decoded, when the context is JSON: every
+// message has its shape, the placeholders being numbers.
+func (g *Generate) Sample() (any, bool) {
+	p := g.tmpl.static
+	if p == nil {
+		p = g.tmpl.expand(nil, 1, rand.New(rand.NewPCG(0, 0)))
+	}
+	var v any
+	if json.Unmarshal(p, &v) != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Connect does nothing: there is nothing to reach.
@@ -190,16 +250,29 @@ func (g *Generate) Connect(context.Context) error { return nil }
 // Read returns the next batch, waiting for the interval first, or
 // message.ErrEndOfInput once count messages were emitted.
 func (g *Generate) Read(ctx context.Context) (message.Batch, message.AckFunc, error) {
-	n := int64(g.batchSize)
-	if g.count > 0 {
-		if left := g.total() - g.emitted; left <= 0 {
-			return message.Batch{}, nil, message.ErrEndOfInput
-		} else if left < n {
-			n = left
-		}
+	if g.seqs.ended() {
+		return message.Batch{}, nil, message.ErrEndOfInput
 	}
 	if err := g.wait(ctx); err != nil {
 		return message.Batch{}, nil, err
+	}
+	if len(g.seqs.catchUp) > 0 {
+		g.scratch = g.seqs.takeCatchUp(g.scratch[:0], g.batchSize)
+		msgs := make([]message.Message, len(g.scratch))
+		for i, seq := range g.scratch {
+			if g.tmpl.static != nil {
+				msgs[i] = message.New(g.tmpl.static)
+			} else {
+				msgs[i] = message.New(g.tmpl.expand(nil, seq, g.rng))
+			}
+		}
+		g.emitted += int64(len(msgs))
+		g.paced()
+		return message.Batch{Messages: msgs}, message.NoopAck, nil
+	}
+	n := int64(g.batchSize)
+	if left := g.seqs.mainLeft(); left >= 0 && left < n {
+		n = left
 	}
 	msgs := make([]message.Message, n)
 	if g.tmpl.static != nil {
@@ -208,19 +281,25 @@ func (g *Generate) Read(ctx context.Context) (message.Batch, message.AckFunc, er
 		}
 	} else {
 		buf := make([]byte, 0, int(n)*g.tmpl.maxLen)
-		seq := g.first + g.emitted*g.stride
+		seq := g.seqs.next
 		for i := range msgs {
 			start := len(buf)
 			buf = g.tmpl.expand(buf, seq, g.rng)
-			seq += g.stride
+			seq += g.seqs.stride
 			msgs[i] = message.New(buf[start:len(buf):len(buf)])
 		}
 	}
+	g.seqs.next += n * g.seqs.stride
 	g.emitted += n
+	g.paced()
+	return message.Batch{Messages: msgs}, message.NoopAck, nil
+}
+
+// paced sets when the next batch is due.
+func (g *Generate) paced() {
 	if g.interval > 0 {
 		g.next = time.Now().Add(g.interval)
 	}
-	return message.Batch{Messages: msgs}, message.NoopAck, nil
 }
 
 // wait blocks until the next batch is due or ctx ends.

@@ -15,7 +15,8 @@ func init() {
 		Name: "memory",
 		Summary: "Emits a fixed list of messages from the configuration, then ends. In a job it can run at " +
 			"any parallelism (message i goes to subtask i mod n) and resumes from its checkpointed position " +
-			"(the index of the next message).",
+			"(the index of the next message), also at another parallelism (the messages the old subtasks " +
+			"left are dealt to the new ones).",
 		Schema: component.ObjectSchema(map[string]any{
 			"messages": func() map[string]any {
 				p := component.Prop("array", "Payloads to emit, one message per entry, in order.", nil)
@@ -34,8 +35,8 @@ batch_size: 2
 }
 
 var (
-	_ component.Splittable = (*Memory)(nil)
-	_ component.Replayable = (*Memory)(nil)
+	_ component.Rescalable = (*Memory)(nil)
+	_ component.Sampler    = (*Memory)(nil)
 )
 
 // MemoryConfig is the configuration of the memory input.
@@ -47,17 +48,16 @@ type MemoryConfig struct {
 // Memory emits the configured messages once. A batch whose acknowledgement
 // fails is emitted again before the rest.
 //
-// Split keeps every subtasks-th message: payloads[k] is message
-// first + k*stride of the configuration.
+// Its position is a share of the message indexes: Split keeps every
+// subtasks-th message, and a rescale adds the catch-up lanes the old
+// subtasks left.
 type Memory struct {
-	payloads  [][]byte
+	payloads  [][]byte // every configured message
 	batchSize int
 	redo      redelivery
-	first     int
-	stride    int
-	total     int // number of configured messages
 
-	pos int // index into payloads; owned by the goroutine that calls Read
+	idx     share // owned by the goroutine that calls Read
+	scratch []int64
 }
 
 // NewMemory builds a memory input from its configuration.
@@ -74,7 +74,7 @@ func NewMemory(conf map[string]any, res component.Resources) (component.Input, e
 	}
 	m := &Memory{
 		batchSize: c.BatchSize, redo: redelivery{log: res.Logger, source: "memory"},
-		stride: 1, total: len(c.Messages),
+		idx: newShare(0, int64(len(c.Messages))),
 	}
 	for _, s := range c.Messages {
 		m.payloads = append(m.payloads, []byte(s))
@@ -94,72 +94,113 @@ func (m *Memory) Read(ctx context.Context) (message.Batch, message.AckFunc, erro
 	if b, ok := m.redo.next(); ok {
 		return b, m.redo.ackFor(b), nil
 	}
-	if m.pos >= len(m.payloads) {
+	if m.idx.ended() {
 		if m.redo.end() {
 			return message.Batch{}, nil, message.ErrEndOfInput
 		}
 		b, _ := m.redo.next()
 		return b, m.redo.ackFor(b), nil
 	}
-	end := min(m.pos+m.batchSize, len(m.payloads))
-	msgs := make([]message.Message, 0, end-m.pos)
-	for _, p := range m.payloads[m.pos:end] {
-		msg := message.New(p)
-		msg.Meta.Source = "memory"
-		msg.Meta.Offset = int64(m.first + (m.pos+len(msgs))*m.stride)
-		msgs = append(msgs, msg)
+	m.scratch = m.idx.takeCatchUp(m.scratch[:0], m.batchSize)
+	for len(m.scratch) < m.batchSize && m.idx.mainLeft() > 0 {
+		m.scratch = append(m.scratch, m.idx.next)
+		m.idx.next += m.idx.stride
 	}
-	m.pos = end
+	msgs := make([]message.Message, len(m.scratch))
+	for i, n := range m.scratch {
+		msgs[i] = message.New(m.payloads[n])
+		msgs[i].Meta.Source = "memory"
+		msgs[i].Meta.Offset = n
+	}
 	b := message.Batch{Messages: msgs}
 	return b, m.redo.ackFor(b), nil
 }
 
 // Split keeps the messages i with i mod subtasks == subtask.
 func (m *Memory) Split(subtask, subtasks int) error {
-	if subtasks < 1 || subtask < 0 || subtask >= subtasks {
-		return fmt.Errorf("memory: subtask %d of %d is out of range", subtask, subtasks)
+	if err := m.idx.split(subtask, subtasks); err != nil {
+		return fmt.Errorf("memory: %w", err)
 	}
-	var own [][]byte
-	for i := subtask; i < len(m.payloads); i += subtasks {
-		own = append(own, m.payloads[i])
-	}
-	m.payloads, m.first, m.stride = own, subtask, subtasks
 	return nil
 }
 
 // memoryPosition is the checkpointed position of a memory input.
 type memoryPosition struct {
-	// Index is the index in the configured list of the next message this
-	// instance emits, or the list's length when it emitted all of its own.
-	Index int `json:"index"`
+	// Index is the index in the configured list of the next message of
+	// this instance's own share, or the list's length when it emitted all
+	// of them.
+	Index int64 `json:"index"`
+	// CatchUp are the indexes a rescale gave this instance besides its
+	// own, emitted first.
+	CatchUp []lane `json:"catch_up,omitempty"`
 }
 
-// Position returns the index of the next message.
+// Position returns the index of the next message and the catch-up lanes.
 func (m *Memory) Position() ([]byte, error) {
-	idx := m.total
-	if m.pos < len(m.payloads) {
-		idx = m.first + m.pos*m.stride
-	}
-	return json.Marshal(memoryPosition{Index: idx})
+	return json.Marshal(memoryPosition{Index: min(m.idx.next, m.idx.limit), CatchUp: m.idx.catchUp})
 }
 
-// Seek continues with the first message of this instance at or after the
-// position's index.
-func (m *Memory) Seek(_ context.Context, pos []byte) error {
+func (m *Memory) parsePosition(pos []byte) (memoryPosition, error) {
 	var p memoryPosition
 	if err := json.Unmarshal(pos, &p); err != nil {
+		return p, fmt.Errorf("memory: position %s: %w", pos, err)
+	}
+	if p.Index < 0 || p.Index > m.idx.limit {
+		return p, fmt.Errorf("memory: position %s: index out of range [0, %d]", pos, m.idx.limit)
+	}
+	return p, nil
+}
+
+// Seek continues with the catch-up lanes, then the first message of this
+// instance at or after the position's index.
+func (m *Memory) Seek(_ context.Context, pos []byte) error {
+	p, err := m.parsePosition(pos)
+	if err != nil {
+		return err
+	}
+	if err := m.idx.seek(p.Index, p.CatchUp); err != nil {
 		return fmt.Errorf("memory: position %s: %w", pos, err)
 	}
-	if p.Index < 0 || p.Index > m.total {
-		return fmt.Errorf("memory: position %s: index out of range [0, %d]", pos, m.total)
-	}
-	// The first own index k with first + k*stride >= p.Index.
-	k := 0
-	if p.Index > m.first {
-		k = (p.Index - m.first + m.stride - 1) / m.stride
-	}
-	m.pos = min(k, len(m.payloads))
 	return nil
+}
+
+// Rescale deals out the messages the old subtasks left.
+func (m *Memory) Rescale(old [][]byte) ([]byte, error) {
+	mains := make([]int64, len(old))
+	var lanes []lane
+	for i, raw := range old {
+		mains[i] = int64(i)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		p, err := m.parsePosition(raw)
+		if err != nil {
+			return nil, err
+		}
+		// An index at the end may not be in subtask i's residue: any
+		// number at or above the end stands for "done".
+		mains[i], lanes = max(p.Index, int64(i)), append(lanes, p.CatchUp...)
+		if p.Index >= m.idx.limit {
+			mains[i] = m.idx.limit + mod(int64(i)-m.idx.limit, int64(len(old)))
+		}
+	}
+	s := m.idx
+	if err := s.rescale(mains, lanes, int(s.subtask()), int(s.stride)); err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	return json.Marshal(memoryPosition{Index: min(s.next, s.limit), CatchUp: s.catchUp})
+}
+
+// Sample is the first configured message, decoded, when it is JSON.
+func (m *Memory) Sample() (any, bool) {
+	if len(m.payloads) == 0 {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal(m.payloads[0], &v) != nil {
+		return nil, false
+	}
+	return v, true
 }
 
 // Close does nothing.

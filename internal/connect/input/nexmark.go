@@ -29,7 +29,8 @@ func init() {
 			"`bid` {auction, bidder, price, channel, url, date_time, extra}; numbers are floats, as decoded " +
 			"JSON would be, and prices are in cents. The stream is a function of `seed` and the event number: " +
 			"in a job it can run at any parallelism (subtask i of n generates the events whose number is i " +
-			"mod n) and resumes from its checkpointed position, replaying identical events.",
+			"mod n) and resumes from its checkpointed position, also at another parallelism (the event " +
+			"numbers the old subtasks left are dealt to the new ones), replaying identical events.",
 		Schema: component.ObjectSchema(map[string]any{
 			"count": func() map[string]any {
 				p := component.Prop("integer", "Number of events to generate (event numbers 0 to count-1), after which the input ends.", nil)
@@ -64,8 +65,7 @@ events_per_second: 10000
 }
 
 var (
-	_ component.Splittable = (*Nexmark)(nil)
-	_ component.Replayable = (*Nexmark)(nil)
+	_ component.Rescalable = (*Nexmark)(nil)
 )
 
 const (
@@ -85,18 +85,17 @@ type NexmarkConfig struct {
 
 // Nexmark generates the Nexmark event stream. Every event is a pure
 // function of the seed and its event number, which makes splitting and
-// replaying trivial: an instance generates the numbers next, next+stride, …
-// below count.
+// replaying trivial: an instance generates the numbers of its share (the
+// catch-up lanes of a rescale, then next, next+stride, …) below count.
 type Nexmark struct {
 	count     int64
 	seed      uint64
 	batchSize int
 	firstTime int64
 	rate      int64
-	subtask   int64
-	stride    int64
 
-	next int64 // number of the next event; owned by the goroutine that calls Read
+	nums    share // owned by the goroutine that calls Read
+	scratch []int64
 }
 
 // NewNexmark builds a nexmark input from its configuration.
@@ -121,7 +120,7 @@ func NewNexmark(conf map[string]any, _ component.Resources) (component.Input, er
 	nexmarkTablesOnce.Do(buildNexmarkTables)
 	return &Nexmark{
 		count: c.Count, seed: uint64(c.Seed), batchSize: c.BatchSize,
-		firstTime: c.FirstEventTimeMs, rate: c.EventsPerSecond, stride: 1,
+		firstTime: c.FirstEventTimeMs, rate: c.EventsPerSecond, nums: newShare(0, c.Count),
 	}, nil
 }
 
@@ -131,34 +130,66 @@ func (x *Nexmark) Connect(context.Context) error { return nil }
 // Split makes this instance generate the events n with n mod subtasks ==
 // subtask.
 func (x *Nexmark) Split(subtask, subtasks int) error {
-	if subtasks < 1 || subtask < 0 || subtask >= subtasks {
-		return fmt.Errorf("nexmark: subtask %d of %d is out of range", subtask, subtasks)
+	if err := x.nums.split(subtask, subtasks); err != nil {
+		return fmt.Errorf("nexmark: %w", err)
 	}
-	x.subtask, x.stride, x.next = int64(subtask), int64(subtasks), int64(subtask)
 	return nil
 }
 
 // nexmarkPosition is the checkpointed position of a nexmark input.
 type nexmarkPosition struct {
-	Next int64 `json:"next"` // number of the next event
+	Next    int64  `json:"next"`               // number of the next event of the main lane
+	CatchUp []lane `json:"catch_up,omitempty"` // numbers a rescale added, generated first
 }
 
-// Position returns the number of the next event.
+// Position returns the number of the next event and the catch-up lanes.
 func (x *Nexmark) Position() ([]byte, error) {
-	return json.Marshal(nexmarkPosition{Next: x.next})
+	return json.Marshal(nexmarkPosition{Next: x.nums.next, CatchUp: x.nums.catchUp})
+}
+
+func parseNexmarkPosition(pos []byte) (nexmarkPosition, error) {
+	var p nexmarkPosition
+	if err := json.Unmarshal(pos, &p); err != nil {
+		return p, fmt.Errorf("nexmark: position %s: %w", pos, err)
+	}
+	return p, nil
 }
 
 // Seek continues at a Position of an instance with the same split.
 func (x *Nexmark) Seek(_ context.Context, pos []byte) error {
-	var p nexmarkPosition
-	if err := json.Unmarshal(pos, &p); err != nil {
+	p, err := parseNexmarkPosition(pos)
+	if err != nil {
+		return err
+	}
+	if p.Next < 0 || p.Next%x.nums.stride != x.nums.subtask() {
+		return fmt.Errorf("nexmark: position %s is not one of subtask %d of %d", pos, x.nums.subtask(), x.nums.stride)
+	}
+	if err := x.nums.seek(p.Next, p.CatchUp); err != nil {
 		return fmt.Errorf("nexmark: position %s: %w", pos, err)
 	}
-	if p.Next < 0 || p.Next%x.stride != x.subtask {
-		return fmt.Errorf("nexmark: position %s is not one of subtask %d of %d", pos, x.subtask, x.stride)
-	}
-	x.next = p.Next
 	return nil
+}
+
+// Rescale deals out the events the old subtasks left.
+func (x *Nexmark) Rescale(old [][]byte) ([]byte, error) {
+	mains := make([]int64, len(old))
+	var lanes []lane
+	for i, raw := range old {
+		mains[i] = int64(i)
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		p, err := parseNexmarkPosition(raw)
+		if err != nil {
+			return nil, err
+		}
+		mains[i], lanes = p.Next, append(lanes, p.CatchUp...)
+	}
+	s := x.nums
+	if err := s.rescale(mains, lanes, int(s.subtask()), int(s.stride)); err != nil {
+		return nil, fmt.Errorf("nexmark: %w", err)
+	}
+	return json.Marshal(nexmarkPosition{Next: s.next, CatchUp: s.catchUp})
 }
 
 // Read returns the next batch_size events, or message.ErrEndOfInput after
@@ -167,21 +198,34 @@ func (x *Nexmark) Read(ctx context.Context) (message.Batch, message.AckFunc, err
 	if err := ctx.Err(); err != nil {
 		return message.Batch{}, nil, err
 	}
-	if x.next >= x.count {
+	if x.nums.ended() {
 		return message.Batch{}, nil, message.ErrEndOfInput
 	}
-	n := min(int64(x.batchSize), (x.count-x.next+x.stride-1)/x.stride)
+	if len(x.nums.catchUp) > 0 {
+		x.scratch = x.nums.takeCatchUp(x.scratch[:0], x.batchSize)
+		msgs := make([]message.Message, len(x.scratch))
+		for i, n := range x.scratch {
+			msgs[i] = x.message(n)
+		}
+		return message.Batch{Messages: msgs}, message.NoopAck, nil
+	}
+	n := min(int64(x.batchSize), x.nums.mainLeft())
 	msgs := make([]message.Message, n)
 	for i := range msgs {
-		ev, ms := x.event(x.next)
-		m := message.NewStructured(ev)
-		m.Meta.Source = "nexmark"
-		m.Meta.Offset = x.next
-		m.Meta.Timestamp = time.UnixMilli(ms)
-		msgs[i] = m
-		x.next += x.stride
+		msgs[i] = x.message(x.nums.next)
+		x.nums.next += x.nums.stride
 	}
 	return message.Batch{Messages: msgs}, message.NoopAck, nil
+}
+
+// message is event number n.
+func (x *Nexmark) message(n int64) message.Message {
+	ev, ms := x.event(n)
+	m := message.NewStructured(ev)
+	m.Meta.Source = "nexmark"
+	m.Meta.Offset = n
+	m.Meta.Timestamp = time.UnixMilli(ms)
+	return m
 }
 
 // Close does nothing.

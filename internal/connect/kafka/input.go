@@ -38,7 +38,7 @@ func init() {
 		Name: "kafka",
 		Summary: "Reads Kafka topics through a consumer group (offsets committed only after the batch is acknowledged: " +
 			"at-least-once) or from explicit partitions. In a job it splits partitions across subtasks and keeps " +
-			"per-partition offsets in checkpoints.",
+			"per-partition offsets in checkpoints, which a restore at another parallelism redistributes by partition.",
 		Schema: component.ObjectSchema(sharedProps(map[string]any{
 			"topics":                    topics,
 			"consumer_group":            component.Prop("string", "Consumer group: partitions are balanced across its members and offsets committed to it after acknowledgement. Not used in a job.", nil),
@@ -62,8 +62,7 @@ batch_size: 500
 }
 
 var (
-	_ component.Splittable = (*Input)(nil)
-	_ component.Replayable = (*Input)(nil)
+	_ component.Rescalable = (*Input)(nil)
 )
 
 const defaultBatchSize = 100
@@ -427,6 +426,29 @@ func (in *Input) Seek(_ context.Context, raw []byte) error {
 		}
 	}
 	return nil
+}
+
+// Rescale merges the offsets of every old subtask: positions are per
+// partition, so each instance takes those of the partitions it now owns
+// from the merged position at Seek.
+func (in *Input) Rescale(old [][]byte) ([]byte, error) {
+	merged := map[string]map[string]int64{}
+	for _, raw := range old {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		pos, err := parsePosition(raw)
+		if err != nil {
+			return nil, err
+		}
+		for tp, o := range pos {
+			if merged[tp.Topic] == nil {
+				merged[tp.Topic] = map[string]int64{}
+			}
+			merged[tp.Topic][strconv.Itoa(int(tp.Partition))] = o
+		}
+	}
+	return json.Marshal(merged)
 }
 
 // parsePosition reads a Position value.

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,15 +15,22 @@ import (
 )
 
 // TestJobExactlyOnce runs kafka (split, replayed) -> kafka (transactional)
-// as a job at parallelism 2, stops it after some checkpoints while data is
-// in flight, produces more and resumes from the checkpoint: a
+// as a job, stops it after some checkpoints while data is in flight,
+// produces more and resumes from the checkpoint, at the same parallelism
+// and at another (the partitions' offsets are redistributed): a
 // read_committed consumer sees every input record exactly once.
 func TestJobExactlyOnce(t *testing.T) {
+	for _, tc := range []struct{ from, to int }{{2, 2}, {2, 3}, {3, 1}} {
+		t.Run(fmt.Sprintf("%d to %d", tc.from, tc.to), func(t *testing.T) { testJobExactlyOnce(t, tc.from, tc.to) })
+	}
+}
+
+func testJobExactlyOnce(t *testing.T, from, to int) {
 	c := cluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
 	addr := c.ListenAddrs()[0]
 	produce(t, addr, "in", 0, 300)
 	spec := config.Job{
-		ID: "kjob", Version: 1, Parallelism: 2, MaxParallelism: 64,
+		ID: "kjob", Version: 1, Parallelism: from, MaxParallelism: 64,
 		Operators: []config.Operator{{ID: "src", Kind: "source"}, {ID: "out", Kind: "sink"}},
 		Edges:     []config.Edge{{From: "src", To: "out"}},
 		Sources: []config.Source{{OperatorID: "src", InputType: "kafka", Config: map[string]any{
@@ -35,11 +43,11 @@ func TestJobExactlyOnce(t *testing.T) {
 		Checkpoint: &config.Checkpoint{IntervalMs: 50, Retention: 2, ObjectStoreURI: "file://" + t.TempDir()},
 		Recovery:   "latest_checkpoint",
 	}
-	p, probs := job.Build("jobs[0]", spec)
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
 	build := func() *kernel.Job {
+		p, probs := job.Build("jobs[0]", spec)
+		if len(probs) > 0 {
+			t.Fatal(probs)
+		}
 		j, err := kernel.Build("jobs[0]", p, kernel.Options{Registry: component.Default, Spec: &spec})
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +73,21 @@ func TestJobExactlyOnce(t *testing.T) {
 		}
 	}
 	first := build()
-	run(first, func() bool { return first.Observe().LastCheckpoint >= 3 })
+	// Stop once a checkpoint injected after the first records reached the
+	// sink completed: the first run then committed some output.
+	after := int64(-1)
+	run(first, func() bool {
+		o := first.Observe()
+		if after < 0 {
+			for _, ts := range o.Tasks {
+				if ts.RecordsOut > 0 {
+					after = o.LastCheckpoint + 2 // the next one may have been injected before
+					break
+				}
+			}
+		}
+		return after >= 0 && o.LastCheckpoint >= max(after, 3)
+	})
 	produce(t, addr, "in", 300, 200)
 	firstRun := committed(t, addr)
 	if len(firstRun) == 0 {
@@ -74,6 +96,7 @@ func TestJobExactlyOnce(t *testing.T) {
 	t.Logf("first run: %d records committed, checkpoint %d", len(firstRun), first.Observe().LastCheckpoint)
 
 	out := newCounter(t, addr, "out", true)
+	spec.Parallelism = to
 	second := build()
 	run(second, func() bool {
 		out.poll(100 * time.Millisecond)

@@ -32,7 +32,8 @@ import (
 //     open until it is ended or transaction_timeout passes.
 //
 // Begin first commits the restored handles, then fences every slot of this
-// identity with InitProducerID, which aborts whatever transaction a dead
+// identity (and, restored at a lower parallelism, of the subtasks whose
+// handles it restored: the ones that are gone) with InitProducerID, which aborts whatever transaction a dead
 // process left open there (data written after the restored checkpoint,
 // which the job replays). A restored handle the coordinator answers with
 // "fenced" or "invalid state" was ended already: Begin commits before it
@@ -47,6 +48,11 @@ type txnHandle struct {
 	TransactionalID string `json:"transactional_id,omitempty"`
 	ProducerID      int64  `json:"producer_id,omitempty"`
 	ProducerEpoch   int16  `json:"producer_epoch,omitempty"`
+	// Operator and Subtask name the sink subtask that prepared it, so that
+	// a restore at a lower parallelism fences the slots of the subtasks
+	// that are gone (older handles lack them).
+	Operator string `json:"operator,omitempty"`
+	Subtask  int    `json:"subtask,omitempty"`
 }
 
 // txnSlot is one transactional id and its producer.
@@ -58,8 +64,10 @@ type txnSlot struct {
 
 // txnState is the transactional mode of an Output; nil in a stream.
 type txnState struct {
-	slots []*txnSlot
-	cur   *txnSlot // the slot whose open transaction Write fills
+	operator string
+	subtask  int
+	slots    []*txnSlot
+	cur      *txnSlot // the slot whose open transaction Write fills
 	// failed is set by a produce that failed in a transaction: part of
 	// the batch may be in it, so it cannot be prepared and the job must
 	// restart from its last checkpoint.
@@ -80,14 +88,31 @@ func (o *Output) Begin(ctx context.Context, operator string, subtask int, restor
 	if prefix == "" {
 		prefix = "flowplane-" + o.jobID
 	}
+	// The subtasks whose open transactions are fenced: this one and, after
+	// a restore at a lower parallelism, those whose transactions subtask 0
+	// restores. An open transaction of a subtask that is gone would
+	// otherwise hold read_committed consumers back until it times out.
+	others := map[int]bool{}
 	for _, raw := range restored {
 		if err := o.Commit(ctx, raw); err != nil {
 			return fmt.Errorf("kafka output: restoring: %w", err)
 		}
+		var h txnHandle
+		if json.Unmarshal(raw, &h) == nil && h.Operator == operator && h.Subtask != subtask {
+			others[h.Subtask] = true
+		}
 	}
-	t := &txnState{}
+	for sub := range others {
+		for i := range txnSlots {
+			id := slotID(prefix, operator, sub, i)
+			if err := o.fence(ctx, id); err != nil {
+				return fmt.Errorf("kafka output: fencing transactional id %s: %w", id, err)
+			}
+		}
+	}
+	t := &txnState{operator: operator, subtask: subtask}
 	for i := range txnSlots {
-		s := &txnSlot{id: prefix + "-" + operator + "-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(i)}
+		s := &txnSlot{id: slotID(prefix, operator, subtask, i)}
 		if err := o.fence(ctx, s.id); err != nil {
 			return fmt.Errorf("kafka output: fencing transactional id %s: %w", s.id, err)
 		}
@@ -95,6 +120,11 @@ func (o *Output) Begin(ctx context.Context, operator string, subtask int, restor
 	}
 	o.txn = t
 	return nil
+}
+
+// slotID is the transactional id of a sink subtask's slot.
+func slotID(prefix, operator string, subtask, slot int) string {
+	return prefix + "-" + operator + "-" + strconv.Itoa(subtask) + "-" + strconv.Itoa(slot)
 }
 
 // fence bumps the epoch of a transactional id, aborting its open
@@ -192,7 +222,7 @@ func (o *Output) Prepare(ctx context.Context, checkpoint int64) ([]byte, error) 
 	if t.failed != nil {
 		return nil, fmt.Errorf("kafka output: an earlier write failed: %w", t.failed)
 	}
-	h := txnHandle{Checkpoint: checkpoint}
+	h := txnHandle{Checkpoint: checkpoint, Operator: o.txn.operator, Subtask: o.txn.subtask}
 	if s := t.cur; s != nil {
 		if err := s.cl.Flush(ctx); err != nil {
 			return nil, fmt.Errorf("kafka output: flush: %w", err)

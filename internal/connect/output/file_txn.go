@@ -46,6 +46,25 @@ type fileTxn struct {
 	Checkpoint int64  `json:"checkpoint"`
 	Prepared   string `json:"prepared,omitempty"`
 	Final      string `json:"final,omitempty"`
+	// Operator and Subtask name the sink subtask that prepared it, so that
+	// a restore at a lower parallelism finds the pending files of the
+	// subtasks that are gone. Older transactions lack them; their
+	// prepared file's name says the same.
+	Operator string `json:"operator,omitempty"`
+	Subtask  int    `json:"subtask,omitempty"`
+}
+
+// owner is the sink operator and subtask that prepared txn; ok is false
+// for an empty transaction of an older version, which names neither.
+func (txn fileTxn) owner() (op string, subtask int, ok bool) {
+	if txn.Operator != "" {
+		return txn.Operator, txn.Subtask, true
+	}
+	if txn.Prepared == "" {
+		return "", 0, false
+	}
+	op, subtask, _, ok = parsePendingName(filepath.Base(txn.Prepared))
+	return op, subtask, ok
 }
 
 // txnState is the transactional mode of a File; nil in a stream.
@@ -66,10 +85,12 @@ type txnState struct {
 }
 
 // Begin switches the output to transactional mode for the sink operator's
-// subtask: it commits the restored transactions, then deletes this
-// operator and subtask's in-progress files and the prepared files of
-// checkpoints up to the restored one (data written after the restored
-// checkpoint, which the job replays). Prepared files of later checkpoints
+// subtask: it commits the restored transactions, then deletes the
+// in-progress files and the prepared files of checkpoints up to the
+// restored one (data written after the restored checkpoint, which the job
+// replays) of this operator's subtask and of every subtask of it whose
+// transactions it restored (after a restore at a lower parallelism,
+// subtask 0 restores those of the subtasks that are gone). Prepared files of later checkpoints
 // are kept: a process that died while writing such a checkpoint's manifest
 // may still have it land, and a restore from it commits them; the next
 // commit of a later checkpoint deletes them. The file Connect opened at
@@ -97,6 +118,7 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 	}
 	o.txn = t
 	upTo := int64(-1) // the restored checkpoint
+	covered := map[int]bool{subtask: true}
 	for _, raw := range restored {
 		if err := o.Commit(ctx, raw); err != nil {
 			return fmt.Errorf("file output: restoring: %w", err)
@@ -104,9 +126,12 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 		var txn fileTxn
 		if json.Unmarshal(raw, &txn) == nil {
 			upTo = max(upTo, txn.Checkpoint)
+			if op, sub, ok := txn.owner(); ok && op == operator {
+				covered[sub] = true
+			}
 		}
 	}
-	return o.discard(func(name string, n int64) bool {
+	return o.discardOf(covered, func(name string, n int64) bool {
 		return strings.HasSuffix(name, inProgressExt) || n <= upTo
 	})
 }
@@ -114,6 +139,12 @@ func (o *File) Begin(ctx context.Context, operator string, subtask int, restored
 // discard deletes the in-progress and prepared files of this operator and
 // subtask that drop says to, then syncs the directory.
 func (o *File) discard(drop func(name string, n int64) bool) error {
+	return o.discardOf(map[int]bool{o.txn.subtask: true}, drop)
+}
+
+// discardOf is discard for the files of this operator's subtasks in
+// subtasks.
+func (o *File) discardOf(subtasks map[int]bool, drop func(name string, n int64) bool) error {
 	t := o.txn
 	entries, err := o.fs.ReadDir(t.pendingDir)
 	if err != nil {
@@ -122,7 +153,7 @@ func (o *File) discard(drop func(name string, n int64) bool) error {
 	removed := false
 	for _, e := range entries {
 		op, sub, n, ok := parsePendingName(e.Name())
-		if !ok || op != t.operator || sub != t.subtask || !drop(e.Name(), n) {
+		if !ok || op != t.operator || !subtasks[sub] || !drop(e.Name(), n) {
 			continue
 		}
 		if e.Name() == filepath.Base(t.path) {
@@ -217,7 +248,7 @@ func (o *File) Prepare(ctx context.Context, checkpoint int64) ([]byte, error) {
 	if checkpoint < 0 {
 		return nil, fmt.Errorf("file output: checkpoint %d is negative", checkpoint)
 	}
-	txn := fileTxn{Checkpoint: checkpoint}
+	txn := fileTxn{Checkpoint: checkpoint, Operator: t.operator, Subtask: t.subtask}
 	if t.f != nil {
 		err := o.w.Flush()
 		if err == nil {

@@ -186,6 +186,39 @@ func TestFileTxnCrashRecovery(t *testing.T) {
 	}
 }
 
+// TestFileTxnScaleDownCleans: three subtasks crash with in-progress data
+// after checkpoint 4; the job restores at parallelism 1, and subtask 0,
+// which restores every old subtask's transactions, leaves only their part
+// files: no in-progress file of a subtask that is gone. An empty
+// transaction of an older version (naming no subtask) is still committed.
+func TestFileTxnScaleDownCleans(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.jsonl")
+	var restored [][]byte
+	for sub, data := range []string{"a", "", "c"} {
+		crashed := txnOutput(t, p, "sink", sub)
+		if data != "" {
+			mustWrite(t, crashed, batch(data))
+		}
+		restored = append(restored, mustPrepare(t, crashed, 4))
+		mustWrite(t, crashed, batch("after"))
+		// The in-progress file is flushed as a crash of the process would
+		// leave it: written, never prepared.
+		if err := crashed.Close(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored = append(restored, []byte(`{"checkpoint":4}`))
+	txnOutput(t, p, "sink", 0, restored...)
+	want := map[string]string{
+		"out-sink-0-00000000000000000004.jsonl": "a\n",
+		"out-sink-2-00000000000000000004.jsonl": "c\n",
+	}
+	if diff := cmp.Diff(want, listTree(t, dir)); diff != "" {
+		t.Errorf("after a restore at parallelism 1 (-want +got):\n%s", diff)
+	}
+}
+
 func TestFileTxnConnectFileRemoved(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out.jsonl")
