@@ -2,7 +2,7 @@
 // (loading, error, empty), tables with paging, filters, confirmations,
 // badges, times and a line chart. Pages are built from these only.
 
-import type { ComponentChildren } from "preact";
+import { Component, type ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, describe, readOnly } from "./api";
 import { useLive } from "./live";
@@ -94,6 +94,36 @@ export function ErrorState(props: { error: unknown; retry?: () => void; stale?: 
       ) : null}
     </div>
   );
+}
+
+/**
+ * PageBoundary shows a page's render error in place of the page, with a
+ * retry, instead of leaving a half-updated page: an error thrown while
+ * rendering would otherwise escape Preact's render loop, keep the page's
+ * effects re-running (a request loop) and leave its DOM behind under the
+ * next page. The shell keys it by route, so another page starts clean.
+ */
+export class PageBoundary extends Component<{ children: ComponentChildren }, { error: unknown }> {
+  state = { error: null as unknown };
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+  componentDidCatch(error: unknown) {
+    console.warn("console page error:", error);
+  }
+  render() {
+    if (this.state.error) {
+      return (
+        <div class="notice error" role="alert" data-state="page-error">
+          <span>This page failed to render: {String(this.state.error)}.</span>
+          <button type="button" onClick={() => this.setState({ error: null })}>
+            Retry
+          </button>
+        </div>
+      );
+    }
+    return this.props.children;
+  }
 }
 
 export function Empty(props: { children: ComponentChildren }) {
@@ -315,6 +345,18 @@ export function duration(ms: number | undefined | null): string {
   if (s < 7200) return `${Math.round(s / 60)} min`;
   if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
   return `${Math.round(s / 86400)} d`;
+}
+
+// MAX_DATE_MS is the largest time a JavaScript Date holds (±100,000,000
+// days); a watermark past it is a node's "end of input" (math.MaxInt64).
+const MAX_DATE_MS = 8.64e15;
+
+/** instant formats milliseconds since the epoch as "2026-11-28 14:50:21.123", never throwing. */
+export function instant(ms: number | undefined | null): string {
+  if (ms === undefined || ms === null || Number.isNaN(ms)) return "—";
+  if (ms >= MAX_DATE_MS) return "end of input";
+  if (ms <= -MAX_DATE_MS) return "—";
+  return new Date(ms).toISOString().replace("T", " ").replace("Z", "");
 }
 
 export function num(n: number | undefined | null): string {

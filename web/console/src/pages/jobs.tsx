@@ -19,6 +19,7 @@ import {
   duration,
   Empty,
   Filters,
+  instant,
   KV,
   LineChart,
   Loaded,
@@ -650,7 +651,7 @@ function Placement(props: { job: JobDetail; page: number }) {
               {
                 key: "watermark",
                 label: "Watermark",
-                render: (t) => (t.watermark ? <time title={String(t.watermark)}>{new Date(t.watermark).toISOString().replace("T", " ").replace("Z", "")}</time> : <span class="muted">—</span>),
+                render: (t) => (t.watermark ? <time title={String(t.watermark)}>{instant(t.watermark)}</time> : <span class="muted">—</span>),
               },
             ]}
           />
