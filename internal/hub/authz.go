@@ -49,6 +49,7 @@ var routePermissions = map[string]access.Permission{
 	"GET /rollouts/{id}":                          access.Read,
 
 	"PUT /nodes/{node_id}/streams/{id}/desired-state":    access.StreamOperate,
+	"DELETE /nodes/{node_id}/streams/{id}/desired-state": access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/actions/restart": access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/start":           access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/stop":            access.StreamOperate,

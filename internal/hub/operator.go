@@ -52,6 +52,9 @@ func (h *Hub) routes() []httpapi.Route {
 			Tag: tagStreams, Response: wire.Stream{}, ETag: true, Problems: []int{http.StatusNotFound}}},
 		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(OpStreamDesiredState), h.putStreamDesired),
 			Doc: streamWriteDoc("Set a stream's desired state", desiredRequest{}, false)},
+		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(store.ActionStreamUnmanage), h.deleteStreamDesired),
+			Doc: httpapi.Doc{Summary: "Stop managing a stream: its desired state goes, its convergence is unknown again", Tag: tagStreams,
+				Status: http.StatusNoContent, IfMatch: true, Problems: []int{http.StatusNotFound}}},
 		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited(fixedAction(OpStreamRestart), h.postStreamAction("restart")),
 			Doc: streamWriteDoc("Restart a stream", streamActionRequest{}, true)},
 	}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/flowplane/flowplane/internal/wire"
+)
+
+// TestHubConsoleManage drives, in Chromium, what an operator does about
+// desired state nobody can run and about a stream's and a node's state:
+// a stream a node reports that nobody manages reads "not managed"; Start
+// is disabled on a stream desired running; "Stop managing" deletes a
+// stream's desired state (the node's report stays, not managed); "Forget
+// node" removes a node known only from a typo'd desired-state write; Drain
+// is disabled while draining and "Undrain" ends it. Every step without an
+// uncaught error or a reload.
+func TestHubConsoleManage(t *testing.T) {
+	t.Parallel() // independent: own ports, own directories, own processes
+	if testing.Short() {
+		t.Skip("starts a Hub, an Agent and Chromium")
+	}
+	chromiumPath(t)
+	dir := t.TempDir()
+	h := startFleetHub(t, dir)
+	n := newFleetNode(t, dir, "node-a", []string{h.url()}, "")
+	n.start(t)
+	h.waitStatus(t, "node-a", "online")
+	w := h.put(t, "node-a", "desired", "running")
+	h.waitInSync(t, "node-a", "desired", w.Generation)
+	h.put(t, "node-typo", "orders", "running")
+	h.put(t, "node-typo", "payments", "stopped")
+
+	b := newBrowser(t, h.url())
+	b.open("", "login")
+	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#token"), fleetOperatorToken), chromedp.Click(chromedp.CSS(`form[data-form=login] button[type=submit]`)))
+	b.waitJS("the fleet overview", `document.querySelector('main[data-page=fleet]')`)
+	b.run("probe", js(consoleProbe))
+	b.markDocument()
+	noErrors := func(what string) {
+		t.Helper()
+		if errs, err := eval[[]string](b, `window.__probe.errors`); err != nil || len(errs) > 0 {
+			t.Fatalf("%s: uncaught errors in the console: %q (%v)", what, errs, err)
+		}
+	}
+
+	b.goTo("#/streams?node_id=node-a", "streams")
+	b.waitJS("not managed", `[...document.querySelectorAll('table[data-table=streams] [data-managed=false]')].some(e => e.innerText === "not managed")`)
+
+	b.goTo("#/nodes/node-a/streams/desired", "stream")
+	b.waitJS("in_sync", `document.querySelector('[data-convergence=in_sync]')`)
+	button := func(label string) string {
+		return `[...document.querySelectorAll("main button")].find(e => e.innerText.trim() === "` + label + `")`
+	}
+	b.waitJS("Start disabled, Stop enabled on a running stream", button("Start")+`.disabled && !`+button("Stop")+`.disabled`)
+	b.confirm("Stop managing")
+	b.waitJS("not managed", `document.querySelector('[data-result=unmanaged]') && document.querySelector('[data-side=convergence] [data-managed=false]')`)
+	if s := h.stream(t, "node-a", "desired"); s.Desired.Generation != 0 || s.Convergence != wire.ConvergenceUnknown || s.Observed.State == "" {
+		t.Fatalf("after Stop managing the Hub shows %+v", s)
+	}
+	b.waitJS("Stop managing disabled", button("Stop managing")+`.disabled`)
+	noErrors("stop managing")
+
+	b.goTo("#/nodes/node-typo", "node")
+	b.waitJS("the phantom node's streams", `document.querySelectorAll('table[data-table=node-streams] tbody tr').length === 2`)
+	b.confirm("Forget node")
+	b.waitJS("the nodes list", `document.querySelector('main[data-page=nodes]')`)
+	b.waitJS("only node-a", `[...document.querySelectorAll('table[data-table=nodes] tbody tr')].map(e => e.dataset.key).join() === "node-a"`)
+	if status, _ := h.try("GET", "/nodes/node-typo", "", nil); status != http.StatusNotFound {
+		t.Fatalf("the forgotten phantom node: %d", status)
+	}
+	var ops wire.Page[wire.Operation]
+	h.call(t, "GET", "/operations?node_id=node-typo&state=pending", "", http.StatusOK, &ops)
+	if ops.Total != 0 {
+		t.Fatalf("the phantom node's operations stay pending: %+v", ops.Items)
+	}
+	noErrors("forget node")
+
+	b.goTo("#/nodes/node-a", "node")
+	b.waitJS("active", `document.querySelector('[data-mode=active]')`)
+	b.confirm("Drain")
+	b.waitJS("draining", `document.querySelector('[data-mode=draining]')`)
+	b.waitJS("Drain disabled while draining", button("Drain")+`.disabled`)
+	b.confirm("Undrain")
+	b.waitJS("active again", `document.querySelector('[data-mode=active]')`)
+	if v, _ := h.nodeView("node-a"); v.Mode != wire.NodeModeActive {
+		t.Fatalf("node-a mode %q after Undrain", v.Mode)
+	}
+	noErrors("drain and undrain")
+	b.checkNotReloaded("managing")
+}
