@@ -128,6 +128,7 @@ func TestHubConsoleJobFlow(t *testing.T) {
 	h.waitJob(t, "user-counts", "version 2 running", func(j wire.Job) bool {
 		return j.Desired.Generation > up.Generation && j.Observed.Version == 2 && j.Observed.State == wire.JobRunning
 	})
+	b.waitJS("the job's records chart", `document.querySelector('figure[data-chart="Records per second, job user-counts"] svg polyline')`)
 	checkPageHealthy(b, "version 2 running", "user-counts")
 
 	a.kill(t)

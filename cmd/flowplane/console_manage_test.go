@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -89,5 +90,21 @@ func TestHubConsoleManage(t *testing.T) {
 		t.Fatalf("node-a mode %q after Undrain", v.Mode)
 	}
 	noErrors("drain and undrain")
+
+	// The charts open filled from the Hub's history (a sample every 10 s;
+	// the Hub has run long enough for two by now, or soon will).
+	for _, p := range []struct{ route, page, chart string }{
+		{"#/fleet", "fleet", "Messages per second, whole fleet"},
+		{"#/nodes/node-a", "node", "Messages per second, node node-a"},
+		{"#/nodes/node-a/streams/desired", "stream", "Messages per second, desired on node-a"},
+	} {
+		b.goTo(p.route, p.page)
+		b.waitJS("the chart filled", fmt.Sprintf(`document.querySelector('figure[data-chart=%q] svg polyline')`, p.chart))
+	}
+	noErrors("charts")
 	b.checkNotReloaded("managing")
+
+	// A mistyped console URL answers the console's 404 page, not JSON.
+	b.run("open /ui/unknown", chromedp.Navigate(b.base+"/ui/unknown"))
+	b.waitJS("the console's 404 page", `document.querySelector('main[data-page=not-found] [data-state=not-found]') && document.body.innerText.includes("/ui/unknown")`)
 }

@@ -47,6 +47,10 @@ var routePermissions = map[string]access.Permission{
 	"GET /nodes/{node_id}/configuration/versions": access.Read,
 	"GET /rollouts":                               access.Read,
 	"GET /rollouts/{id}":                          access.Read,
+	"GET /history":                                access.Read,
+	"GET /nodes/{node_id}/history":                access.Read,
+	"GET /nodes/{node_id}/streams/{id}/history":   access.Read,
+	"GET /jobs/{id}/history":                      access.Read,
 
 	"PUT /nodes/{node_id}/streams/{id}/desired-state":    access.StreamOperate,
 	"DELETE /nodes/{node_id}/streams/{id}/desired-state": access.StreamOperate,

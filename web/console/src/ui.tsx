@@ -516,7 +516,7 @@ export function LineChart(props: { series: Series[]; unit: string; windowMs?: nu
     return (
       <figure class="chart" data-chart={props.label}>
         <figcaption>{props.label}</figcaption>
-        <p class="muted">No samples yet: the chart fills in as the Hub receives reports.</p>
+        <p class="muted" data-chart-empty>No samples yet: the Hub samples what the nodes report every 10 s and keeps an hour; the chart fills from the second sample.</p>
       </figure>
     );
   }

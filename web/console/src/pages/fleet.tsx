@@ -4,7 +4,7 @@
 
 import type { ComponentChildren } from "preact";
 import { get, type Page } from "../api";
-import { useRates } from "../metrics";
+import { useHistory } from "../metrics";
 import type { PageDef } from "../page";
 import { href } from "../router";
 import type { Convergence, Operation, Status } from "../types";
@@ -33,11 +33,7 @@ function Fleet() {
     "failed",
     (ev) => ev.kind === "command_failed" || ev.kind === "command_timed_out",
   );
-  const rates = useRates(
-    "fleet",
-    async () => (await get<{ aggregate: Record<string, number> }>("/metrics", { format: "json" })).aggregate,
-    { messages_received: "received", messages_sent: "sent", stream_errors: "errors" },
-  );
+  const rates = useHistory("/history", { received: "received", sent: "sent", errors: "errors" });
   return (
     <>
       <PageHeader title="Fleet" sub="What the Hub wants, what the nodes report, and whether the two agree. Live." />
@@ -84,7 +80,7 @@ function Fleet() {
         )}
       </Loaded>
       <Section title="Throughput">
-        <LineChart label="Messages per second, whole fleet" unit="msg/s" series={rates} />
+        <LineChart label="Messages per second, whole fleet" unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
       <Section title="Latest failed operations" actions={<a href={href("/operations", { state: "failed" })}>All failed</a>}>
         <Loaded res={failed} empty={(p) => (p.items.length === 0 ? "No operation has failed." : null)}>

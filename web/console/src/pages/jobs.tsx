@@ -8,6 +8,7 @@
 import type { ComponentChildren } from "preact";
 import { call, enc, get, url, type Page } from "../api";
 import { Dag, edgeLabel, type Plan } from "../dag";
+import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href, setQuery } from "../router";
 import type { Convergence, HubEvent, Operation } from "../types";
@@ -315,6 +316,7 @@ function JobPage(props: PageProps) {
     `ver:${id}:${verPage}`,
     (ev) => mine(ev) && ev.kind === "intent_accepted",
   );
+  const rates = useHistory(`/jobs/${enc(id)}/history`, { records_in: "records in", records_out: "records out" });
   const kinds: Record<string, string> = {};
   const cur = versions.data?.items.find((v) => v.version === version);
   for (const o of cur?.spec.operators ?? []) kinds[o.id] = o.kind;
@@ -338,6 +340,9 @@ function JobPage(props: PageProps) {
           </>
         )}
       </Loaded>
+      <Section title="Throughput">
+        <LineChart label={`Records per second, job ${id}`} unit="records/s" series={rates.series} windowMs={rates.windowMs} height={140} />
+      </Section>
       <Section title="Dataflow">
         <Loaded res={plan}>{(p) => <PlanView plan={p} kinds={kinds} />}</Loaded>
       </Section>

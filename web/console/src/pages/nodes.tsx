@@ -5,7 +5,7 @@
 
 import type { ComponentChildren } from "preact";
 import { ApiError, call, enc, get, url, type Page } from "../api";
-import { useRates } from "../metrics";
+import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href, navigate } from "../router";
 import type { HubEvent, NodeView, Operation, StreamView } from "../types";
@@ -115,11 +115,7 @@ function NodeDetail(props: PageProps) {
   const streamsQuery = { node_id: id, page, page_size: PAGE_SIZE };
   const streams = useResource((s) => get<Page<StreamView>>("/streams", streamsQuery, s), JSON.stringify(streamsQuery), mine);
   const ops = useResource((s) => get<Page<Operation>>("/operations", { node_id: id, page_size: 10 }, s), "ops " + path, mine);
-  const rates = useRates(
-    "node " + id,
-    async () => (await get<{ items: { node_id: string; metrics: Record<string, number> }[] }>("/metrics", { format: "json", node_id: id })).items[0]?.metrics ?? {},
-    { messages_received: "received", messages_sent: "sent", stream_errors: "errors" },
-  );
+  const rates = useHistory(path + "/history", { received: "received", sent: "sent", errors: "errors" });
   const action = useAction();
   const setMode = (method: "POST" | "DELETE", route: string) =>
     action.run(async () => {
@@ -229,7 +225,7 @@ function NodeDetail(props: PageProps) {
       <ActionNotice action={action} reload={node.reload} />
       <Loaded res={node}>{(n) => <NodeFacts node={n} />}</Loaded>
       <Section title="Throughput">
-        <LineChart label={`Messages per second, node ${id}`} unit="msg/s" series={rates} />
+        <LineChart label={`Messages per second, node ${id}`} unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
       <Section title="Streams" actions={<a href={href("/streams", { node_id: id })}>In the streams list</a>}>
         <Loaded res={streams} empty={(p) => (p.total === 0 ? "This node reports no stream, and no desired state names it." : null)}>

@@ -4,7 +4,7 @@
 // latest events.
 
 import { call, enc, get, url, type Page } from "../api";
-import { useRates } from "../metrics";
+import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href } from "../router";
 import { CONVERGENCES, STREAM_STATES, type HubEvent, type Operation, type StreamView } from "../types";
@@ -221,14 +221,7 @@ function StreamDetail(props: PageProps) {
     "events " + path,
     (ev) => ev.node_id === nodeID && ev.resource_id === id,
   );
-  const rates = useRates(
-    "stream " + nodeID + "/" + id,
-    async (): Promise<Record<string, number>> => {
-      const c = (await get<StreamView>(path)).observed?.counters;
-      return c ? { received: c.received, sent: c.sent, errors: c.errors } : {};
-    },
-    { received: "received", sent: "sent", errors: "errors" },
-  );
+  const rates = useHistory(path + "/history", { received: "received", sent: "sent", errors: "errors" });
   const action = useAction();
 
   const write = (label: string, send: (etag: string | undefined) => Promise<WriteReply>) =>
@@ -286,7 +279,7 @@ function StreamDetail(props: PageProps) {
       <ActionNotice action={action} reload={res.reload} />
       <Loaded res={res}>{(d) => <StreamFacts view={d.view} />}</Loaded>
       <Section title="Throughput">
-        <LineChart label={`Messages per second, ${id} on ${nodeID}`} unit="msg/s" series={rates} />
+        <LineChart label={`Messages per second, ${id} on ${nodeID}`} unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
       <Section title="Latest events" actions={<a href={href("/events", { node_id: nodeID, resource_id: id })}>All events of this stream</a>}>
         <Loaded res={events} empty={(p) => (p.items.length === 0 ? "No event about this stream in the Hub's retained log yet." : null)}>
