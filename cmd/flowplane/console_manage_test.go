@@ -102,6 +102,21 @@ func TestHubConsoleManage(t *testing.T) {
 		b.waitJS("the chart filled", fmt.Sprintf(`document.querySelector('figure[data-chart=%q] svg polyline')`, p.chart))
 	}
 	noErrors("charts")
+
+	// An action clicked while the Hub is down is not dropped: it runs once
+	// the Hub is back.
+	b.goTo("#/nodes/node-a/streams/desired", "stream")
+	b.waitJS("not managed", `document.querySelector('[data-side=convergence] [data-managed=false]')`)
+	h.kill(t)
+	b.confirm("Start")
+	b.waitJS("the retry announced", `[...document.querySelectorAll('[data-notice=warn]')].some(e => e.innerText.includes("runs again once the Hub is back"))`)
+	h.start(t)
+	b.waitJS("the action carried out", `document.querySelector('[data-notice=ok] [data-accepted]')`)
+	if s := h.stream(t, "node-a", "desired"); s.Desired.State != "running" {
+		t.Fatalf("the retried Start: %+v", s.Desired)
+	}
+	b.waitJS("the banner gone", `!document.querySelector('[data-state=reconnecting]')`)
+	noErrors("retry")
 	b.checkNotReloaded("managing")
 
 	// A mistyped console URL answers the console's 404 page, not JSON.

@@ -5,7 +5,7 @@
 import { Component, type ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, describe, readOnly } from "./api";
-import { useLive } from "./live";
+import { useLive, whenLive } from "./live";
 import { setQuery } from "./router";
 import type { HubEvent } from "./types";
 
@@ -174,7 +174,18 @@ export function useAction(): ActionState {
     setBusy(true);
     setNotice(null);
     try {
-      setNotice({ kind: "ok", text: await f() });
+      try {
+        setNotice({ kind: "ok", text: await f() });
+      } catch (e) {
+        // Not sent, or no answer: never dropped silently. Once the Hub is
+        // back (its event stream live again, within a minute) the action
+        // runs once more (a write carries its If-Match: it cannot apply
+        // twice over someone else's); otherwise it has clearly failed.
+        if (!(e instanceof ApiError && e.status === 0)) throw e;
+        setNotice({ kind: "warn", text: "Cannot reach the Hub: this action runs again once the Hub is back (up to a minute)." });
+        if (!(await whenLive(60_000))) throw new ApiError(0, { code: "unreachable", message: "cannot reach the Hub: the action was not carried out" });
+        setNotice({ kind: "ok", text: await f() });
+      }
     } catch (e) {
       const conflict = e instanceof ApiError && e.status === 412;
       setNotice({ kind: conflict ? "warn" : "error", text: describe(e), conflict });

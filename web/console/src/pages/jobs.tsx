@@ -6,7 +6,7 @@
 // checkpoint and savepoint now). docs/jobs.md and docs/hub-api.md "Jobs".
 
 import type { ComponentChildren } from "preact";
-import { call, enc, get, url, type Page } from "../api";
+import { ApiError, call, enc, get, url, type Page } from "../api";
 import { Dag, edgeLabel, type Plan } from "../dag";
 import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
@@ -19,6 +19,7 @@ import {
   Confirm,
   duration,
   Empty,
+  ErrorState,
   Filters,
   instant,
   KV,
@@ -321,16 +322,28 @@ function JobPage(props: PageProps) {
   const cur = versions.data?.items.find((v) => v.version === version);
   for (const o of cur?.spec.operators ?? []) kinds[o.id] = o.kind;
 
+  const header = (
+    <PageHeader
+      title={
+        <>
+          Job <code>{id}</code>
+        </>
+      }
+      sub={<a href={href("/jobs")}>‹ All jobs</a>}
+    />
+  );
+  // An unknown job: its error once, not once per section.
+  if (detail.data === undefined && detail.error instanceof ApiError && detail.error.status === 404) {
+    return (
+      <>
+        {header}
+        <ErrorState error={detail.error} />
+      </>
+    );
+  }
   return (
     <>
-      <PageHeader
-        title={
-          <>
-            Job <code>{id}</code>
-          </>
-        }
-        sub={<a href={href("/jobs")}>‹ All jobs</a>}
-      />
+      {header}
       <Loaded res={detail}>
         {({ job, etag }) => (
           <>

@@ -32,6 +32,15 @@ import {
 import { nodeHref, streamColumns, streamHref, streamKey } from "./streams";
 
 const PAGE_SIZE = 50;
+
+/** NodeJob is what a node's page shows of each of its jobs. */
+interface NodeJob {
+  id: string;
+  version: number;
+  desired: { state: string };
+  observed?: { state: string };
+  convergence: string;
+}
 const STATUSES = ["online", "unavailable", "unknown"];
 const MODES = ["active", "draining", "maintenance"];
 
@@ -115,6 +124,7 @@ function NodeDetail(props: PageProps) {
   const streamsQuery = { node_id: id, page, page_size: PAGE_SIZE };
   const streams = useResource((s) => get<Page<StreamView>>("/streams", streamsQuery, s), JSON.stringify(streamsQuery), mine);
   const ops = useResource((s) => get<Page<Operation>>("/operations", { node_id: id, page_size: 10 }, s), "ops " + path, mine);
+  const jobs = useResource((s) => get<Page<NodeJob>>("/jobs", { node_id: id, page_size: PAGE_SIZE }, s), "jobs " + path, mine);
   const rates = useHistory(path + "/history", { received: "received", sent: "sent", errors: "errors" });
   const action = useAction();
   const setMode = (method: "POST" | "DELETE", route: string) =>
@@ -233,6 +243,28 @@ function NodeDetail(props: PageProps) {
             <>
               <Table name="node-streams" caption={`Streams of ${id}`} rows={p.items} rowKey={streamKey} columns={streamColumns()} />
               <Pager page={p.page} pageSize={p.page_size} total={p.total} />
+            </>
+          )}
+        </Loaded>
+      </Section>
+      <Section title="Jobs" actions={<a href={href("/jobs", { node_id: id })}>In the jobs list</a>}>
+        <Loaded res={jobs} empty={(p) => (p.total === 0 ? "No job runs on this node." : null)}>
+          {(p) => (
+            <>
+              <Table
+                name="node-jobs"
+                caption={`Jobs of ${id}`}
+                rows={p.items}
+                rowKey={(j) => j.id}
+                columns={[
+                  { key: "job", label: "Job", render: (j) => <a href={href("/jobs/" + enc(j.id))}>{j.id}</a> },
+                  { key: "version", label: "Version", class: "num", render: (j) => j.version },
+                  { key: "desired", label: "Desired", render: (j) => <Badge value={j.desired.state} /> },
+                  { key: "observed", label: "Observed", render: (j) => (j.observed?.state ? <Badge value={j.observed.state} /> : <span class="muted">not observed</span>) },
+                  { key: "convergence", label: "Convergence", render: (j) => <Badge value={j.convergence} /> },
+                ]}
+              />
+              {p.total > p.page_size ? <p class="muted">{num(p.total)} jobs; the first {num(p.page_size)} shown.</p> : null}
             </>
           )}
         </Loaded>
