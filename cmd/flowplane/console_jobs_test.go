@@ -141,6 +141,8 @@ func TestHubConsoleJobFlow(t *testing.T) {
 	b.waitJS("completed on node-b", `document.querySelector('main [data-field=state]') && [...document.querySelectorAll('table[data-table=job-tasks] td[data-col=node]')].every(e => e.innerText === "node-b")`)
 	b.waitJS("the end of input", `document.querySelector('table[data-table=job-tasks] td[data-col=watermark]').innerText.includes("end of input")`)
 	checkPageHealthy(b, "moved and completed", "user-counts")
+	// Checkpoints past checkpoint.retention (3) are pruned, not completed.
+	b.waitJS("pruned checkpoints", `document.querySelector('table[data-table=checkpoints] [data-value=pruned]') && document.querySelectorAll('table[data-table=checkpoints] td[data-col=state] [data-value=completed]').length <= 3`)
 	b.screenshot("job-completed")
 
 	// Another job's page replaces this one.
@@ -151,5 +153,11 @@ func TestHubConsoleJobFlow(t *testing.T) {
 	b.goTo("#/jobs/other-counts", "job")
 	b.waitJS("the other job's DAG", `document.querySelectorAll('[data-dag] [data-operator]').length === 3`)
 	checkPageHealthy(b, "the next job", "other-counts")
+
+	// The fleet counts the jobs; a node's page lists its jobs.
+	b.goTo("#/fleet", "fleet")
+	b.waitJS("two jobs on the fleet overview", `document.querySelector('[data-tile=Jobs] .big').innerText === "2" && document.querySelector('[data-bar="/jobs"]')`)
+	b.goTo("#/nodes/node-b", "node")
+	b.waitJS("node-b's jobs", `[...document.querySelectorAll('table[data-table=node-jobs] tbody tr')].map(e => e.dataset.key).sort().join() === "other-counts,user-counts"`)
 	b.checkNotReloaded("the job flow")
 }

@@ -47,6 +47,14 @@ func TestHubConsoleManage(t *testing.T) {
 		}
 	}
 
+	// The fleet's stream card counts what its convergence bar counts (the
+	// typo'd node's two desired streams included).
+	b.waitJS("the stream card agrees with the bar", `(() => {
+		const bar = document.querySelector('[data-bar="/streams"]');
+		if (!bar) return false;
+		const sum = [...bar.parentElement.querySelectorAll('[data-convergence-count]')].reduce((a, e) => a + Number(e.dataset.n), 0);
+		return sum > 0 && Number(document.querySelector('[data-tile=Streams] .big').innerText.replace(/,/g, "")) === sum;
+	})()`)
 	b.goTo("#/streams?node_id=node-a", "streams")
 	b.waitJS("not managed", `[...document.querySelectorAll('table[data-table=streams] [data-managed=false]')].some(e => e.innerText === "not managed")`)
 
@@ -102,6 +110,22 @@ func TestHubConsoleManage(t *testing.T) {
 		b.waitJS("the chart filled", fmt.Sprintf(`document.querySelector('figure[data-chart=%q] svg polyline')`, p.chart))
 	}
 	noErrors("charts")
+
+	// A rollout of a configuration with a typo'd processor fails in its
+	// preflight: node-a's problems on the rollout's page, no node changed.
+	doc := "logging: {level: info}\nstreams:\n  - id: typo\n    input: {type: generate, context: '{\"n\": 1}', interval: 200ms}\n" +
+		"    pipeline: {processors: [{type: jsno}]}\n    output: {type: drop}\n"
+	var ro wire.Rollout
+	h.call(t, "POST", "/rollouts", `{"configuration": `+jsonDoc(doc)+`, "node_ids": ["node-a"], "batch_size": 1, "gate_timeout_ms": 20000}`, http.StatusCreated, &ro)
+	b.goTo("#/rollouts/"+ro.RolloutID, "rollout")
+	b.waitJS("the preflight failure", `document.querySelector('[data-rollout-failure=preflight_failed]') && document.querySelector('[data-preflight=node-a]')`)
+	if st, _ := eval[string](b, `document.querySelector('[data-preflight=node-a]').dataset.state`); st != wire.PreflightInvalid && st != wire.PreflightFailed {
+		t.Fatalf("node-a's preflight on the page: %q", st)
+	}
+	if got := h.rollout(t, ro.RolloutID); got.CurrentWave != 0 || got.Nodes[0].OperationID != "" {
+		t.Fatalf("a rollout refused in preflight changed a node: %+v", got)
+	}
+	noErrors("preflight")
 
 	// An action clicked while the Hub is down is not dropped: it runs once
 	// the Hub is back.

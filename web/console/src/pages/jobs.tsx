@@ -710,6 +710,10 @@ function Artifacts(props: { name: string; page: Page<Artifact>; param: string; e
             render: (a) =>
               a.failure ? (
                 <span class="error-text">{a.failure.message ?? a.failure.code}</span>
+              ) : a.state === "pruned" ? (
+                <span class="muted" title={a.location}>
+                  deleted by checkpoint.retention
+                </span>
               ) : a.location ? (
                 <code class="location" title={a.location}>
                   {a.location}
