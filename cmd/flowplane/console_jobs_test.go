@@ -29,6 +29,26 @@ const consoleProbe = `(() => {
 	};
 })()`
 
+// signInProbed signs in with the operator token, waits for the fleet
+// overview, then installs consoleProbe and marks the document (a reload
+// would lose both).
+func (b *browser) signInProbed() {
+	b.t.Helper()
+	b.open("", "login")
+	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#token"), fleetOperatorToken), chromedp.Click(chromedp.CSS(`form[data-form=login] button[type=submit]`)))
+	b.waitJS("the fleet overview", `document.querySelector('main[data-page=fleet]')`)
+	b.run("probe", js(consoleProbe))
+	b.markDocument()
+}
+
+// noErrors fails unless the console threw nothing since the probe.
+func (b *browser) noErrors(what string) {
+	b.t.Helper()
+	if errs, err := eval[[]string](b, `window.__probe.errors`); err != nil || len(errs) > 0 {
+		b.t.Fatalf("%s: uncaught errors in the console: %q (%v)", what, errs, err)
+	}
+}
+
 // probeCounts reads the probe's request counts by path.
 func probeCounts(b *browser) map[string]int {
 	b.t.Helper()
@@ -45,9 +65,7 @@ func probeCounts(b *browser) map[string]int {
 // re-fetches at most every 500 ms per resource on live events).
 func checkPageHealthy(b *browser, what, want string) {
 	b.t.Helper()
-	if errs, err := eval[[]string](b, `window.__probe.errors`); err != nil || len(errs) > 0 {
-		b.t.Fatalf("%s: uncaught errors in the console: %q (%v)", what, errs, err)
-	}
+	b.noErrors(what)
 	heads, err := eval[[]string](b, `[...document.querySelectorAll("main .page-header h1")].map(e => e.innerText)`)
 	if err != nil || len(heads) != 1 || !strings.Contains(heads[0], want) {
 		b.t.Fatalf("%s: page headers %q (%v), want one with %q", what, heads, err, want)
@@ -97,11 +115,7 @@ func TestHubConsoleJobFlow(t *testing.T) {
 	h.waitStatus(t, "node-b", "online")
 
 	b := newBrowser(t, h.url())
-	b.open("", "login")
-	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#token"), fleetOperatorToken), chromedp.Click(chromedp.CSS(`form[data-form=login] button[type=submit]`)))
-	b.waitJS("the fleet overview", `document.querySelector('main[data-page=fleet]')`)
-	b.run("probe", js(consoleProbe))
-	b.markDocument()
+	b.signInProbed()
 
 	h.call(t, "POST", "/jobs", `{"spec": `+hubJobSpec(1, out, s3.uri)+`, "desired_state": "running", "node_ids": ["node-a"]}`, http.StatusAccepted, nil)
 	b.goTo("#/jobs/user-counts", "job")

@@ -35,17 +35,8 @@ func TestHubConsoleManage(t *testing.T) {
 	h.put(t, "node-typo", "payments", "stopped")
 
 	b := newBrowser(t, h.url())
-	b.open("", "login")
-	b.run("sign in", chromedp.SendKeys(chromedp.CSS("#token"), fleetOperatorToken), chromedp.Click(chromedp.CSS(`form[data-form=login] button[type=submit]`)))
-	b.waitJS("the fleet overview", `document.querySelector('main[data-page=fleet]')`)
-	b.run("probe", js(consoleProbe))
-	b.markDocument()
-	noErrors := func(what string) {
-		t.Helper()
-		if errs, err := eval[[]string](b, `window.__probe.errors`); err != nil || len(errs) > 0 {
-			t.Fatalf("%s: uncaught errors in the console: %q (%v)", what, errs, err)
-		}
-	}
+	b.signInProbed()
+	noErrors := b.noErrors
 
 	// The fleet's stream card counts what its convergence bar counts (the
 	// typo'd node's two desired streams included).
