@@ -136,6 +136,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/daemon", false, runtime, "node boot reaches the runtime through internal/engine"},
 		{"cmd/flowplane", false, runtime, "the command reaches the runtime through internal/engine"},
 		{"internal/hub", true, append([]string{"internal/engine", "internal/node", "internal/agent"}, runtime...), "the Hub knows nodes only by the wire"},
+		{"internal/hub/history", false, []string{"internal"}, "the rate history is a leaf: the Hub feeds it counters"},
 		{"internal/ctl", true, append([]string{"internal/hub", "internal/engine", "internal/node", "internal/agent", "internal/daemon"}, runtime...), "the client knows the Hub only by HTTP and the wire"},
 		{"internal/policy", false, append([]string{"internal/engine", "internal/node", "internal/agent", "internal/hub"}, runtime...), "the remote policy decides over a configuration and runs nothing"},
 		{"internal/sandbox", false, []string{"internal"}, "the sandbox is a leaf: components, the kernel and the policy all use it"},

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/hub"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -205,25 +206,31 @@ func TestNodeLocalSecretResolvesOnTheNode(t *testing.T) {
 		}
 	})
 
-	t.Run("a rollout resolves it on each node", func(t *testing.T) {
+	t.Run("a rollout's preflight resolves it on each node", func(t *testing.T) {
+		// node-1 holds the secret, node-2 does not: node-2's validation
+		// refuses the configuration and the rollout fails in its
+		// preflight, before any node changes.
 		var ro wire.Rollout
 		body := fmt.Sprintf(`{"configuration": %s, "node_ids": ["node-1", "node-2"], "batch_size": 1, "gate_timeout_ms": 30000}`,
 			jsonDoc(doc("${secret:NODE_LOCAL}")))
 		h.call(t, "POST", "/rollouts", body, http.StatusCreated, &ro)
 		ro = h.waitRollout(t, ro.RolloutID, wire.RolloutFailed, 60*time.Second)
-		var failed *wire.RolloutNode
-		for i, rn := range ro.Nodes {
-			if rn.NodeID == "node-2" {
-				failed = &ro.Nodes[i]
-			}
-		}
-		if failed == nil || failed.Failure == nil || !strings.Contains(failed.Failure.Message, "${secret:NODE_LOCAL}") ||
-			!strings.Contains(failed.Failure.Message, path) {
-			t.Fatalf("rollout nodes %+v", ro.Nodes)
+		if f := ro.Failure; f == nil || f.Code != hub.CodePreflightFailed || !strings.Contains(f.Message, "node-2: "+path) ||
+			!strings.Contains(f.Message, "${secret:NODE_LOCAL}") || strings.Contains(f.Message, "node-1") {
+			t.Fatalf("rollout failure %+v", ro.Failure)
 		}
 		for _, rn := range ro.Nodes {
-			if rn.NodeID == "node-1" && rn.Phase == wire.RolloutNodeFailed {
-				t.Errorf("node-1 failed: %+v", rn)
+			if rn.Phase != wire.RolloutNodeWaiting || rn.OperationID != "" {
+				t.Errorf("node %s changed by a rollout refused in preflight: %+v", rn.NodeID, rn)
+			}
+		}
+		want := map[string]string{"node-1": wire.PreflightValid, "node-2": wire.PreflightInvalid}
+		if len(ro.Preflight) != 2 {
+			t.Fatalf("preflight %+v", ro.Preflight)
+		}
+		for _, p := range ro.Preflight {
+			if p.State != want[p.NodeID] {
+				t.Errorf("preflight of %s: %+v", p.NodeID, p)
 			}
 		}
 	})

@@ -641,13 +641,14 @@ func TestReportedCountersAndEmptyViews(t *testing.T) {
 	}
 }
 
-// TestWrongMethodAndAuditNames: a POST on desired-state is 405, not an
+// TestWrongMethodAndAuditNames: a POST on desired-state is 405 (PUT sets
+// it, DELETE stops managing the stream), not an
 // unknown action; rejected and accepted mutations of one route share their
 // audit action name.
 func TestWrongMethodAndAuditNames(t *testing.T) {
 	th := serve(t, dbPath(t), "", true)
 	r := th.do(t, "POST", APIPrefix+"/nodes/n1/streams/s1/desired-state", `{"state":"running"}`)
-	if r.status != 405 || r.header.Get("Allow") != "PUT" || r.problem(t).Code != "method_not_allowed" {
+	if r.status != 405 || r.header.Get("Allow") != "DELETE, PUT" || r.problem(t).Code != "method_not_allowed" {
 		t.Fatalf("POST desired-state: %d %v %s", r.status, r.header, r.body)
 	}
 	if r := th.do(t, "POST", APIPrefix+"/nodes/ghost/drain", ""); r.status != 404 {

@@ -47,8 +47,13 @@ var routePermissions = map[string]access.Permission{
 	"GET /nodes/{node_id}/configuration/versions": access.Read,
 	"GET /rollouts":                               access.Read,
 	"GET /rollouts/{id}":                          access.Read,
+	"GET /history":                                access.Read,
+	"GET /nodes/{node_id}/history":                access.Read,
+	"GET /nodes/{node_id}/streams/{id}/history":   access.Read,
+	"GET /jobs/{id}/history":                      access.Read,
 
 	"PUT /nodes/{node_id}/streams/{id}/desired-state":    access.StreamOperate,
+	"DELETE /nodes/{node_id}/streams/{id}/desired-state": access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/actions/restart": access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/start":           access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/stop":            access.StreamOperate,

@@ -245,8 +245,22 @@ func (h *Hub) getConfigVersions(w http.ResponseWriter, r *http.Request) error {
 		return problemFor(err, anyResource)
 	}
 	out := wire.Page[wire.ConfigVersion]{Items: make([]wire.ConfigVersion, len(page.Items)), Page: page.Page, PageSize: page.PageSize, Total: page.Total}
+	// The newest of the node's recent applies per version: a version whose
+	// apply failed says so, and the console offers it as no target.
+	applies, err := h.st.ListIntents(r.Context(), store.IntentFilter{NodeID: id, ResourceID: wire.ConfigResource, Operation: wire.CommandConfigApply},
+		store.Paging{Page: 1, PageSize: store.MaxPageSize})
+	if err != nil {
+		return problemFor(err, anyResource)
+	}
+	state := map[string]string{}
+	for _, in := range applies.Items {
+		if _, ok := state[in.ConfigVersion]; !ok && in.ConfigVersion != "" {
+			state[in.ConfigVersion] = in.State
+		}
+	}
 	for i, v := range page.Items {
 		out.Items[i] = configVersionView(v)
+		out.Items[i].ApplyState = state[v.Version]
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, out)
 }

@@ -26,7 +26,7 @@ func (h *Hub) consoleRoutes() []httpapi.Route {
 			return nil
 		}},
 		{Method: "GET", Pattern: console.Path, Public: true, Handler: func(w http.ResponseWriter, r *http.Request) error {
-			if !site.Serve(w, r) {
+			if !site.Serve(w, r) && !site.NotFound(w, r) {
 				return httpapi.NotFound(httpapi.CodeNotFound, "no console file at "+r.URL.Path)
 			}
 			return nil

@@ -72,10 +72,16 @@ func TestConsoleServed(t *testing.T) {
 	}
 
 	// What is not there is a problem, not the index (no SPA fallback: the
-	// console routes in the URL's fragment).
+	// console routes in the URL's fragment); a browser gets the console's
+	// 404 page instead.
 	missing := get(console.Path + "nope.js")
 	if missing.status != http.StatusNotFound || missing.problem(t).Code != "not_found" {
 		t.Fatalf("GET a missing file: %d %s", missing.status, missing.body)
+	}
+	page := get(console.Path+"unknown", "Accept", "text/html,*/*;q=0.8")
+	if page.status != http.StatusNotFound || !strings.HasPrefix(page.header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(page.body), `data-page="not-found"`) || page.header.Get("Content-Security-Policy") != console.CSP {
+		t.Fatalf("a browser's GET of a missing console page: %d %q %s", page.status, page.header.Get("Content-Type"), page.body)
 	}
 	if post := th.do(t, "POST", console.Path, "{}"); post.status != http.StatusMethodNotAllowed {
 		t.Errorf("POST %s: %d, want 405", console.Path, post.status)

@@ -22,6 +22,7 @@ import (
 	"github.com/flowplane/flowplane/internal/eventlog"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/hub/fleet"
+	"github.com/flowplane/flowplane/internal/hub/history"
 	"github.com/flowplane/flowplane/internal/hub/reconcile"
 	"github.com/flowplane/flowplane/internal/hub/store"
 	"github.com/flowplane/flowplane/internal/idp"
@@ -68,6 +69,9 @@ type Options struct {
 	// HubID names this Hub as a holder of the leader lease; "" means a
 	// fresh id (NewID) per process.
 	HubID string
+	// HistoryStep is the step of the in-memory rate history (GET
+	// .../history); 0 means 10 s. It keeps 360 steps.
+	HistoryStep time.Duration
 	// sharedLease makes the Hub treat its store as shared (tests: a SQLite
 	// file plays a database other Hubs use).
 	sharedLease bool
@@ -77,9 +81,12 @@ type Options struct {
 // fleet rebuilt from it (package fleet), the loops (reconciler, event pump,
 // convergence worker), and the operator and agent APIs.
 type Hub struct {
-	opts    Options
-	log     *slog.Logger
-	st      *store.Store
+	opts Options
+	log  *slog.Logger
+	st   *store.Store
+	// history is the bounded rate history of the fleet, nodes, streams
+	// and jobs; historyLoop feeds it.
+	history *history.Recorder
 	router  *httpapi.Router
 	handler http.Handler
 	// openapi builds the OpenAPI document of the route table once.
@@ -191,6 +198,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
 		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), peers: newPeerWork(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
+		history: history.New(history.DefaultSize, history.DefaultMaxSeries),
 		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)
 	h.lead = newLeadership(o, st.Shared() || o.sharedLease)
@@ -373,7 +381,7 @@ func (h *Hub) Serve(ctx context.Context, ln net.Listener) error {
 	if h.ready.Load() {
 		// The reconciler and the convergence worker run only while this Hub
 		// leads (leader.go); the lease loop starts and stops them.
-		run := []func(context.Context){h.pumpLoop}
+		run := []func(context.Context){h.pumpLoop, h.historyLoop}
 		if h.lead.shared {
 			run = append(run, h.leaseLoop)
 		}

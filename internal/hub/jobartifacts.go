@@ -76,20 +76,64 @@ func (h *Hub) getArtifacts(kind string) httpapi.HandlerFunc {
 			return err
 		}
 		state := r.URL.Query().Get("state")
-		if state != "" && !slices.Contains([]string{wire.ArtifactPending, wire.ArtifactCompleted, wire.ArtifactFailed}, state) {
-			return httpapi.BadRequest(httpapi.CodeInvalidQuery, "state must be pending, completed or failed")
+		if state != "" && !slices.Contains([]string{wire.ArtifactPending, wire.ArtifactCompleted, wire.ArtifactFailed, wire.ArtifactPruned}, state) {
+			return httpapi.BadRequest(httpapi.CodeInvalidQuery, "state must be pending, completed, failed or pruned")
 		}
 		ctx := r.Context()
-		if _, err := h.st.GetJob(ctx, r.PathValue("id")); err != nil {
+		job, err := h.st.GetJob(ctx, r.PathValue("id"))
+		if err != nil {
 			return problemFor(err, aJob)
 		}
 		arts, err := h.st.ListArtifacts(ctx, r.PathValue("id"), kind)
 		if err != nil {
 			return problemFor(err, anyResource)
 		}
+		if kind == wire.ArtifactCheckpoint {
+			if err := h.markPruned(ctx, job, arts); err != nil {
+				return problemFor(err, anyResource)
+			}
+		}
 		if state != "" {
 			arts = slices.DeleteFunc(arts, func(a store.Artifact) bool { return a.State != state })
 		}
 		return httpapi.WriteJSON(w, http.StatusOK, httpapi.Paginate(arts, page, size))
 	}
+}
+
+// defaultRetention is checkpoint.retention when a spec leaves it out
+// (internal/config's default).
+const defaultRetention = 3
+
+// markPruned marks pruned the completed checkpoints of arts (newest first)
+// past the newest checkpoint.retention of the job's current spec: the node
+// deleted them, so they are no longer restorable and their location is
+// dead. A spec without checkpoints leaves arts as they are.
+func (h *Hub) markPruned(ctx context.Context, job store.Job, arts []store.Artifact) error {
+	v, err := h.st.GetJobVersion(ctx, job.ID, job.Version)
+	if err != nil {
+		return err
+	}
+	var spec struct {
+		Checkpoint *struct {
+			Retention int `json:"retention"`
+		} `json:"checkpoint"`
+	}
+	if json.Unmarshal(v.Spec, &spec) != nil || spec.Checkpoint == nil {
+		return nil
+	}
+	keep := spec.Checkpoint.Retention
+	if keep <= 0 {
+		keep = defaultRetention
+	}
+	for i := range arts {
+		if arts[i].State != wire.ArtifactCompleted || arts[i].ID == 0 {
+			continue
+		}
+		if keep > 0 {
+			keep--
+			continue
+		}
+		arts[i].State = wire.ArtifactPruned
+	}
+	return nil
 }

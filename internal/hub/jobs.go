@@ -53,7 +53,7 @@ func (h *Hub) jobRoutes(p string) []httpapi.Route {
 	}
 	artifacts := func(kind string) httpapi.Doc {
 		return httpapi.Doc{Summary: "The job's " + kind + "s", Tag: tagJobs, Paged: true,
-			Query:    []httpapi.Param{{Name: "state", Enum: []string{wire.ArtifactPending, wire.ArtifactCompleted, wire.ArtifactFailed}}},
+			Query:    []httpapi.Param{{Name: "state", Enum: []string{wire.ArtifactPending, wire.ArtifactCompleted, wire.ArtifactFailed, wire.ArtifactPruned}}},
 			Response: wire.Page[wire.JobArtifact]{}, Problems: []int{http.StatusNotFound}}
 	}
 	take := func(kind string) httpapi.Doc {

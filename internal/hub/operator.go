@@ -52,6 +52,9 @@ func (h *Hub) routes() []httpapi.Route {
 			Tag: tagStreams, Response: wire.Stream{}, ETag: true, Problems: []int{http.StatusNotFound}}},
 		{Method: "PUT", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(OpStreamDesiredState), h.putStreamDesired),
 			Doc: streamWriteDoc("Set a stream's desired state", desiredRequest{}, false)},
+		{Method: "DELETE", Pattern: p + "/nodes/{node_id}/streams/{id}/desired-state", Handler: h.audited(fixedAction(store.ActionStreamUnmanage), h.deleteStreamDesired),
+			Doc: httpapi.Doc{Summary: "Stop managing a stream: its desired state goes, its convergence is unknown again", Tag: tagStreams,
+				Status: http.StatusNoContent, IfMatch: true, Problems: []int{http.StatusNotFound}}},
 		{Method: "POST", Pattern: p + "/nodes/{node_id}/streams/{id}/actions/restart", Handler: h.audited(fixedAction(OpStreamRestart), h.postStreamAction("restart")),
 			Doc: streamWriteDoc("Restart a stream", streamActionRequest{}, true)},
 	}
@@ -107,6 +110,7 @@ func (h *Hub) routes() []httpapi.Route {
 	routes = append(routes, h.jobRoutes(p)...)
 	routes = append(routes, h.configRoutes(p)...)
 	routes = append(routes, h.rolloutRoutes(p)...)
+	routes = append(routes, h.historyRoutes(p)...)
 	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + "/auth/whoami", Handler: h.getWhoami,
 		Doc: httpapi.Doc{Summary: "Who the request's credential authenticates as: principal, kind, roles, scopes, expiry", Tag: tagSystem, Response: Whoami{}}})
 	for i, rt := range routes {

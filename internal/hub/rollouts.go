@@ -117,7 +117,11 @@ func (h *Hub) getRollout(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return problemFor(err, aRollout)
 	}
-	return httpapi.WriteJSON(w, http.StatusOK, h.rolloutView(ctx, ro))
+	v := h.rolloutView(ctx, ro)
+	if v.Preflight, err = h.preflight(ctx, ro, h.opts.Now(), false); err != nil {
+		return h.storeFailed(err)
+	}
+	return httpapi.WriteJSON(w, http.StatusOK, v)
 }
 
 // postRolloutAction applies pause, resume, cancel or rollback through

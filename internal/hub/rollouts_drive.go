@@ -33,6 +33,11 @@ func (h *Hub) driveRollouts(ctx context.Context, now time.Time) {
 
 // stepRollout takes one step of ro at now.
 func (h *Hub) stepRollout(ctx context.Context, ro store.Rollout, now time.Time) {
+	// Before its first wave, every target node validates the rollout's
+	// configuration: if one refuses it, no node changes.
+	if beforeFirstWave(ro) && !h.preflightGate(ctx, ro, now) {
+		return
+	}
 	obs, err := h.configObservations(ctx, ro.Nodes, now)
 	if err != nil {
 		h.storeFailed(err)

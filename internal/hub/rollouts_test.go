@@ -3,6 +3,7 @@ package hub
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,6 +36,11 @@ type rolloutAgent struct {
 	applies int
 	seen    []wire.Command
 	hold    bool // take commands but never answer or apply them
+	// problems, when set, is what the agent's validation finds in every
+	// configuration (a preflight then fails); validations answered so far.
+	problems    []wire.ConfigProblem
+	validations int
+	failApply   bool // answer every apply failed (validation_failed), applying nothing
 }
 
 func newRolloutAgent(t *testing.T, th *testHub, nodeID string) *rolloutAgent {
@@ -60,6 +66,21 @@ func (a *rolloutAgent) reportConfig(t *testing.T) {
 func (a *rolloutAgent) applyAll(t *testing.T, wait time.Duration) []wire.Command {
 	t.Helper()
 	cmds := a.commands(t, wait)
+	// The preflight's validations are answered first, as the Agent
+	// would (a holding agent too): valid, or the agent's problems. They
+	// are not listed in seen.
+	cmds = slices.DeleteFunc(cmds, func(c wire.Command) bool {
+		if c.Operation != wire.CommandConfigValidate {
+			return false
+		}
+		a.validations++
+		res, _ := json.Marshal(map[string]any{"valid": len(a.problems) == 0, "errors": append([]wire.ConfigProblem{}, a.problems...)})
+		if r := a.call(t, "POST", "/commands/"+c.CommandID+"/result",
+			wire.CommandResult{AttemptID: c.AttemptID, State: wire.ResultSucceeded, Result: res}, a.session); r.status != http.StatusNoContent {
+			t.Fatalf("validation result: %d %s", r.status, r.body)
+		}
+		return true
+	})
 	a.seen = append(a.seen, cmds...)
 	if a.hold {
 		return cmds
@@ -67,6 +88,13 @@ func (a *rolloutAgent) applyAll(t *testing.T, wait time.Duration) []wire.Command
 	for _, c := range cmds {
 		if c.Operation != wire.CommandConfigApply {
 			t.Fatalf("unexpected command %+v", c)
+		}
+		if a.failApply {
+			if r := a.call(t, "POST", "/commands/"+c.CommandID+"/result", wire.CommandResult{AttemptID: c.AttemptID, State: wire.ResultFailed,
+				Failure: &wire.Failure{Class: "permanent", Code: "validation_failed", Message: "configuration has 1 problems"}}, a.session); r.status != http.StatusNoContent {
+				t.Fatalf("result: %d %s", r.status, r.body)
+			}
+			continue
 		}
 		a.applies++
 		nv := c.Payload.NodeVersion
@@ -84,6 +112,22 @@ func (a *rolloutAgent) applyAll(t *testing.T, wait time.Duration) []wire.Command
 		a.reportConfig(t)
 	}
 	return cmds
+}
+
+// validate has each agent answer the preflight validation of a rollout
+// just created (bounded: 10 s each).
+func validate(t *testing.T, agents ...*rolloutAgent) {
+	t.Helper()
+	for _, a := range agents {
+		before := a.validations
+		deadline := time.Now().Add(10 * time.Second)
+		for a.validations == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s got no preflight validation", a.nodeID)
+			}
+			a.applyAll(t, 200*time.Millisecond)
+		}
+	}
 }
 
 func (th *testHub) getRollout(t *testing.T, id string) wire.Rollout {
@@ -278,6 +322,7 @@ func TestRolloutWavesPauseResume(t *testing.T) {
 		agents[id] = newRolloutAgent(t, th, id)
 	}
 	ro := th.createRollout(t, rolloutBody([]string{"n1", "n2", "n3"}, `,"batch_size":1,"gate_timeout_ms":60000`))
+	validate(t, agents["n1"], agents["n2"], agents["n3"])
 	if ro.State != wire.RolloutPending || ro.GateTimeoutMS != 60000 || ro.CurrentWave != 0 || len(ro.Nodes) != 3 ||
 		!slices.Equal(ro.NodeIDs, []string{"n1", "n2", "n3"}) || len(ro.Waves) != 3 || ro.Configuration == nil || ro.SHA256 == "" {
 		t.Fatalf("created: %+v", ro)
@@ -401,6 +446,7 @@ func TestRolloutGateFailureAndRollback(t *testing.T) {
 	n1, n2 := newRolloutAgent(t, th, "n1"), newRolloutAgent(t, th, "n2")
 	n1.hold = true // takes its apply and never reports it: the gate times out
 	ro := th.createRollout(t, rolloutBody([]string{"n1", "n2"}, `,"batch_size":1,"gate_timeout_ms":1000`))
+	validate(t, n1, n2)
 	ro = th.waitRollout(t, ro.RolloutID, "failed", func(r wire.Rollout) bool { return r.State == wire.RolloutFailed },
 		func() { n1.applyAll(t, 100*time.Millisecond) })
 	if f := nodeOf(ro, "n1"); f.Phase != wire.RolloutNodeFailed || f.Failure == nil || ro.Failures != 1 {
@@ -489,6 +535,7 @@ func TestRolloutSurvivesRestart(t *testing.T) {
 	th := serve(t, path, "", true)
 	n1, n2 := newRolloutAgent(t, th, "n1"), newRolloutAgent(t, th, "n2")
 	ro := th.createRollout(t, rolloutBody([]string{"n1", "n2"}, `,"batch_size":1`))
+	validate(t, n1, n2)
 	ro = th.waitRollout(t, ro.RolloutID, "wave 1", func(r wire.Rollout) bool { return nodeOf(r, "n1").Phase == wire.RolloutNodeApplying }, nil)
 	op := nodeOf(ro, "n1").OperationID
 	th.stop()
@@ -523,5 +570,76 @@ func TestRolloutIdempotencyKey(t *testing.T) {
 	}
 	if list := decode[wire.Page[wire.Rollout]](t, th.do(t, "GET", rolloutsPath, "")); list.Total != 1 {
 		t.Errorf("rollouts after a replay: %d", list.Total)
+	}
+}
+
+// TestRolloutPreflight: every target node validates the configuration
+// before any node changes. One that finds problems fails the rollout in
+// its preflight step (preflight_failed), naming the node and its problems
+// on the rollout; no node gets an apply and no configuration version is
+// made.
+func TestRolloutPreflight(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	n1, n2 := newRolloutAgent(t, th, "n1"), newRolloutAgent(t, th, "n2")
+	n2.problems = []wire.ConfigProblem{{Path: "streams[0].pipeline.processors[0]", Message: `unknown processor "jsno"`}}
+	ro := th.createRollout(t, rolloutBody([]string{"n1", "n2"}, `,"batch_size":1`))
+	validate(t, n1, n2)
+	ro = th.waitRollout(t, ro.RolloutID, "failed", func(r wire.Rollout) bool { return r.State == wire.RolloutFailed }, nil)
+	if ro.Failure == nil || ro.Failure.Code != CodePreflightFailed || !strings.Contains(ro.Failure.Message, `n2: streams[0].pipeline.processors[0]: unknown processor "jsno"`) ||
+		ro.CurrentWave != 0 {
+		t.Fatalf("rollout after a refused preflight: %+v (failure %+v)", ro, ro.Failure)
+	}
+	want := map[string]string{"n1": wire.PreflightValid, "n2": wire.PreflightInvalid}
+	for _, p := range ro.Preflight {
+		if p.State != want[p.NodeID] || p.OperationID == "" || (p.NodeID == "n2") != (len(p.Problems) == 1) {
+			t.Errorf("preflight of %s: %+v", p.NodeID, p)
+		}
+	}
+	if len(ro.Preflight) != 2 {
+		t.Fatalf("preflight: %+v", ro.Preflight)
+	}
+	for _, n := range ro.Nodes {
+		if n.Phase != wire.RolloutNodeWaiting || n.OperationID != "" {
+			t.Errorf("node %s changed: %+v", n.NodeID, n)
+		}
+	}
+	th.passes(t, 2)
+	for _, a := range []*rolloutAgent{n1, n2} {
+		if cmds := a.applyAll(t, 100*time.Millisecond); len(cmds) != 0 || a.applies != 0 {
+			t.Errorf("node %s got %d commands after the preflight failed (%d applies)", a.nodeID, len(cmds), a.applies)
+		}
+		vs := decode[wire.Page[wire.ConfigVersion]](t, th.do(t, "GET", APIPrefix+"/nodes/"+a.nodeID+"/configuration/versions", ""))
+		if vs.Total != 0 {
+			t.Errorf("node %s has configuration versions %+v: a refused configuration takes none", a.nodeID, vs.Items)
+		}
+	}
+	ev := decode[wire.Page[wire.Event]](t, th.do(t, "GET", APIPrefix+"/events?kind=rollout_changed&resource_id="+ro.RolloutID, ""))
+	if !slices.ContainsFunc(ev.Items, func(e wire.Event) bool { return e.Data["step"] == "preflight" && e.Data["state"] == wire.RolloutFailed }) {
+		t.Errorf("no rollout_changed of the preflight step: %+v", ev.Items)
+	}
+}
+
+// TestConfigVersionApplyState: a version whose apply failed on the node
+// says so in the node's versions (apply_state failed), one applied says
+// succeeded.
+func TestConfigVersionApplyState(t *testing.T) {
+	th := serve(t, dbPath(t), "", true)
+	n1 := newRolloutAgent(t, th, "n1")
+	ro := th.createRollout(t, rolloutBody([]string{"n1"}, `,"batch_size":1`))
+	validate(t, n1)
+	th.waitRollout(t, ro.RolloutID, "succeeded", func(r wire.Rollout) bool { return r.State == wire.RolloutSucceeded },
+		func() { n1.applyAll(t, 100*time.Millisecond) })
+	n1.failApply = true
+	ro = th.createRollout(t, rolloutBody([]string{"n1"}, `,"batch_size":1`))
+	validate(t, n1)
+	th.waitRollout(t, ro.RolloutID, "failed", func(r wire.Rollout) bool { return r.State == wire.RolloutFailed },
+		func() { n1.applyAll(t, 100*time.Millisecond) })
+	vs := decode[wire.Page[wire.ConfigVersion]](t, th.do(t, "GET", APIPrefix+"/nodes/n1/configuration/versions", ""))
+	got := map[string]string{}
+	for _, v := range vs.Items {
+		got[v.Version] = v.ApplyState
+	}
+	if want := map[string]string{"v1": wire.OpSucceeded, "v2": wire.OpFailed}; !maps.Equal(got, want) {
+		t.Fatalf("apply states %v, want %v", got, want)
 	}
 }

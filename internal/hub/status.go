@@ -18,6 +18,17 @@ type Status struct {
 	Storage   string       `json:"storage"`
 	Streams   StreamTotals `json:"streams"`
 	Nodes     NodeTotals   `json:"nodes"`
+	Jobs      JobTotals    `json:"jobs"`
+}
+
+// JobTotals count the Hub's jobs by desired state, by observed state
+// ("not_observed" for a job no node reported) and by convergence, for the
+// console's overview.
+type JobTotals struct {
+	Total       int            `json:"total"`
+	Desired     map[string]int `json:"desired"`
+	Observed    map[string]int `json:"observed"`
+	Convergence map[string]int `json:"convergence"`
 }
 
 // StreamTotals count reported streams (spec: total, running, failed), and
@@ -86,6 +97,22 @@ func (h *Hub) getStatus(w http.ResponseWriter, r *http.Request) error {
 				s.Streams.Failed++
 			}
 		}
+	}
+	jobs, err := h.st.JobStates(r.Context())
+	if err != nil {
+		return problemFor(err, anyResource)
+	}
+	s.Jobs = JobTotals{Desired: map[string]int{}, Observed: map[string]int{}, Convergence: map[string]int{}}
+	for _, js := range jobs {
+		v := h.jobView(js, now)
+		s.Jobs.Total++
+		s.Jobs.Desired[v.Desired.State]++
+		observed := v.Observed.State
+		if observed == "" {
+			observed = wire.TaskNotObserved
+		}
+		s.Jobs.Observed[observed]++
+		s.Jobs.Convergence[v.Convergence]++
 	}
 	return httpapi.WriteJSON(w, http.StatusOK, s)
 }

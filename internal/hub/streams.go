@@ -478,3 +478,43 @@ func (h *Hub) operations(ctx context.Context, pg wire.Page[store.Intent]) wire.P
 	}
 	return out
 }
+
+// deleteStreamDesired is DELETE .../streams/{id}/desired-state: the Hub
+// stops managing the stream (a typo'd node or stream id otherwise stays
+// blocked forever). Its pending intents are superseded, its convergence
+// goes back to unknown (reason not_managed), and the node's own report of
+// the stream, if any, stays visible. 404 stream_not_found when the Hub
+// holds no desired state for it; If-Match as on PUT.
+func (h *Hub) deleteStreamDesired(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	nodeID, streamID := r.PathValue("node_id"), r.PathValue("id")
+	gen, anyGen, present, err := httpapi.ParseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	by := actorOf(ctx)
+	u := store.Unmanage{NodeID: nodeID, StreamID: streamID, Actor: by.id, ActorKind: by.kind,
+		CorrelationID: httpapi.CorrelationID(ctx), Now: h.opts.Now()}
+	if present && !anyGen {
+		u.IfMatch = &gen
+	}
+	res, err := h.st.UnmanageStream(ctx, u)
+	var conflict *store.GenerationConflictError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return httpapi.NotFound(CodeStreamNotFound, "the Hub holds no desired state for that stream")
+	case errors.As(err, &conflict):
+		return httpapi.GenerationConflict(conflict.Expected, conflict.Current, map[string]any{"node_id": nodeID, "stream_id": streamID})
+	case err != nil:
+		return h.storeFailed(err)
+	}
+	// The store recorded the convergence_changed to unknown; the worker,
+	// which finds no desired state to evaluate, starts from it if the
+	// stream is managed again.
+	h.conv.baseline(nodeID+"\x00"+store.KindStream+"\x00"+streamID,
+		convSeen{value: wire.ConvergenceUnknown, generation: res.Generation, asOf: res.Txn})
+	h.converge(nodeID, streamID)
+	h.nudge()
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -118,6 +118,11 @@ type ConfigVersion struct {
 	ActorKind     string `json:"actor_kind,omitempty"`
 	CorrelationID string `json:"correlation_id,omitempty"`
 	CreatedAt     Time   `json:"created_at"`
+	// ApplyState is the state of the newest apply of this version to the
+	// node among its recent ones (an operation state: succeeded, failed,
+	// pending, ...); omitted when none is recent. A version whose apply
+	// failed is not offered as an apply or rollback target.
+	ApplyState string `json:"apply_state,omitempty"`
 }
 
 // NodeConfigurationDesired is the Hub's desire for a node's configuration.
@@ -231,6 +236,34 @@ type RolloutNode struct {
 	UpdatedAt         Time     `json:"updated_at,omitzero"`
 }
 
+// Preflight states of one rollout node: its configuration_validate is
+// under way, said the configuration is valid, found problems, or failed
+// (expired, refused, node error).
+const (
+	PreflightPending = "pending"
+	PreflightValid   = "valid"
+	PreflightInvalid = "invalid"
+	PreflightFailed  = "failed"
+)
+
+// RolloutPreflight is one target node's check of a rollout's
+// configuration with the read-only configuration_validate command, before
+// any node is changed.
+type RolloutPreflight struct {
+	NodeID      string          `json:"node_id"`
+	State       string          `json:"state"`
+	OperationID string          `json:"operation_id,omitempty"`
+	Problems    []ConfigProblem `json:"problems,omitempty"`
+	Failure     *Failure        `json:"failure,omitempty"`
+}
+
+// ConfigProblem is one problem a node found in a configuration, at its
+// path (streams[0].pipeline.processors[0].type).
+type ConfigProblem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
 // Rollout is GET /rollouts/{id} (and each item of GET /rollouts).
 type Rollout struct {
 	RolloutID     string          `json:"rollout_id"`
@@ -248,13 +281,16 @@ type Rollout struct {
 	MaxFailures   int             `json:"max_failures"`
 	Failures      int             `json:"failures"`
 	Nodes         []RolloutNode   `json:"nodes"`
-	Failure       *Failure        `json:"failure,omitempty"`
-	Actor         string          `json:"actor,omitempty"`
-	ActorKind     string          `json:"actor_kind,omitempty"`
-	CorrelationID string          `json:"correlation_id,omitempty"`
-	CreatedAt     Time            `json:"created_at"`
-	UpdatedAt     Time            `json:"updated_at"`
-	FinishedAt    Time            `json:"finished_at,omitzero"`
+	// Preflight is each target node's validation of the configuration
+	// before any node changes (GET /rollouts/{id} only).
+	Preflight     []RolloutPreflight `json:"preflight,omitempty"`
+	Failure       *Failure           `json:"failure,omitempty"`
+	Actor         string             `json:"actor,omitempty"`
+	ActorKind     string             `json:"actor_kind,omitempty"`
+	CorrelationID string             `json:"correlation_id,omitempty"`
+	CreatedAt     Time               `json:"created_at"`
+	UpdatedAt     Time               `json:"updated_at"`
+	FinishedAt    Time               `json:"finished_at,omitzero"`
 }
 
 // RolloutActionRequest is the body of POST /rollouts/{id}/actions.

@@ -64,6 +64,9 @@ const (
 	ArtifactPending   = "pending"
 	ArtifactCompleted = "completed"
 	ArtifactFailed    = "failed"
+	// ArtifactPruned is a completed checkpoint past the job's
+	// checkpoint.retention: its node deleted it (listed, not restorable).
+	ArtifactPruned = "pruned"
 )
 
 // ArtifactRef names one recovery artifact of a job.

@@ -6,6 +6,8 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"html"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -115,6 +117,47 @@ func (s *Site) Serve(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", f.etag)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+	return true
+}
+
+// notFoundPage is the console's 404 page: a mistyped console URL says so
+// and links to the console. Its style is the console's own file (the CSP
+// allows no inline style).
+const notFoundPage = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Not found · flowplane console</title>
+<link rel="stylesheet" href="` + Path + `assets/app.css">
+</head>
+<body>
+<main class="login" data-page="not-found">
+<h1>flowplane</h1>
+<div class="notice warn" role="alert" data-state="not-found">No console page at <code>%s</code> (404).</div>
+<p><a class="button primary" href="` + Path + `">Open the console</a></p>
+</main>
+</body>
+</html>
+`
+
+// NotFound answers a request for a path under Path that names no file
+// with the console's 404 page (status 404), for a client that accepts
+// HTML (a browser); it reports false, having written nothing but the
+// security headers, for any other client, which the caller answers in its
+// own error format (the API's problem).
+func (s *Site) NotFound(w http.ResponseWriter, r *http.Request) bool {
+	Header(w.Header())
+	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method != http.MethodHead {
+		fmt.Fprintf(w, notFoundPage, html.EscapeString(r.URL.Path))
+	}
 	return true
 }
 

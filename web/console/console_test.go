@@ -3,9 +3,12 @@ package console
 import (
 	"bytes"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -115,5 +118,43 @@ func TestSiteFiles(t *testing.T) {
 	want := `{"api_prefix":"/api/v1","sign_in":{"provider":"idp.example","login":"/ui/auth/login","logout":"/ui/auth/logout"}}`
 	if got := string(s.files["hub.json"].body); got != want {
 		t.Errorf("hub.json with sign-in %s", got)
+	}
+}
+
+// TestNotFound: a browser asking for a console path that names no file
+// gets the console's 404 page (HTML, status 404, the path escaped, the
+// console's security headers); another client gets nothing written, for
+// the caller's own error format.
+func TestNotFound(t *testing.T) {
+	s := New(Config{APIPrefix: "/api/v1"})
+	for _, tc := range []struct {
+		accept string
+		served bool
+	}{
+		{"text/html,application/xhtml+xml,*/*;q=0.8", true},
+		{"application/json", false},
+		{"", false},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", Path+"unknown<b>", nil)
+		r.Header.Set("Accept", tc.accept)
+		got := s.NotFound(w, r)
+		if got != tc.served {
+			t.Fatalf("Accept %q: served %v, want %v", tc.accept, got, tc.served)
+		}
+		if w.Header().Get("Content-Security-Policy") != CSP {
+			t.Errorf("Accept %q: no CSP", tc.accept)
+		}
+		if !tc.served {
+			if w.Body.Len() != 0 {
+				t.Errorf("Accept %q: wrote %q", tc.accept, w.Body.String())
+			}
+			continue
+		}
+		body := w.Body.String()
+		if w.Code != http.StatusNotFound || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") ||
+			!strings.Contains(body, `data-page="not-found"`) || !strings.Contains(body, "unknown&lt;b&gt;") || strings.Contains(body, "unknown<b>") {
+			t.Errorf("Accept %q: %d %q %s", tc.accept, w.Code, w.Header().Get("Content-Type"), body)
+		}
 	}
 }

@@ -7,7 +7,7 @@ import { isPaused, setPaused, startLive, stopLive, useLiveState } from "./live";
 import { pages } from "./pages/index";
 import { href, match, useLocation } from "./router";
 import type { System, Whoami } from "./types";
-import { Empty } from "./ui";
+import { Empty, PageBoundary } from "./ui";
 
 type Phase =
   | { kind: "checking" }
@@ -217,7 +217,11 @@ function Shell(props: { system: System; who?: Whoami; onSignOut: () => void }) {
       ) : null}
       <main id="main" data-page={page?.name ?? "not-found"} tabIndex={-1}>
         {page ? (
-          <page.component params={params} query={loc.query} />
+          // Keyed by path: another page (or another job's) mounts fresh
+          // instead of reusing this one's state.
+          <PageBoundary key={loc.path}>
+            <page.component key={loc.path} params={params} query={loc.query} />
+          </PageBoundary>
         ) : (
           <Empty>
             No page at <code>{loc.path}</code>. <a href={href("/fleet")}>Go to the fleet overview.</a>

@@ -161,6 +161,27 @@ export function useEvents(f: (ev: HubEvent | null) => void) {
   }, []);
 }
 
+/**
+ * whenLive resolves true once the event stream is up (at once when it is),
+ * or false after timeoutMs: an action that could not reach the Hub waits
+ * for it to be back before its one retry.
+ */
+export function whenLive(timeoutMs: number): Promise<boolean> {
+  if (state === "live") return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(t);
+      stateListeners.delete(f);
+      resolve(ok);
+    };
+    const f = (s: LiveState) => {
+      if (s === "live") done(true);
+    };
+    const t = setTimeout(() => done(false), timeoutMs);
+    stateListeners.add(f);
+  });
+}
+
 export function useLiveState(): LiveState {
   const [s, set] = useState(state);
   useEffect(() => {

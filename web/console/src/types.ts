@@ -42,6 +42,7 @@ export interface Status {
   storage: string;
   streams: { total: number; running: number; failed: number; convergence?: Partial<Record<Convergence, number>> };
   nodes: { total: number; online: number; unavailable: number; draining: number; maintenance: number };
+  jobs?: { total: number; desired: Record<string, number>; observed: Record<string, number>; convergence: Partial<Record<Convergence, number>> };
 }
 
 export interface NodeView {

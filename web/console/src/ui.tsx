@@ -2,10 +2,10 @@
 // (loading, error, empty), tables with paging, filters, confirmations,
 // badges, times and a line chart. Pages are built from these only.
 
-import type { ComponentChildren } from "preact";
+import { Component, type ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, describe, readOnly } from "./api";
-import { useLive } from "./live";
+import { useLive, whenLive } from "./live";
 import { setQuery } from "./router";
 import type { HubEvent } from "./types";
 
@@ -96,6 +96,36 @@ export function ErrorState(props: { error: unknown; retry?: () => void; stale?: 
   );
 }
 
+/**
+ * PageBoundary shows a page's render error in place of the page, with a
+ * retry, instead of leaving a half-updated page: an error thrown while
+ * rendering would otherwise escape Preact's render loop, keep the page's
+ * effects re-running (a request loop) and leave its DOM behind under the
+ * next page. The shell keys it by route, so another page starts clean.
+ */
+export class PageBoundary extends Component<{ children: ComponentChildren }, { error: unknown }> {
+  state = { error: null as unknown };
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+  componentDidCatch(error: unknown) {
+    console.warn("console page error:", error);
+  }
+  render() {
+    if (this.state.error) {
+      return (
+        <div class="notice error" role="alert" data-state="page-error">
+          <span>This page failed to render: {String(this.state.error)}.</span>
+          <button type="button" onClick={() => this.setState({ error: null })}>
+            Retry
+          </button>
+        </div>
+      );
+    }
+    return this.props.children;
+  }
+}
+
 export function Empty(props: { children: ComponentChildren }) {
   return (
     <div class="empty" data-state="empty">
@@ -144,7 +174,18 @@ export function useAction(): ActionState {
     setBusy(true);
     setNotice(null);
     try {
-      setNotice({ kind: "ok", text: await f() });
+      try {
+        setNotice({ kind: "ok", text: await f() });
+      } catch (e) {
+        // Not sent, or no answer: never dropped silently. Once the Hub is
+        // back (its event stream live again, within a minute) the action
+        // runs once more (a write carries its If-Match: it cannot apply
+        // twice over someone else's); otherwise it has clearly failed.
+        if (!(e instanceof ApiError && e.status === 0)) throw e;
+        setNotice({ kind: "warn", text: "Cannot reach the Hub: this action runs again once the Hub is back (up to a minute)." });
+        if (!(await whenLive(60_000))) throw new ApiError(0, { code: "unreachable", message: "cannot reach the Hub: the action was not carried out" });
+        setNotice({ kind: "ok", text: await f() });
+      }
     } catch (e) {
       const conflict = e instanceof ApiError && e.status === 412;
       setNotice({ kind: conflict ? "warn" : "error", text: describe(e), conflict });
@@ -317,6 +358,18 @@ export function duration(ms: number | undefined | null): string {
   return `${Math.round(s / 86400)} d`;
 }
 
+// MAX_DATE_MS is the largest time a JavaScript Date holds (±100,000,000
+// days); a watermark past it is a node's "end of input" (math.MaxInt64).
+const MAX_DATE_MS = 8.64e15;
+
+/** instant formats milliseconds since the epoch as "2026-11-28 14:50:21.123", never throwing. */
+export function instant(ms: number | undefined | null): string {
+  if (ms === undefined || ms === null || Number.isNaN(ms)) return "—";
+  if (ms >= MAX_DATE_MS) return "end of input";
+  if (ms <= -MAX_DATE_MS) return "—";
+  return new Date(ms).toISOString().replace("T", " ").replace("Z", "");
+}
+
 export function num(n: number | undefined | null): string {
   if (n === undefined || n === null) return "—";
   return n.toLocaleString("en-US", { maximumFractionDigits: 1 });
@@ -474,7 +527,7 @@ export function LineChart(props: { series: Series[]; unit: string; windowMs?: nu
     return (
       <figure class="chart" data-chart={props.label}>
         <figcaption>{props.label}</figcaption>
-        <p class="muted">No samples yet: the chart fills in as the Hub receives reports.</p>
+        <p class="muted" data-chart-empty>No samples yet: the Hub samples what the nodes report every 10 s and keeps an hour; the chart fills from the second sample.</p>
       </figure>
     );
   }

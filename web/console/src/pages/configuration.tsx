@@ -23,6 +23,8 @@ export interface ConfigVersion {
   actor_kind?: string;
   correlation_id?: string;
   created_at: string;
+  /** State of the newest recent apply of this version to the node. */
+  apply_state?: string;
 }
 
 interface NodeConfiguration {
@@ -227,6 +229,12 @@ function NodeConfigurationPage(p: PageProps) {
                     render: (v) => (
                       <>
                         <code>{v.version}</code> {v.version === desired ? <Badge value="desired" title="The version the Hub desires now" /> : null}
+                        {v.apply_state === "failed" ? (
+                          <span data-apply-state="failed">
+                            {" "}
+                            <Badge value="failed" title="Its newest apply to this node failed: it is offered as no apply or rollback target" />
+                          </span>
+                        ) : null}
                       </>
                     ),
                   },
@@ -263,6 +271,10 @@ function NodeConfigurationPage(p: PageProps) {
                     render: (v) =>
                       v.version === desired ? (
                         <span class="muted">desired now</span>
+                      ) : v.apply_state === "failed" ? (
+                        <span class="muted" data-no-target>
+                          its apply failed: see its operation
+                        </span>
                       ) : (
                         <div class="actions">
                           <Confirm label="Apply version" title={`Apply ${v.version} to ${id}?`} disabled={action.busy || !conf.data} onConfirm={() => void apply(v.version)}>

@@ -8,7 +8,7 @@ import { get, type Page } from "../api";
 import { useEvents } from "../live";
 import { EVENT_KINDS, eventResourceType, JSONBlock, matchesEventFilter, NodeLink, OperationLink, ResourceLink } from "../oplog";
 import type { PageDef, PageProps } from "../page";
-import { href } from "../router";
+import { href, setQuery } from "../router";
 import type { HubEvent } from "../types";
 import { Badge, Filters, Loaded, num, PageHeader, SelectFilter, Table, TextFilter, Time, useResource, who } from "../ui";
 
@@ -70,8 +70,13 @@ function Events(props: PageProps) {
     if (pausedRef.current) setArrived((n) => n + 1);
   });
 
+  // Periodic checkpoints (no operation) come every interval of every
+  // running job: they can be hidden (hide_periodic=1 in the URL).
+  const hidePeriodic = q.get("hide_periodic") === "1";
+  const periodic = (ev: HubEvent) => ev.kind === "checkpoint_completed" && !ev.operation_id;
   const rows = merge(live, res.data?.items ?? []);
-  const shown = paused && frozen ? frozen : rows;
+  const all = paused && frozen ? frozen : rows;
+  const shown = hidePeriodic ? all.filter((ev) => !periodic(ev)) : all;
 
   const toggle = () => {
     if (paused) {
@@ -101,6 +106,15 @@ function Events(props: PageProps) {
         <TextFilter name="resource_id" label="Resource" value={f.resource_id} />
         <TextFilter name="operation_id" label="Operation" value={f.operation_id} />
         <TextFilter name="correlation_id" label="Correlation id" value={f.correlation_id} />
+        <label class="check">
+          <input
+            type="checkbox"
+            name="hide_periodic"
+            checked={hidePeriodic}
+            onChange={(e) => setQuery({ hide_periodic: (e.currentTarget as HTMLInputElement).checked ? "1" : "" })}
+          />
+          Hide periodic checkpoints
+        </label>
         {filtered ? (
           <a class="clear-filters" href={href("/events")}>
             Clear filters

@@ -4,7 +4,7 @@
 
 import type { ComponentChildren } from "preact";
 import { get, type Page } from "../api";
-import { useRates } from "../metrics";
+import { useHistory } from "../metrics";
 import type { PageDef } from "../page";
 import { href } from "../router";
 import type { Convergence, Operation, Status } from "../types";
@@ -33,11 +33,7 @@ function Fleet() {
     "failed",
     (ev) => ev.kind === "command_failed" || ev.kind === "command_timed_out",
   );
-  const rates = useRates(
-    "fleet",
-    async () => (await get<{ aggregate: Record<string, number> }>("/metrics", { format: "json" })).aggregate,
-    { messages_received: "received", messages_sent: "sent", stream_errors: "errors" },
-  );
+  const rates = useHistory("/history", { received: "received", sent: "sent", errors: "errors" });
   return (
     <>
       <PageHeader title="Fleet" sub="What the Hub wants, what the nodes report, and whether the two agree. Live." />
@@ -51,9 +47,16 @@ function Fleet() {
                 <Count label="draining" n={st.nodes.draining} link={href("/nodes", { mode: "draining" })} />
                 <Count label="maintenance" n={st.nodes.maintenance} link={href("/nodes", { mode: "maintenance" })} />
               </Tile>
-              <Tile label="Streams" value={st.streams.total} link={href("/streams")}>
+              {/* Every stream the convergence bar counts (desired or reported), so the two agree. */}
+              <Tile label="Streams" value={sumOf(st.streams.convergence)} link={href("/streams")}>
+                <Count label="reported" n={st.streams.total} link={href("/streams")} />
                 <Count label="running" n={st.streams.running} link={href("/streams", { state: "running" })} />
                 <Count label="failed" n={st.streams.failed} link={href("/streams", { state: "failed" })} />
+              </Tile>
+              <Tile label="Jobs" value={st.jobs?.total} link={href("/jobs")}>
+                <Count label="running" n={st.jobs?.observed.running ?? 0} link={href("/jobs", { desired_state: "running" })} />
+                <Count label="desired stopped" n={st.jobs?.desired.stopped ?? 0} link={href("/jobs", { desired_state: "stopped" })} />
+                <Count label="failed" n={st.jobs?.observed.failed ?? 0} link={href("/jobs")} />
               </Tile>
               <Tile label="Operations" value={ops.data ? Object.values(ops.data.by_state).reduce((a, b) => a + b, 0) : undefined} link={href("/operations")}>
                 <Count label="pending" n={ops.data?.by_state.pending ?? 0} link={href("/operations", { state: "pending" })} />
@@ -73,10 +76,19 @@ function Fleet() {
             </div>
             <Section title="Streams by convergence">
               {st.streams.convergence && Object.values(st.streams.convergence).some((n) => n) ? (
-                <ConvergenceBar counts={st.streams.convergence} />
+                <ConvergenceBar counts={st.streams.convergence} list="/streams" label="Streams by convergence" />
               ) : (
                 <Empty>
                   Nothing is running yet. Start nodes with <code>health_check.hub_urls</code> pointing at this Hub, or set a stream's desired state.
+                </Empty>
+              )}
+            </Section>
+            <Section title="Jobs by convergence">
+              {st.jobs?.total ? (
+                <ConvergenceBar counts={st.jobs.convergence} list="/jobs" label="Jobs by convergence" />
+              ) : (
+                <Empty>
+                  No job yet: submit one with <code>POST /jobs</code> (see the Jobs page).
                 </Empty>
               )}
             </Section>
@@ -84,7 +96,7 @@ function Fleet() {
         )}
       </Loaded>
       <Section title="Throughput">
-        <LineChart label="Messages per second, whole fleet" unit="msg/s" series={rates} />
+        <LineChart label="Messages per second, whole fleet" unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
       <Section title="Latest failed operations" actions={<a href={href("/operations", { state: "failed" })}>All failed</a>}>
         <Loaded res={failed} empty={(p) => (p.items.length === 0 ? "No operation has failed." : null)}>
@@ -126,20 +138,25 @@ function Count(props: { label: string; n: number; link: string }) {
   );
 }
 
-/** ConvergenceBar is a stacked bar of stream counts, each part a link to the filtered list. */
-function ConvergenceBar(props: { counts: Partial<Record<Convergence, number>> }) {
+/** sumOf adds the counts of a convergence map. */
+function sumOf(counts: Partial<Record<Convergence, number>> | undefined): number {
+  return CONVERGENCES.reduce((a, c) => a + (counts?.[c] ?? 0), 0);
+}
+
+/** ConvergenceBar is a stacked bar of counts, each part a link to the list filtered by it. */
+function ConvergenceBar(props: { counts: Partial<Record<Convergence, number>>; list: string; label: string }) {
   const total = CONVERGENCES.reduce((a, c) => a + (props.counts[c] ?? 0), 0);
   return (
     <div>
-      <div class="stack" role="img" aria-label="Streams by convergence">
+      <div class="stack" role="img" aria-label={props.label} data-bar={props.list}>
         {CONVERGENCES.filter((c) => props.counts[c]).map((c) => (
-          <a key={c} class="part" data-value={c} href={href("/streams", { convergence: c })} style={{ flexGrow: props.counts[c] }} title={`${props.counts[c]} ${c}`} />
+          <a key={c} class="part" data-value={c} href={href(props.list, { convergence: c })} style={{ flexGrow: props.counts[c] }} title={`${props.counts[c]} ${c}`} />
         ))}
       </div>
       <ul class="legend inline">
         {CONVERGENCES.map((c) => (
           <li key={c}>
-            <a href={href("/streams", { convergence: c })} data-convergence-count={c}>
+            <a href={href(props.list, { convergence: c })} data-convergence-count={c} data-n={props.counts[c] ?? 0}>
               <Badge value={c} /> {num(props.counts[c] ?? 0)}
               {total ? <span class="muted"> ({Math.round(((props.counts[c] ?? 0) * 100) / total)}%)</span> : null}
             </a>

@@ -6,8 +6,9 @@
 // checkpoint and savepoint now). docs/jobs.md and docs/hub-api.md "Jobs".
 
 import type { ComponentChildren } from "preact";
-import { call, enc, get, url, type Page } from "../api";
+import { ApiError, call, enc, get, url, type Page } from "../api";
 import { Dag, edgeLabel, type Plan } from "../dag";
+import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href, setQuery } from "../router";
 import type { Convergence, HubEvent, Operation } from "../types";
@@ -18,7 +19,9 @@ import {
   Confirm,
   duration,
   Empty,
+  ErrorState,
   Filters,
+  instant,
   KV,
   LineChart,
   Loaded,
@@ -314,20 +317,33 @@ function JobPage(props: PageProps) {
     `ver:${id}:${verPage}`,
     (ev) => mine(ev) && ev.kind === "intent_accepted",
   );
+  const rates = useHistory(`/jobs/${enc(id)}/history`, { records_in: "records in", records_out: "records out" });
   const kinds: Record<string, string> = {};
   const cur = versions.data?.items.find((v) => v.version === version);
   for (const o of cur?.spec.operators ?? []) kinds[o.id] = o.kind;
 
+  const header = (
+    <PageHeader
+      title={
+        <>
+          Job <code>{id}</code>
+        </>
+      }
+      sub={<a href={href("/jobs")}>‹ All jobs</a>}
+    />
+  );
+  // An unknown job: its error once, not once per section.
+  if (detail.data === undefined && detail.error instanceof ApiError && detail.error.status === 404) {
+    return (
+      <>
+        {header}
+        <ErrorState error={detail.error} />
+      </>
+    );
+  }
   return (
     <>
-      <PageHeader
-        title={
-          <>
-            Job <code>{id}</code>
-          </>
-        }
-        sub={<a href={href("/jobs")}>‹ All jobs</a>}
-      />
+      {header}
       <Loaded res={detail}>
         {({ job, etag }) => (
           <>
@@ -337,6 +353,9 @@ function JobPage(props: PageProps) {
           </>
         )}
       </Loaded>
+      <Section title="Throughput">
+        <LineChart label={`Records per second, job ${id}`} unit="records/s" series={rates.series} windowMs={rates.windowMs} height={140} />
+      </Section>
       <Section title="Dataflow">
         <Loaded res={plan}>{(p) => <PlanView plan={p} kinds={kinds} />}</Loaded>
       </Section>
@@ -650,7 +669,7 @@ function Placement(props: { job: JobDetail; page: number }) {
               {
                 key: "watermark",
                 label: "Watermark",
-                render: (t) => (t.watermark ? <time title={String(t.watermark)}>{new Date(t.watermark).toISOString().replace("T", " ").replace("Z", "")}</time> : <span class="muted">—</span>),
+                render: (t) => (t.watermark ? <time title={String(t.watermark)}>{instant(t.watermark)}</time> : <span class="muted">—</span>),
               },
             ]}
           />
@@ -691,6 +710,10 @@ function Artifacts(props: { name: string; page: Page<Artifact>; param: string; e
             render: (a) =>
               a.failure ? (
                 <span class="error-text">{a.failure.message ?? a.failure.code}</span>
+              ) : a.state === "pruned" ? (
+                <span class="muted" title={a.location}>
+                  deleted by checkpoint.retention
+                </span>
               ) : a.location ? (
                 <code class="location" title={a.location}>
                   {a.location}

@@ -4,10 +4,10 @@
 // throughput.
 
 import type { ComponentChildren } from "preact";
-import { call, enc, get, url, type Page } from "../api";
-import { useRates } from "../metrics";
+import { ApiError, call, enc, get, url, type Page } from "../api";
+import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
-import { href } from "../router";
+import { href, navigate } from "../router";
 import type { HubEvent, NodeView, Operation, StreamView } from "../types";
 import {
   ActionNotice,
@@ -32,6 +32,15 @@ import {
 import { nodeHref, streamColumns, streamHref, streamKey } from "./streams";
 
 const PAGE_SIZE = 50;
+
+/** NodeJob is what a node's page shows of each of its jobs. */
+interface NodeJob {
+  id: string;
+  version: number;
+  desired: { state: string };
+  observed?: { state: string };
+  convergence: string;
+}
 const STATUSES = ["online", "unavailable", "unknown"];
 const MODES = ["active", "draining", "maintenance"];
 
@@ -115,11 +124,8 @@ function NodeDetail(props: PageProps) {
   const streamsQuery = { node_id: id, page, page_size: PAGE_SIZE };
   const streams = useResource((s) => get<Page<StreamView>>("/streams", streamsQuery, s), JSON.stringify(streamsQuery), mine);
   const ops = useResource((s) => get<Page<Operation>>("/operations", { node_id: id, page_size: 10 }, s), "ops " + path, mine);
-  const rates = useRates(
-    "node " + id,
-    async () => (await get<{ items: { node_id: string; metrics: Record<string, number> }[] }>("/metrics", { format: "json", node_id: id })).items[0]?.metrics ?? {},
-    { messages_received: "received", messages_sent: "sent", stream_errors: "errors" },
-  );
+  const jobs = useResource((s) => get<Page<NodeJob>>("/jobs", { node_id: id, page_size: PAGE_SIZE }, s), "jobs " + path, mine);
+  const rates = useHistory(path + "/history", { received: "received", sent: "sent", errors: "errors" });
   const action = useAction();
   const setMode = (method: "POST" | "DELETE", route: string) =>
     action.run(async () => {
@@ -128,6 +134,40 @@ function NodeDetail(props: PageProps) {
       return <ModeResult node={r.body} />;
     });
   const mode = node.data?.mode;
+  const status = node.data?.status;
+  // Forget: a registered node leaves the registry (forced while online:
+  // its Agent registers again as a new node). A node known only from
+  // desired state (never registered, e.g. a typo'd id) goes when nothing
+  // is desired of it any more: every stream's desired state is deleted
+  // first (Stop managing), then the registry entry, if any.
+  const forget = () =>
+    action.run(async () => {
+      let unmanaged = 0;
+      if (status === "unknown") {
+        for (let i = 0; i < 20; i++) {
+          const p = await get<Page<StreamView>>("/streams", { node_id: id, page_size: 100 });
+          const managed = p.items.filter((s) => s.desired);
+          if (managed.length === 0) break;
+          for (const s of managed) {
+            try {
+              await call<unknown>(url(path + "/streams/" + enc(s.id) + "/desired-state"), { method: "DELETE" });
+              unmanaged++;
+            } catch (e) {
+              if (!(e instanceof ApiError && e.status === 404)) throw e;
+            }
+          }
+        }
+      }
+      try {
+        await call<unknown>(url(path, { force: status === "online" ? "true" : undefined }), { method: "DELETE" });
+      } catch (e) {
+        // A node never registered has no registry entry: with its streams
+        // unmanaged it is gone already.
+        if (!(e instanceof ApiError && e.status === 404 && status === "unknown")) throw e;
+      }
+      navigate("/nodes");
+      return `Forgot node ${id}${unmanaged ? `; stopped managing ${unmanaged} stream(s)` : ""}.`;
+    });
   return (
     <>
       <PageHeader
@@ -148,7 +188,7 @@ function NodeDetail(props: PageProps) {
           ) : undefined
         }
       >
-        <Confirm label="Drain" danger title={`Drain ${id}?`} disabled={action.busy || !node.data} onConfirm={() => void setMode("POST", "/drain")} confirmLabel="Drain">
+        <Confirm label="Drain" danger title={`Drain ${id}?`} disabled={action.busy || !node.data || mode !== "active"} onConfirm={() => void setMode("POST", "/drain")} confirmLabel="Drain">
           The Hub stops dispatching new commands to <strong>{id}</strong>; commands already in flight run to their outcome and desired state is left
           alone. New writes are accepted and wait (blocked) until the node is active again.
         </Confirm>
@@ -156,22 +196,46 @@ function NodeDetail(props: PageProps) {
           label="Maintenance on"
           danger
           title={`Put ${id} in maintenance?`}
-          disabled={action.busy || !node.data}
+          disabled={action.busy || !node.data || mode === "maintenance"}
           onConfirm={() => void setMode("POST", "/maintenance")}
           confirmLabel="Maintenance on"
         >
           The node goes into maintenance: no new command is dispatched to it; work in flight goes on and desired state is untouched.
         </Confirm>
         {mode && mode !== "active" ? (
-          <Confirm label="Maintenance off" title={`Make ${id} active again?`} disabled={action.busy} onConfirm={() => void setMode("DELETE", "/maintenance")} confirmLabel="Make active">
-            The node becomes <strong>active</strong> again (this ends a drain too) and the Hub resumes dispatching the commands waiting for it.
+          <Confirm
+            label={mode === "draining" ? "Undrain" : "Maintenance off"}
+            title={`Make ${id} active again?`}
+            disabled={action.busy}
+            onConfirm={() => void setMode("DELETE", "/maintenance")}
+            confirmLabel="Make active"
+          >
+            The node becomes <strong>active</strong> again (this ends a drain or maintenance) and the Hub resumes dispatching the commands waiting for it.
           </Confirm>
         ) : null}
+        <Confirm label="Forget node" danger title={`Forget ${id}?`} disabled={action.busy || !node.data} onConfirm={() => void forget()} confirmLabel="Forget">
+          {status === "unknown" ? (
+            <>
+              <strong>{id}</strong> never registered: the Hub knows it only from desired state. Forgetting it deletes the desired state of each of its
+              streams (Stop managing; the pending operations are superseded), so the node leaves every list.
+            </>
+          ) : status === "online" ? (
+            <>
+              <strong>{id}</strong> is online: forgetting it anyway ends its session at once, and its Agent registers again as a new node. Its desired
+              state stays.
+            </>
+          ) : (
+            <>
+              The Hub forgets <strong>{id}</strong>: its registration, identity binding and observations go. Its desired state stays (the node shows as
+              unknown while it has some); an Agent with this id registers again as a new node.
+            </>
+          )}
+        </Confirm>
       </PageHeader>
       <ActionNotice action={action} reload={node.reload} />
       <Loaded res={node}>{(n) => <NodeFacts node={n} />}</Loaded>
       <Section title="Throughput">
-        <LineChart label={`Messages per second, node ${id}`} unit="msg/s" series={rates} />
+        <LineChart label={`Messages per second, node ${id}`} unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
       <Section title="Streams" actions={<a href={href("/streams", { node_id: id })}>In the streams list</a>}>
         <Loaded res={streams} empty={(p) => (p.total === 0 ? "This node reports no stream, and no desired state names it." : null)}>
@@ -179,6 +243,28 @@ function NodeDetail(props: PageProps) {
             <>
               <Table name="node-streams" caption={`Streams of ${id}`} rows={p.items} rowKey={streamKey} columns={streamColumns()} />
               <Pager page={p.page} pageSize={p.page_size} total={p.total} />
+            </>
+          )}
+        </Loaded>
+      </Section>
+      <Section title="Jobs" actions={<a href={href("/jobs", { node_id: id })}>In the jobs list</a>}>
+        <Loaded res={jobs} empty={(p) => (p.total === 0 ? "No job runs on this node." : null)}>
+          {(p) => (
+            <>
+              <Table
+                name="node-jobs"
+                caption={`Jobs of ${id}`}
+                rows={p.items}
+                rowKey={(j) => j.id}
+                columns={[
+                  { key: "job", label: "Job", render: (j) => <a href={href("/jobs/" + enc(j.id))}>{j.id}</a> },
+                  { key: "version", label: "Version", class: "num", render: (j) => j.version },
+                  { key: "desired", label: "Desired", render: (j) => <Badge value={j.desired.state} /> },
+                  { key: "observed", label: "Observed", render: (j) => (j.observed?.state ? <Badge value={j.observed.state} /> : <span class="muted">not observed</span>) },
+                  { key: "convergence", label: "Convergence", render: (j) => <Badge value={j.convergence} /> },
+                ]}
+              />
+              {p.total > p.page_size ? <p class="muted">{num(p.total)} jobs; the first {num(p.page_size)} shown.</p> : null}
             </>
           )}
         </Loaded>

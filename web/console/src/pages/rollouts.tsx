@@ -54,6 +54,15 @@ export interface RolloutNode {
   updated_at?: string;
 }
 
+/** Preflight is one node's validation of the configuration before any node changes. */
+export interface Preflight {
+  node_id: string;
+  state: string;
+  operation_id?: string;
+  problems?: { path: string; message: string }[];
+  failure?: Failure;
+}
+
 export interface Rollout {
   rollout_id: string;
   state: string;
@@ -70,6 +79,7 @@ export interface Rollout {
   max_failures: number;
   failures: number;
   nodes: RolloutNode[];
+  preflight?: Preflight[];
   failure?: Failure;
   actor?: string;
   actor_kind?: string;
@@ -405,6 +415,11 @@ function RolloutPage(p: PageProps) {
                 </details>
               ) : null}
             </Section>
+            {r.preflight?.length ? (
+              <Section title="Preflight">
+                <PreflightView r={r} />
+              </Section>
+            ) : null}
             <Section title="Waves">
               <Waves r={r} />
             </Section>
@@ -447,6 +462,47 @@ function RolloutActions(props: { r: Rollout; busy: boolean; act: (a: "pause" | "
           </p>
         </Confirm>
       ) : null}
+    </>
+  );
+}
+
+/**
+ * PreflightView lists each node's validation of the configuration: the
+ * nodes that refused it first, each with its problems by path.
+ */
+function PreflightView(props: { r: Rollout }) {
+  const rank = (p: Preflight) => (p.state === "invalid" ? 0 : p.state === "failed" ? 1 : p.state === "pending" ? 2 : 3);
+  const rows = [...(props.r.preflight ?? [])].sort((a, b) => rank(a) - rank(b) || a.node_id.localeCompare(b.node_id));
+  const valid = rows.filter((p) => p.state === "valid").length;
+  return (
+    <>
+      <p class="muted">
+        Every target node validates the configuration (read-only) before any node changes: {num(valid)} of {num(rows.length)} valid.
+      </p>
+      <ul class="plain preflight" data-list="preflight">
+        {rows.slice(0, 100).map((p) => (
+          <li key={p.node_id} data-preflight={p.node_id} data-state={p.state}>
+            <a href={href("/nodes/" + enc(p.node_id))}>{p.node_id}</a> <Badge value={p.state} />{" "}
+            {p.operation_id ? (
+              <a class="muted" href={href("/operations/" + p.operation_id)}>
+                operation
+              </a>
+            ) : null}
+            {p.problems?.length ? (
+              <ul class="problems">
+                {p.problems.map((pr, i) => (
+                  <li key={i}>
+                    {pr.path ? <code>{pr.path}</code> : null}
+                    {pr.path ? ": " : ""}
+                    {pr.message}
+                  </li>
+                ))}
+              </ul>
+            ) : null}
+            {p.failure ? <span class="error-text"> {p.failure.message ?? p.failure.code}</span> : null}
+          </li>
+        ))}
+      </ul>
     </>
   );
 }

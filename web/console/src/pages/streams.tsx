@@ -4,7 +4,7 @@
 // latest events.
 
 import { call, enc, get, url, type Page } from "../api";
-import { useRates } from "../metrics";
+import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href } from "../router";
 import { CONVERGENCES, STREAM_STATES, type HubEvent, type Operation, type StreamView } from "../types";
@@ -100,7 +100,7 @@ export function streamColumns(withNode = true): Column<StreamView>[] {
           </span>
         ),
     },
-    { key: "convergence", label: "Convergence", render: (s) => <Badge value={s.convergence} /> },
+    { key: "convergence", label: "Convergence", render: (s) => <ConvergenceBadge view={s} /> },
     { key: "reason", label: "Reason", render: (s) => (s.convergence_reason ? <span class="reason">{s.convergence_reason}</span> : "") },
     { key: "received", label: "Received", class: "num", render: (s) => num(s.observed?.counters?.received) },
     { key: "sent", label: "Sent", class: "num", render: (s) => num(s.observed?.counters?.sent) },
@@ -115,6 +115,22 @@ export function streamColumns(withNode = true): Column<StreamView>[] {
     },
   ];
   return withNode ? cols : cols.filter((c) => c.key !== "node");
+}
+
+/**
+ * ConvergenceBadge shows a stream's convergence; a stream nobody manages
+ * (no desired state; the API says unknown) reads "not managed".
+ */
+export function ConvergenceBadge(props: { view: StreamView }) {
+  const v = props.view;
+  if (!v.desired && v.convergence === "unknown") {
+    return (
+      <span class="badge" data-value="unknown" data-managed="false" title="No desired state: the Hub does not manage this stream (convergence unknown)">
+        not managed
+      </span>
+    );
+  }
+  return <Badge value={v.convergence} />;
 }
 
 function Streams(props: PageProps) {
@@ -205,14 +221,7 @@ function StreamDetail(props: PageProps) {
     "events " + path,
     (ev) => ev.node_id === nodeID && ev.resource_id === id,
   );
-  const rates = useRates(
-    "stream " + nodeID + "/" + id,
-    async (): Promise<Record<string, number>> => {
-      const c = (await get<StreamView>(path)).observed?.counters;
-      return c ? { received: c.received, sent: c.sent, errors: c.errors } : {};
-    },
-    { received: "received", sent: "sent", errors: "errors" },
-  );
+  const rates = useHistory(path + "/history", { received: "received", sent: "sent", errors: "errors" });
   const action = useAction();
 
   const write = (label: string, send: (etag: string | undefined) => Promise<WriteReply>) =>
@@ -225,6 +234,18 @@ function StreamDetail(props: PageProps) {
   const setState = (state: "running" | "stopped") =>
     write(state === "running" ? "Start" : "Stop", async (ifMatch) => (await call<WriteReply>(url(path + "/desired-state"), { method: "PUT", body: { state }, ifMatch })).body);
   const restart = () => write("Restart", async (ifMatch) => (await call<WriteReply>(url(path + "/actions/restart"), { method: "POST", ifMatch })).body);
+  const unmanage = () =>
+    action.run(async () => {
+      await call<unknown>(url(path + "/desired-state"), { method: "DELETE", ifMatch: res.data?.etag ?? undefined });
+      res.reload();
+      events.reload();
+      return (
+        <span data-result="unmanaged">
+          The Hub no longer manages {id} on {nodeID}: its desired state is deleted and its convergence is unknown. What the node reports of it stays visible.
+        </span>
+      );
+    });
+  const desired = res.data?.view.desired;
 
   return (
     <>
@@ -240,21 +261,25 @@ function StreamDetail(props: PageProps) {
           </>
         }
       >
-        <Confirm label="Start" title={`Start ${id} on ${nodeID}?`} disabled={action.busy || !res.data} onConfirm={() => void setState("running")} confirmLabel="Start">
+        <Confirm label="Start" title={`Start ${id} on ${nodeID}?`} disabled={action.busy || !res.data || desired?.state === "running"} onConfirm={() => void setState("running")} confirmLabel="Start">
           The desired state becomes <strong>running</strong> (a new generation). The node starts the stream when it pulls the command; convergence follows its
           next report.
         </Confirm>
-        <Confirm label="Stop" danger title={`Stop ${id} on ${nodeID}?`} disabled={action.busy || !res.data} onConfirm={() => void setState("stopped")} confirmLabel="Stop">
+        <Confirm label="Stop" danger title={`Stop ${id} on ${nodeID}?`} disabled={action.busy || !res.data || desired?.state === "stopped"} onConfirm={() => void setState("stopped")} confirmLabel="Stop">
           The desired state becomes <strong>stopped</strong>: the node stops the stream and it stays stopped until someone starts it again.
         </Confirm>
         <Confirm label="Restart" title={`Restart ${id} on ${nodeID}?`} disabled={action.busy || !res.data} onConfirm={() => void restart()} confirmLabel="Restart">
           The node stops and starts the stream once; it converges when a report carries this restart's action id.
         </Confirm>
+        <Confirm label="Stop managing" danger title={`Stop managing ${id} on ${nodeID}?`} disabled={action.busy || !desired} onConfirm={() => void unmanage()} confirmLabel="Stop managing">
+          The Hub deletes this stream's desired state: its pending operations are superseded and never sent, and its convergence becomes unknown
+          (&ldquo;not managed&rdquo;). The node is not told to stop anything. Use it for a stream written to a wrong node or id; Start or Stop manages it again.
+        </Confirm>
       </PageHeader>
       <ActionNotice action={action} reload={res.reload} />
       <Loaded res={res}>{(d) => <StreamFacts view={d.view} />}</Loaded>
       <Section title="Throughput">
-        <LineChart label={`Messages per second, ${id} on ${nodeID}`} unit="msg/s" series={rates} />
+        <LineChart label={`Messages per second, ${id} on ${nodeID}`} unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
       <Section title="Latest events" actions={<a href={href("/events", { node_id: nodeID, resource_id: id })}>All events of this stream</a>}>
         <Loaded res={events} empty={(p) => (p.items.length === 0 ? "No event about this stream in the Hub's retained log yet." : null)}>
@@ -328,7 +353,7 @@ function StreamFacts(props: { view: StreamView }) {
         <section class="card" data-side="convergence">
           <h2>Convergence</h2>
           <p class="convergence" data-convergence={v.convergence}>
-            <Badge value={v.convergence} />
+            <ConvergenceBadge view={v} />
           </p>
           {v.convergence_reason ? (
             <p>
@@ -365,7 +390,7 @@ function explain(v: StreamView): string {
     case "blocked":
       return "Cannot proceed without a change (node draining or in maintenance, expired intent, permanent failure).";
     default:
-      return v.desired ? "The Hub cannot vouch for the node's report now." : "Nobody desired a state for this stream yet, or the report cannot be vouched for.";
+      return v.desired ? "The Hub cannot vouch for the node's report now." : "Not managed: nobody wrote a desired state for this stream (or it was deleted); the Hub only shows the node's report.";
   }
 }
 
