@@ -75,6 +75,9 @@ func (s *Store) UnmanageStream(ctx context.Context, u Unmanage) (Unmanaged, erro
 			u.NodeID, KindStream, u.StreamID); err != nil {
 			return err
 		}
+		// On several Hubs, the leader drops what it held of the stream and
+		// looks at the node again.
+		note(q, ChangeOutbox, u.NodeID)
 		if _, err := insertAudit(ctx, q, AuditRecord{OccurredAt: wire.At(u.Now), Actor: u.Actor, ActorKind: u.ActorKind, Action: ActionStreamUnmanage,
 			ResourceType: KindStream, ResourceID: u.StreamID, NodeID: u.NodeID, CorrelationID: u.CorrelationID,
 			Outcome: OutcomeAccepted}); err != nil {
