@@ -89,7 +89,7 @@ func writeImage(path string, spec imageSpec) error {
 			"SVC_HUB_STORAGE=/" + imageHome + "/hub.db",
 		},
 		Volumes:      map[string]struct{}{"/" + imageHome: {}},
-		ExposedPorts: map[string]struct{}{"8080/tcp": {}},
+		ExposedPorts: map[string]struct{}{"8090/tcp": {}}, // the Hub's port
 		Labels:       annotations,
 		StopSignal:   "SIGTERM",
 	}
