@@ -236,6 +236,8 @@ func TestConsole(t *testing.T) {
 		b.waitJS("two nodes online", `(document.querySelector('[data-count=online] strong')||{}).innerText === "2"`)
 		b.waitJS("the streams total", `document.querySelector('[data-tile=Streams] .big').innerText === "22"`)
 		b.waitJS("the live stream", `document.querySelector('[data-live=live]')`)
+		// One Hub on SQLite leads, at the epoch of its start.
+		b.waitJS("the Hub's HA role", `(document.querySelector('[data-ha-role=leader]')||{}).innerText === "Hub leader" && Number(document.querySelector('[data-ha-role]').dataset.haEpoch) >= 1`)
 		token, _ := eval[string](b, `sessionStorage.getItem("flowplane.operator_token")`)
 		url, _ := eval[string](b, `location.href`)
 		if token != fleetOperatorToken || strings.Contains(url, fleetOperatorToken) {

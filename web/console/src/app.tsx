@@ -139,6 +139,33 @@ function Login(props: { message?: string; onSignedIn: () => void }) {
   );
 }
 
+// HABadge says whether the Hub this console talks to leads or stands by,
+// and which Hub leads, at which lease epoch; it asks again every 5 s, so a
+// standby taking over shows within seconds.
+function HABadge(props: { initial: System }) {
+  const [ha, setHA] = useState(props.initial.ha);
+  useEffect(() => {
+    let stopped = false;
+    const t = setInterval(() => {
+      call<System>("/system")
+        .then((r) => !stopped && setHA(r.body.ha))
+        .catch(() => undefined); // the live indicator and banners say the Hub is away
+    }, 5000);
+    return () => {
+      stopped = true;
+      clearInterval(t);
+    };
+  }, []);
+  if (!ha) return null;
+  const leader = ha.leader ? ha.leader.id || ha.leader.address || "" : "";
+  const text = ha.role === "leader" ? "leader" : leader ? `standby · leader ${leader}` : "standby · no leader";
+  return (
+    <span class="ha muted" data-ha-role={ha.role} data-ha-epoch={ha.epoch} title={`This Hub is the ${ha.role}; lease epoch ${ha.epoch}${leader ? `; the leader is ${leader}` : ""}`}>
+      Hub {text}
+    </span>
+  );
+}
+
 function Shell(props: { system: System; who?: Whoami; onSignOut: () => void }) {
   const loc = useLocation();
   const live = useLiveState();
@@ -195,6 +222,7 @@ function Shell(props: { system: System; who?: Whoami; onSignOut: () => void }) {
           >
             {theme === "" ? "◐ system" : theme === "light" ? "☀ light" : "☾ dark"}
           </button>
+          <HABadge initial={props.system} />
           {props.who ? (
             <span class="principal muted" data-principal={props.who.principal} title={`${props.who.kind} principal; scopes: ${props.who.scopes.join(", ") || "all"}`}>
               {props.who.principal} · {props.who.roles.join(", ") || "no role"}

@@ -22,6 +22,8 @@ export interface System {
   insecure_local: boolean;
   auth: boolean;
   started_at: string;
+  /** ha is this Hub's part among the Hubs on one database (on SQLite: the leader). */
+  ha?: { role: "leader" | "standby"; leader?: { id: string; address?: string }; epoch: number };
 }
 
 /** Whoami is GET /auth/whoami: who the signed-in credential is. */
