@@ -108,10 +108,7 @@ func (s *Store) WriteDesired(ctx context.Context, w DesiredWrite) (DesiredResult
 		if err != nil {
 			return err
 		}
-		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
-			ResourceID: w.ResourceID, Generation: res.Generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
-			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, State: wire.OpPending,
-			CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
+		res.Intent = w.intent(seq, res.Generation)
 		if err := s.at("after_intent"); err != nil {
 			return err
 		}
@@ -161,10 +158,7 @@ func (s *Store) writeDesiredPostgres(ctx context.Context, w DesiredWrite) (Desir
 		if conflict {
 			return &GenerationConflictError{Expected: *w.IfMatch, Current: res.Generation}
 		}
-		res.Intent = Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
-			ResourceID: w.ResourceID, Generation: res.Generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
-			ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, State: wire.OpPending,
-			CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
+		res.Intent = w.intent(seq, res.Generation)
 		if err := s.at("after_intent"); err != nil {
 			return err
 		}
@@ -178,6 +172,15 @@ func (s *Store) writeDesiredPostgres(ctx context.Context, w DesiredWrite) (Desir
 		return DesiredResult{}, err
 	}
 	return res, nil
+}
+
+// intent is the pending intent w writes, as stored at seq and generation.
+func (w DesiredWrite) intent(seq, generation int64) Intent {
+	now := ms(w.Now)
+	return Intent{Seq: seq, ID: w.IntentID, Operation: w.Operation, NodeID: w.NodeID, Kind: w.Kind,
+		ResourceID: w.ResourceID, Generation: generation, DesiredState: w.State, ConfigVersion: w.ConfigVersion,
+		ActionID: w.ActionID, CorrelationID: w.CorrelationID, Actor: w.Actor, ActorKind: w.ActorKind, State: wire.OpPending,
+		CreatedAt: tm(now), UpdatedAt: tm(now), ExpiresAt: tm(ms(w.ExpiresAt))}
 }
 
 // upsertResource sets the desired state of one resource (r.UpdatedAt
