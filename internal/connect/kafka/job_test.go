@@ -74,8 +74,11 @@ func testJobExactlyOnce(t *testing.T, from, to int) {
 	}
 	first := build()
 	// Stop once a checkpoint injected after the first records reached the
-	// sink completed: the first run then committed some output.
+	// sink completed and its transaction's output is visible to a
+	// read_committed consumer: the sink commits after the checkpoint
+	// completes, so a run stopped at once may have committed nothing yet.
 	after := int64(-1)
+	visible := newCounter(t, addr, "out", true)
 	run(first, func() bool {
 		o := first.Observe()
 		if after < 0 {
@@ -86,7 +89,11 @@ func testJobExactlyOnce(t *testing.T, from, to int) {
 				}
 			}
 		}
-		return after >= 0 && o.LastCheckpoint >= max(after, 3)
+		if after < 0 || o.LastCheckpoint < max(after, 3) {
+			return false
+		}
+		visible.poll(50 * time.Millisecond)
+		return len(visible.seen) > 0
 	})
 	produce(t, addr, "in", 300, 200)
 	firstRun := committed(t, addr)
