@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 )
 
-// TestReleaseReproducible builds the release of a small program for two
-// targets, one of them with its container image, twice, into two directories, and checks that every file is the
+// TestReleaseReproducible builds the release of a small program, with its
+// container image, twice, into two directories, and checks that every file is the
 // same bytes both times; that SHA256SUMS is right about every file (as
 // sha256sum -c would check it); that each archive holds the binary
 // (mode 0755) and the extra files, all at the commit's time and owned by
@@ -29,7 +29,7 @@ func TestReleaseReproducible(t *testing.T) {
 	date := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	opts := func(out string) options {
 		return options{version: "v9.9.9-test", pkg: "./testdata/hello", name: "hello",
-			targets: []string{"darwin/arm64", "linux/amd64"}, date: date, extra: []string{"testdata/hello/main.go"}, out: out,
+			targets: []string{"linux/amd64"}, date: date, extra: []string{"testdata/hello/main.go"}, out: out,
 			image: true, caCerts: "testdata/ca.pem", revision: "0123456789abcdef0123456789abcdef01234567"}
 	}
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
@@ -41,8 +41,7 @@ func TestReleaseReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"hello_v9.9.9-test_darwin_arm64.tar.gz", "hello_v9.9.9-test_darwin_arm64.cdx.json",
-		"hello_v9.9.9-test_linux_amd64.tar.gz", "hello_v9.9.9-test_linux_amd64.cdx.json", "hello_v9.9.9-test_linux_amd64.oci.tar", "SHA256SUMS"}
+	want := []string{"hello_v9.9.9-test_linux_amd64.tar.gz", "hello_v9.9.9-test_linux_amd64.cdx.json", "hello_v9.9.9-test_linux_amd64.oci.tar", "SHA256SUMS"}
 	if strings.Join(filesA, " ") != strings.Join(want, " ") || strings.Join(filesB, " ") != strings.Join(want, " ") {
 		t.Fatalf("files %v and %v, want %v", filesA, filesB, want)
 	}
@@ -62,7 +61,7 @@ func TestReleaseReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(sums), "\n"), "\n")
-	if len(lines) != 5 {
+	if len(lines) != 3 {
 		t.Fatalf("SHA256SUMS has %d lines:\n%s", len(lines), sums)
 	}
 	for _, l := range lines {
@@ -81,7 +80,7 @@ func TestReleaseReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []string{"darwin_arm64", "linux_amd64"} {
+	for _, target := range []string{"linux_amd64"} {
 		base := "hello_v9.9.9-test_" + target
 		entries := untar(t, filepath.Join(a, base+".tar.gz"))
 		bin, ok := entries[base+"/hello"]
@@ -131,6 +130,7 @@ func TestReleaseReproducible(t *testing.T) {
 			t.Errorf("%s: SBOM components %+v, want the Go standard library last", target, sbom.Components)
 		}
 	}
+	checkImage(t, filepath.Join(a, "hello_v9.9.9-test_linux_amd64.oci.tar"), date)
 }
 
 type entry struct {
@@ -171,19 +171,13 @@ func untar(t *testing.T, path string) map[string]entry {
 	}
 }
 
-// TestImage reads the container image of a release back as an OCI image
-// layout: its reference name, annotations, configuration (non-root user,
-// entrypoint, state volume, labels) and its one layer's files, owners and
-// modes.
-func TestImage(t *testing.T) {
-	date := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	out := filepath.Join(t.TempDir(), "out")
-	o := options{version: "v9.9.9-test", pkg: "./testdata/hello", name: "hello", targets: []string{"linux/amd64"}, date: date,
-		out: out, image: true, caCerts: "testdata/ca.pem", revision: "0123456789abcdef0123456789abcdef01234567"}
-	if _, err := build(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	img, ref := loadImage(t, filepath.Join(out, "hello_v9.9.9-test_linux_amd64.oci.tar"))
+// checkImage reads the container image of a release (built at date) back
+// as an OCI image layout: its reference name, annotations, configuration
+// (non-root user, entrypoint, state volume, labels) and its one layer's
+// files, owners and modes.
+func checkImage(t *testing.T, path string, date time.Time) {
+	t.Helper()
+	img, ref := loadImage(t, path)
 	if ref != "hello:v9.9.9-test" {
 		t.Errorf("reference name %q", ref)
 	}
