@@ -53,7 +53,15 @@ func TestVerifierClaimsAndRefresh(t *testing.T) {
 	if err := op.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Refresh(t.Context()); err == nil {
+	// go-oidc lets a key fetch join one still marked in flight, and the
+	// mark of the fetch before Close is cleared by its own goroutine: the
+	// first refresh after Close may still be that fetch's success.
+	err = v.Refresh(t.Context())
+	for i := 0; err == nil && i < 50; i++ {
+		time.Sleep(20 * time.Millisecond)
+		err = v.Refresh(t.Context())
+	}
+	if err == nil {
 		t.Fatal("refresh against a closed provider reported no error")
 	}
 }
