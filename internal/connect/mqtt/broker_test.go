@@ -344,6 +344,22 @@ func (b *broker) waitHeld(t testing.TB, clientID string, n int) {
 	}
 }
 
+// waitReleased waits until the broker holds no message in flight for
+// clientID: every acknowledgement the client sent was processed, and at QoS
+// 2 the whole PUBREC, PUBREL, PUBCOMP exchange is over. A client closed
+// earlier leaves a QoS 2 message mid-exchange, which mochi sends again as
+// a PUBLISH when the session resumes.
+func (b *broker) waitReleased(t testing.TB, clientID string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.store.held(clientID) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broker still holds %d messages in flight for %s", b.store.held(clientID), clientID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // waitClosed waits until the broker has ended clientID's connection. Its
 // reading of a connection is sequential, so the acknowledgements sent
 // before the DISCONNECT are then processed too: mochi clones a session

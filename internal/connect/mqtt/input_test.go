@@ -103,6 +103,7 @@ func TestInputPersistentSession(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("after reconnect (-want +got):\n%s", diff)
 			}
+			b.waitReleased(t, fmt.Sprintf("in-p%d", qos))
 			if err := second.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
