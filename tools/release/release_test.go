@@ -154,7 +154,17 @@ func untar(t *testing.T, path string) map[string]entry {
 		t.Errorf("%s: gzip header names %q at %v", path, zr.Name, zr.ModTime)
 	}
 	out := map[string]entry{}
-	tr := tar.NewReader(zr)
+	for _, e := range tarEntries(t, zr) {
+		out[e.hdr.Name] = e
+	}
+	return out
+}
+
+// tarEntries reads every entry of the tar r, in order.
+func tarEntries(t *testing.T, r io.Reader) []entry {
+	t.Helper()
+	var out []entry
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -167,7 +177,7 @@ func untar(t *testing.T, path string) map[string]entry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[h.Name] = entry{hdr: h, mode: h.Mode, data: data}
+		out = append(out, entry{hdr: h, mode: h.Mode, data: data})
 	}
 }
 
@@ -220,15 +230,8 @@ func checkImage(t *testing.T, path string, date time.Time) {
 		size     int64
 	}
 	got := map[string]file{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range tarEntries(t, rc) {
+		h := e.hdr
 		got[h.Name] = file{h.Mode, h.Uid, h.Gid, h.Size}
 		if !h.ModTime.Equal(date) {
 			t.Errorf("%s at %v", h.Name, h.ModTime)
@@ -265,27 +268,15 @@ func loadImage(t *testing.T, path string) (v1.Image, string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if h.Typeflag == tar.TypeDir {
+	for _, e := range tarEntries(t, f) {
+		p := filepath.Join(dir, filepath.FromSlash(e.hdr.Name))
+		if e.hdr.Typeflag == tar.TypeDir {
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		if err := os.WriteFile(p, e.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
