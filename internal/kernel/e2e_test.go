@@ -36,19 +36,7 @@ func TestGenerateAggregateFileExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	first := build()
-	ctx1, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- first.Run(ctx1) }()
-	for first.Observe().LastCheckpoint < 3 {
-		if ctx.Err() != nil {
-			t.Fatal("no checkpoints")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runUntilCheckpoint(t, ctx, first, 3)
 	if s := first.Observe().State; s != kernel.Stopped {
 		t.Fatalf("first run ended %s", s)
 	}
@@ -108,5 +96,25 @@ func checkExactlyOnce(t *testing.T, outDir string, n, keys int) {
 				t.Errorf("key %s: count %d missing", k, c)
 			}
 		}
+	}
+}
+
+// runUntilCheckpoint runs j until its checkpoint n completed, then stops it
+// and fails t if the run ended with an error or ctx ended first.
+func runUntilCheckpoint(t *testing.T, ctx context.Context, j *kernel.Job, n int64) {
+	t.Helper()
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- j.Run(run) }()
+	for j.Observe().LastCheckpoint < n {
+		if ctx.Err() != nil {
+			stop()
+			t.Fatal("no checkpoints")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -48,19 +48,7 @@ func TestGenerateRescaleExactlyOnce(t *testing.T) {
 			defer cancel()
 
 			first := build(tc.from)
-			ctx1, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- first.Run(ctx1) }()
-			for first.Observe().LastCheckpoint < 3 {
-				if ctx.Err() != nil {
-					t.Fatal("no checkpoints")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			stop()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			runUntilCheckpoint(t, ctx, first, 3)
 			cps, err := first.Artifacts(ctx, state.KindCheckpoint)
 			if err != nil || len(cps) == 0 {
 				t.Fatalf("checkpoints of the first run: %v, %v", cps, err)
