@@ -7,6 +7,7 @@ PKGS := ./...
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 quickstart:
 	$(GO) run ./cmd/flowplane --config examples/quickstart.yaml
@@ -29,6 +30,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	# The Helm chart's tests are a module of their own (deploy/helm/go.mod).
+	cd deploy/helm && $(GO) vet ./... && $$($(GO) -C ../.. tool -n staticcheck) ./...
 
 bench:
 	bash bench/run.sh
