@@ -474,7 +474,10 @@ func TestValuesRefused(t *testing.T) {
 	}{
 		{"sqlite with two Hubs", "hub: {storage: sqlite, replicas: 2}", "hub.storage=sqlite runs one Hub"},
 		{"postgres without a Secret", "hub: {storage: postgres, replicas: 2}", "hub.postgres.existingSecret"},
-		{"unknown storage", "hub: {storage: mysql}", "hub.storage is sqlite or postgres"},
+		{"unknown storage", "hub: {storage: mysql}", "at '/hub/storage': value must be one of 'sqlite', 'postgres'"},
+		{"a misspelled setting", "hub: {replica: 2}", "at '/hub': additional properties 'replica' not allowed"},
+		{"an environment variable not of the Hub", "hub: {env: {PATH: /bin}}", "'PATH' does not match pattern '^SVC_"},
+		{"a node id prefix that is not one", "node: {idPrefix: 'a b'}", "at '/node/idPrefix'"},
 		{"a token in hub.env", "hub: {env: {SVC_OPERATOR_TOKEN: x}}", "hub.env.SVC_OPERATOR_TOKEN"},
 		{"a node secret in hub.env", "hub: {env: {SVC_SECRET_DB: x}}", "hub.env.SVC_SECRET_DB"},
 		{"the storage in hub.env", "hub: {env: {SVC_HUB_STORAGE: 'postgres://u:p@db/hub'}}", "hub.env.SVC_HUB_STORAGE"},
