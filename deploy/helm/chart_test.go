@@ -274,39 +274,31 @@ func TestHubStorage(t *testing.T) {
 // kept when the release is deleted or scaled down, and its node id is
 // its pod's name.
 func TestNodeIdentityPersists(t *testing.T) {
-	for _, p := range profiles {
-		if p.nodes == 0 {
-			continue
+	forNodes(t, func(t *testing.T, p profile, r release, node workload, c corev1.Container) {
+		if node.kind != "StatefulSet" {
+			t.Fatalf("nodes are a %s", node.kind)
 		}
-		t.Run(p.name, func(t *testing.T) {
-			r := render(t, p, nil)
-			node, _ := r.component("node")
-			if node.kind != "StatefulSet" {
-				t.Fatalf("nodes are a %s", node.kind)
-			}
-			c := container(t, node, "node")
-			dir := argAfter(c.Args, "--state-dir")
-			if dir != stateDir {
-				t.Errorf("--state-dir %q, want %s", dir, stateDir)
-			}
-			if len(node.claims) != 1 || !mountedAt(c, node.claims[0].Name, dir) {
-				t.Errorf("the state directory is not a volume claim: %+v", node.claims)
-			}
-			ss := r.statefulSets[slices.IndexFunc(r.statefulSets, func(s appsv1.StatefulSet) bool { return s.Name == node.name })]
-			if rp := ss.Spec.PersistentVolumeClaimRetentionPolicy; rp == nil || rp.WhenDeleted != "Retain" || rp.WhenScaled != "Retain" {
-				t.Errorf("volume claims retention %+v: want Retain", rp)
-			}
-			hc := nodeConfig(t, r, c)["health_check"].(map[string]any)
-			if hc["node_id"] != "${env:FLOWPLANE_NODE_ID}" {
-				t.Errorf("node_id %v", hc["node_id"])
-			}
-			id, _ := env(c, "FLOWPLANE_NODE_ID")
-			pod, _ := env(c, "FLOWPLANE_POD_NAME")
-			if !strings.HasSuffix(id.Value, "$(FLOWPLANE_POD_NAME)") || pod.ValueFrom == nil || pod.ValueFrom.FieldRef == nil || pod.ValueFrom.FieldRef.FieldPath != "metadata.name" {
-				t.Errorf("the node id is not the pod's name: %+v, %+v", id, pod)
-			}
-		})
-	}
+		dir := argAfter(c.Args, "--state-dir")
+		if dir != stateDir {
+			t.Errorf("--state-dir %q, want %s", dir, stateDir)
+		}
+		if len(node.claims) != 1 || !mountedAt(c, node.claims[0].Name, dir) {
+			t.Errorf("the state directory is not a volume claim: %+v", node.claims)
+		}
+		ss := r.statefulSets[slices.IndexFunc(r.statefulSets, func(s appsv1.StatefulSet) bool { return s.Name == node.name })]
+		if rp := ss.Spec.PersistentVolumeClaimRetentionPolicy; rp == nil || rp.WhenDeleted != "Retain" || rp.WhenScaled != "Retain" {
+			t.Errorf("volume claims retention %+v: want Retain", rp)
+		}
+		hc := nodeConfig(t, r, c)["health_check"].(map[string]any)
+		if hc["node_id"] != "${env:FLOWPLANE_NODE_ID}" {
+			t.Errorf("node_id %v", hc["node_id"])
+		}
+		id, _ := env(c, "FLOWPLANE_NODE_ID")
+		pod, _ := env(c, "FLOWPLANE_POD_NAME")
+		if !strings.HasSuffix(id.Value, "$(FLOWPLANE_POD_NAME)") || pod.ValueFrom == nil || pod.ValueFrom.FieldRef == nil || pod.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+			t.Errorf("the node id is not the pod's name: %+v, %+v", id, pod)
+		}
+	})
 }
 
 // TestNodeConfig: the node configuration in the ConfigMap listens where
@@ -316,55 +308,65 @@ func TestNodeIdentityPersists(t *testing.T) {
 // has.
 func TestNodeConfig(t *testing.T) {
 	ref := regexp.MustCompile(`\$\{(env|secret):([A-Za-z0-9_]+)`)
+	forNodes(t, func(t *testing.T, p profile, r release, _ workload, c corev1.Container) {
+		cfg := nodeConfig(t, r, c)
+		if _, ok := cfg["streams"].([]any); !ok {
+			t.Errorf("streams %v: want a list", cfg["streams"])
+		}
+		hc := cfg["health_check"].(map[string]any)
+		_, portText, err := net.SplitHostPort(fmt.Sprint(hc["address"]))
+		if err != nil || portText != fmt.Sprint(portOf(c, "http")) {
+			t.Errorf("health_check.address %v, container port http %d", hc["address"], portOf(c, "http"))
+		}
+		if hc["api_token"] != "${env:FLOWPLANE_API_TOKEN}" {
+			t.Errorf("api_token %v: the API listens beyond loopback", hc["api_token"])
+		}
+		urls, _ := hc["hub_urls"].([]any)
+		if p.joinHub != (len(urls) > 0) {
+			t.Errorf("hub_urls %v, joinHub %v", urls, p.joinHub)
+		}
+		if p.joinHub {
+			if hc["node_token"] != "${env:SVC_NODE_TOKEN}" {
+				t.Errorf("node_token %v", hc["node_token"])
+			}
+			if p.hub != "" {
+				svc := r.service(t, "fleet-flowplane-hub")
+				want := fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, namespace, svc.Spec.Ports[0].Port)
+				if len(urls) != 1 || urls[0] != want {
+					t.Errorf("hub_urls %v, want [%s]", urls, want)
+				}
+			}
+		}
+		if dp, ok := hc["data_port"]; ok && fmt.Sprint(dp) != fmt.Sprint(portOf(c, "data")) {
+			t.Errorf("data_port %v, container port data %d", dp, portOf(c, "data"))
+		}
+		text, _ := yaml.Marshal(cfg)
+		for _, m := range ref.FindAllStringSubmatch(string(text), -1) {
+			name := m[2]
+			if m[1] == "secret" {
+				name = "SVC_SECRET_" + name
+			}
+			if _, ok := env(c, name); !ok && len(c.EnvFrom) == 0 {
+				t.Errorf("the configuration references %s, which the container does not have", m[0])
+			}
+		}
+	})
+}
+
+// forNodes runs check on every profile with nodes, with the rendered
+// release, the nodes' workload and their container.
+func forNodes(t *testing.T, check func(t *testing.T, p profile, r release, node workload, c corev1.Container)) {
 	for _, p := range profiles {
 		if p.nodes == 0 {
 			continue
 		}
 		t.Run(p.name, func(t *testing.T) {
 			r := render(t, p, nil)
-			node, _ := r.component("node")
-			c := container(t, node, "node")
-			cfg := nodeConfig(t, r, c)
-			if _, ok := cfg["streams"].([]any); !ok {
-				t.Errorf("streams %v: want a list", cfg["streams"])
+			node, ok := r.component("node")
+			if !ok {
+				t.Fatal("no nodes")
 			}
-			hc := cfg["health_check"].(map[string]any)
-			_, portText, err := net.SplitHostPort(fmt.Sprint(hc["address"]))
-			if err != nil || portText != fmt.Sprint(portOf(c, "http")) {
-				t.Errorf("health_check.address %v, container port http %d", hc["address"], portOf(c, "http"))
-			}
-			if hc["api_token"] != "${env:FLOWPLANE_API_TOKEN}" {
-				t.Errorf("api_token %v: the API listens beyond loopback", hc["api_token"])
-			}
-			urls, _ := hc["hub_urls"].([]any)
-			if p.joinHub != (len(urls) > 0) {
-				t.Errorf("hub_urls %v, joinHub %v", urls, p.joinHub)
-			}
-			if p.joinHub {
-				if hc["node_token"] != "${env:SVC_NODE_TOKEN}" {
-					t.Errorf("node_token %v", hc["node_token"])
-				}
-				if p.hub != "" {
-					svc := r.service(t, "fleet-flowplane-hub")
-					want := fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, namespace, svc.Spec.Ports[0].Port)
-					if len(urls) != 1 || urls[0] != want {
-						t.Errorf("hub_urls %v, want [%s]", urls, want)
-					}
-				}
-			}
-			if dp, ok := hc["data_port"]; ok && fmt.Sprint(dp) != fmt.Sprint(portOf(c, "data")) {
-				t.Errorf("data_port %v, container port data %d", dp, portOf(c, "data"))
-			}
-			text, _ := yaml.Marshal(cfg)
-			for _, m := range ref.FindAllStringSubmatch(string(text), -1) {
-				name := m[2]
-				if m[1] == "secret" {
-					name = "SVC_SECRET_" + name
-				}
-				if _, ok := env(c, name); !ok && len(c.EnvFrom) == 0 {
-					t.Errorf("the configuration references %s, which the container does not have", m[0])
-				}
-			}
+			check(t, p, r, node, container(t, node, "node"))
 		})
 	}
 }
