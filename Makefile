@@ -26,11 +26,12 @@ release:
 image:
 	$(GO) run ./tools/release -image -targets linux/$$($(GO) env GOARCH) -version $(VERSION) -out dist/image
 
+# deploy/helm is a module of its own (the Helm chart's tests): vetted and
+# tested from its directory.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
-	# The Helm chart's tests are a module of their own (deploy/helm/go.mod).
 	cd deploy/helm && $(GO) vet ./... && $$($(GO) -C ../.. tool -n staticcheck) ./...
 
 bench:
