@@ -7,6 +7,7 @@ PKGS := ./...
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 quickstart:
 	$(GO) run ./cmd/flowplane --config examples/quickstart.yaml
@@ -25,10 +26,13 @@ release:
 image:
 	$(GO) run ./tools/release -image -targets linux/$$($(GO) env GOARCH) -version $(VERSION) -out dist/image
 
+# deploy/helm is a module of its own (the Helm chart's tests): vetted and
+# tested from its directory.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	cd deploy/helm && $(GO) vet ./... && $$($(GO) -C ../.. tool -n staticcheck) ./...
 
 bench:
 	bash bench/run.sh
