@@ -72,8 +72,7 @@ func startChild(t *testing.T, conf, state string) *exec.Cmd {
 	return startProcess(t, "node", nil, "--config", conf, "--state-dir", state)
 }
 
-// startProcess starts flowplane (the test binary re-executed as the
-// command line, see TestMain) with args and env added to the test's
+// startProcess starts flowplane (childBin) with args and env added to the test's
 // environment; the process is killed when t ends. When the test fails,
 // the last lines of the output are printed under name.
 func startProcess(t *testing.T, name string, env []string, args ...string) *exec.Cmd {
@@ -85,8 +84,8 @@ func startProcess(t *testing.T, name string, env []string, args ...string) *exec
 // killed when owner (a parent of t) ends.
 func startProcessFor(t, owner *testing.T, name string, env []string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
+	cmd := childCommand(args...)
+	cmd.Env = append(cmd.Env, env...)
 	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -38,6 +38,7 @@ func TestCtlScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/ctl",
 		Setup: func(env *testscript.Env) error {
+			scriptPath(env)
 			for _, name := range []string{"HUB_PORT", "NODE_A_PORT", "NODE_B_PORT", "DATA_A_PORT", "DATA_B_PORT"} {
 				p, err := loopbackPort()
 				if err != nil {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -88,8 +87,8 @@ func (l *logWatch) String() string {
 // it listens and /readiness answers 200. The child is killed at cleanup.
 func startHub(t *testing.T, storage string) *hubProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "hub")
-	cmd.Env = append(os.Environ(), childEnv+"=1",
+	cmd := childCommand("hub")
+	cmd.Env = append(cmd.Env,
 		"SVC_HUB_ADDRESS=127.0.0.1:0", "SVC_HUB_STORAGE="+storage,
 		"SVC_OPERATOR_TOKEN="+hubOperatorToken, "SVC_NODE_TOKEN="+hubNodeToken,
 		"SVC_HUB_INSECURE_LOCAL=")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,17 +24,25 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	if filepath.Base(os.Args[0]) != "flowplane" { // not a script's flowplane command
-		parallelProcessTests()
+	parallelProcessTests()
+	dir, err := os.MkdirTemp("", "flowplane-bin")
+	if err == nil {
+		childBin, err = buildChild(dir)
 	}
-	testscript.Main(m, map[string]func(){
-		"flowplane": func() {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-			stop()
-			os.Exit(code)
-		},
-	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// scriptPath puts childBin first on a script's PATH: the scripts' flowplane
+// command (childEnv makes it the command line when it is the test binary).
+func scriptPath(env *testscript.Env) {
+	env.Setenv(childEnv, "1")
+	env.Setenv("PATH", filepath.Dir(childBin)+string(filepath.ListSeparator)+env.Getenv("PATH"))
 }
 
 // parallelProcessTests lets four parallel tests run at once unless
@@ -54,6 +63,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
+			scriptPath(env)
 			env.Setenv("EXAMPLES", examplesDir(t))
 			// A node run without --state-dir keeps its state under the
 			// user's state directory: the script's own.

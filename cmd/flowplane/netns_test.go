@@ -46,18 +46,13 @@ func (l *netnsLab) host(t *testing.T, name string) *netlab.Host {
 	return h
 }
 
-// start runs flowplane (the test binary re-executed as the command line,
-// see TestMain) in host h with args and env added to the test's
+// start runs flowplane (childBin) in host h with args and env added to the test's
 // environment, and waits until the process is the binary itself inside
 // the namespace. It is killed when owner ends; when owner failed, the last
 // lines of its output are logged under name.
 func (l *netnsLab) start(t, owner *testing.T, h *netlab.Host, name string, env []string, args ...string) *exec.Cmd {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS, self}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS, childBin}, args...)...)
 	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
 	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -71,7 +66,7 @@ func (l *netnsLab) start(t, owner *testing.T, h *netlab.Host, name string, env [
 			owner.Logf("%s (pid %d, namespace %s) output, last lines:\n%s", name, cmd.Process.Pid, h.NS, logs.tail(80))
 		}
 	})
-	waitExecIn(t, cmd.Process.Pid, self, h.NS)
+	waitExecIn(t, cmd.Process.Pid, childBin, h.NS)
 	return cmd
 }
 

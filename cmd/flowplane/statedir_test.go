@@ -110,7 +110,7 @@ func runToExit(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd := exec.CommandContext(ctx, childBin, args...)
 	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
