@@ -42,7 +42,9 @@ func buildChild(dir string) (string, error) {
 	// No symbol table, debug information or VCS stamp: a child needs none
 	// (stack traces still name every frame), and the link is half as long.
 	args := []string{"build", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, "."}
-	if out, err := exec.Command(goTool, args...).CombinedOutput(); err != nil {
+	cmd := exec.Command(goTool, args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make test's go vet compiled the packages
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return bin, nil
