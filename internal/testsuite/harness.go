@@ -61,10 +61,11 @@ type sourceLog struct {
 	wm      int64 // the clock the next emission carries
 	idle    bool
 	waiting int // position of the reader blocked in Read at the log's end; -1 when none
+	sought  int // the position the last Seek set; -1 when none
 }
 
 func newSourceLog() *sourceLog {
-	return &sourceLog{wake: make(chan struct{}), wm: operator.NoTime, waiting: -1}
+	return &sourceLog{wake: make(chan struct{}), wm: operator.NoTime, waiting: -1, sought: -1}
 }
 
 func (l *sourceLog) signal() {
@@ -94,7 +95,21 @@ func (l *sourceLog) add(e emission) {
 func (l *sourceLog) restarted() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.waiting = -1
+	l.waiting, l.sought = -1, -1
+}
+
+// replayed is how many records the source read again after a restart:
+// those between the position its checkpoint recorded and the log's end.
+func (l *sourceLog) replayed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	if l.sought >= 0 {
+		for _, e := range l.items[l.sought:] {
+			n += len(e.records)
+		}
+	}
+	return n
 }
 
 // drained waits until the source task took every emission before the
@@ -180,7 +195,16 @@ func (s *scripted) Clock() (int64, bool) {
 func (s *scripted) Position() ([]byte, error) { return json.Marshal(s.pos) }
 
 func (s *scripted) Seek(_ context.Context, pos []byte) error {
-	return json.Unmarshal(pos, &s.pos)
+	if err := json.Unmarshal(pos, &s.pos); err != nil {
+		return err
+	}
+	s.log.mu.Lock()
+	defer s.log.mu.Unlock()
+	if s.pos < 0 || s.pos > len(s.log.items) {
+		return fmt.Errorf("position %d is outside the script (%d items)", s.pos, len(s.log.items))
+	}
+	s.log.sought = s.pos
+	return nil
 }
 
 // sinkStore is what a sink's instances committed, kept across restarts

@@ -304,7 +304,11 @@ func (r *jobRun) restart(ctx context.Context) error {
 	if from == "" {
 		from = "nothing (no checkpoint yet)"
 	}
-	r.logf("restarted: restored %s", from)
+	var replays []string
+	for _, id := range sortedKeys(r.sources) {
+		replays = append(replays, fmt.Sprintf("source %s read again %d records after the checkpoint", id, r.sources[id].replayed()))
+	}
+	r.logf("restarted: restored %s; %s", from, strings.Join(replays, ", "))
 	return nil
 }
 
@@ -340,7 +344,7 @@ func (r *jobRun) expect(ctx context.Context, s Step) ([]string, error) {
 		if !ok {
 			return nil, unknownOperator("sink", id, sortedKeys(r.sinks))
 		}
-		fails = append(fails, compareUnordered(s.Path+"."+id, s.Expect[id], st.records())...)
+		fails = append(fails, compareUnordered(s.Path+".expect."+id, s.Expect[id], st.records())...)
 	}
 	return fails, nil
 }

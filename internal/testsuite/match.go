@@ -164,8 +164,8 @@ func compareOrdered(what string, want []Matcher, got []Got) []string {
 			}
 		}
 	}
-	if len(fails) > 0 {
-		fails = append(fails, fmt.Sprintf("%s: want %d, got %d:\n%s", what, len(want), len(got), listGot(got)))
+	if len(want) != len(got) {
+		fails = append(fails, fmt.Sprintf("%s: want %d messages, got %d:\n%s", what, len(want), len(got), listGot(got)))
 	}
 	return fails
 }
@@ -198,7 +198,7 @@ func compareUnordered(what string, want []Matcher, got []Got) []string {
 		}
 	}
 	if len(fails) > 0 {
-		fails = append(fails, fmt.Sprintf("%s: want %d, got %d (sorted):\n%s", what, len(want), len(got), listGot(got)))
+		fails = append(fails, fmt.Sprintf("%s: want %d records, got %d (sorted):\n%s", what, len(want), len(got), listGot(got)))
 	}
 	return fails
 }
