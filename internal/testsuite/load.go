@@ -184,7 +184,7 @@ func configOf(p string) (string, error) {
 			return stem + e, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no configuration %s next to it; name one with config:", p, filepath.Base(stem)+ext)
+	return "", fmt.Errorf("%s: no configuration %s next to it; name one with the field config", p, filepath.Base(stem)+ext)
 }
 
 // loadConfig materializes a configuration as start-up and --validate do.

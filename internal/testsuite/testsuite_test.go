@@ -385,3 +385,62 @@ func FuzzParse(f *testing.F) {
 		_, _ = parseSection("f.yaml", tree)
 	})
 }
+
+// TestJobIdleAndLate: a window over two sources fires only once the
+// silent one is idle, and a record late for the fired window reaches the
+// late-event route.
+func TestJobIdleAndLate(t *testing.T) {
+	p := writeSuite(t, `
+streams: []
+jobs:
+  - id: w
+    version: 1
+    operators:
+      - {id: a, kind: source}
+      - {id: b, kind: source}
+      - id: win
+        kind: window
+        config:
+          key: this.k
+          window: {type: tumbling, size_ms: 1000}
+          aggregations: [{name: n, function: count}]
+      - {id: out, kind: sink}
+      - {id: late, kind: sink}
+    edges:
+      - {from: a, to: win, partitioned: true}
+      - {from: b, to: win, partitioned: true}
+      - {from: win, to: out}
+    sources:
+      - operator_id: a
+        input_type: generate
+        config: {context: '{}'}
+        time: {mode: event_time, timestamp_field: ts, late_event_policy: route, late_event_route: late}
+      - operator_id: b
+        input_type: generate
+        config: {context: '{}'}
+        time: {mode: event_time, timestamp_field: ts, late_event_policy: route, late_event_route: late}
+    sinks:
+      - {operator_id: out, output_type: drop}
+      - {operator_id: late, output_type: drop}
+    state: {backend: embedded_kv}
+    checkpoint: {interval_ms: 1000, object_store_uri: "file:///nonexistent"}
+`, `
+cases:
+  - name: idle and late
+    steps:
+      - send: {a: [{k: x, ts: 100}]}
+      - advance_watermark: {a: 2000}
+      - expect: {out: [], late: []}
+      - idle: b
+      - expect:
+          out: [{json: {key: x, window_start: 0, window_end: 1000, n: 1}}]
+      - send: {a: [{k: x, ts: 500}]}
+      - expect:
+          out: [{subset: {key: x, n: 1}}]
+          late: [{json: {k: x, ts: 500}}]
+`)
+	rep, out := runFile(t, p, Options{})
+	if rep.Failed() {
+		t.Fatalf("output:\n%s", out)
+	}
+}
