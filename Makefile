@@ -106,7 +106,7 @@ bench-hub-writes:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/secretref:FuzzResolve internal/config:FuzzMaterialize \
 	internal/wal:FuzzDecodeBatch internal/wal:FuzzOpen internal/wal:FuzzOpenRecords \
-	internal/hub:FuzzAgentBodies
+	internal/hub:FuzzAgentBodies internal/testsuite:FuzzParse
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -140,6 +140,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/ctl", true, append([]string{"internal/hub", "internal/engine", "internal/node", "internal/agent", "internal/daemon"}, runtime...), "the client knows the Hub only by HTTP and the wire"},
 		{"internal/policy", false, append([]string{"internal/engine", "internal/node", "internal/agent", "internal/hub"}, runtime...), "the remote policy decides over a configuration and runs nothing"},
 		{"internal/sandbox", false, []string{"internal"}, "the sandbox is a leaf: components, the kernel and the policy all use it"},
+		{"internal/testsuite", false, []string{"internal/hub", "internal/node", "internal/agent", "internal/daemon", "internal/ctl"}, "flowplane test runs a configuration in process and reaches no server"},
 		{"internal/openapi", false, []string{"internal/hub", "internal/node", "internal/agent", "internal/engine"}, "openapi builds documents of any surface and knows none"},
 	}
 	for _, rule := range rules {

@@ -32,6 +32,8 @@ Usage:
   flowplane hub [--address host:port] [--storage file.db]
                                                    run the Hub (settings and tokens from SVC_*: flowplane hub --help)
   flowplane ctl <command>                          operate the fleet through the Hub (flowplane ctl --help)
+  flowplane test [paths...] [--run REGEX] [--junit FILE] [-v]
+                                                   run the declarative tests of configurations (flowplane test --help)
   flowplane schema                                 print the configuration's JSON Schema
   flowplane version                                print the version (also --version)
   flowplane --help                                 this help
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "version":
 			fmt.Fprintln(stdout, versionLine())
 			return exitVersion
+		case "test":
+			return runTest(ctx, args[1:], stdout, stderr)
 		case "hub":
 			if len(args) > 1 && args[1] == "token" {
 				return runHubToken(args[2:], time.Now(), stdout, stderr)

@@ -9,7 +9,7 @@ import (
 )
 
 // commands are the words the command line takes before its flags.
-var commands = []string{"ctl", "hub", "schema", "version"}
+var commands = []string{"ctl", "hub", "schema", "test", "version"}
 
 // usageError says what is wrong with a command line and, for a name that
 // is a likely typo of a flag of fs or of a command, which one was meant.

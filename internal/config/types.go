@@ -17,6 +17,9 @@ type Config struct {
 	// configuration must not hold it, and the node keeps the one of its
 	// --config file.
 	RemotePolicy RemotePolicy `json:"remote_policy" doc:"What work the Hub delivers (configurations, job specs, validations) may do on this node; read from the node's own --config file only. Local configuration files are not restricted."`
+	// Tests are read by `flowplane test` (package testsuite), which checks
+	// their shape; a node ignores them.
+	Tests []map[string]any `json:"tests,omitempty" maxItems:"1024" doc:"Declarative tests of this configuration's streams and jobs, run by flowplane test (docs/testing.md); a node ignores them."`
 
 	redactor *Redactor // secret values: resolved references and literal credentials
 	taint    *Taint    // strings holding resolved values

@@ -18,6 +18,27 @@ type readResult struct {
 	ack message.AckFunc
 	pos []byte // nil unless the input is Replayable
 	err error
+	// clock is set for a Clocked input: its watermark and idleness after
+	// this Read.
+	clock *sourceClock
+}
+
+// Clocked is a source input that sets its subtask's watermark and
+// idleness itself, instead of the time policy's strategy and idle timeout:
+// the in-memory source of package testsuite, whose event time moves only
+// when a test says so. The source task calls Clock from its reader right
+// after each Read (as it calls Position), and applies the result once the
+// batch read is processed, before anything else the task does.
+type Clocked interface {
+	component.Input
+	// Clock is the watermark in ms (operator.NoTime: none yet) and
+	// whether the source is idle, as of the last Read.
+	Clock() (watermark int64, idle bool)
+}
+
+type sourceClock struct {
+	wm   int64
+	idle bool
 }
 
 // readLoop reads in until ctx ends or the input fails or ends, handing each
@@ -25,11 +46,16 @@ type readResult struct {
 // (back-pressure) stops the reading.
 func readLoop(ctx context.Context, in component.Input, out chan<- readResult) {
 	rep, _ := in.(component.Replayable)
+	clk, _ := in.(Clocked)
 	for {
 		b, ack, err := in.Read(ctx)
 		rr := readResult{b: b, ack: ack, err: err}
 		if err == nil && rep != nil {
 			rr.pos, rr.err = rep.Position()
+		}
+		if err == nil && clk != nil {
+			wm, idle := clk.Clock()
+			rr.clock = &sourceClock{wm: wm, idle: idle}
 		}
 		select {
 		case out <- rr:

@@ -558,11 +558,32 @@ func (t *task) sourceBatch(ctx context.Context, rr readResult) error {
 			t.r.j.log.Warn("source ack failed", "operator", t.src.pop.ID, "error", err)
 		}
 	}
+	if rr.clock != nil {
+		return t.applyClock(ctx, *rr.clock)
+	}
 	if t.idle {
 		t.idle = false
 		return t.broadcast(ctx, element{kind: elemWatermark, wm: t.wm})
 	}
 	return nil
+}
+
+// applyClock sets the watermark and idleness a Clocked input reported.
+func (t *task) applyClock(ctx context.Context, c sourceClock) error {
+	if c.idle {
+		if t.idle {
+			return nil
+		}
+		t.idle = true
+		return t.broadcast(ctx, element{kind: elemIdle})
+	}
+	if t.idle {
+		t.idle = false
+		if c.wm <= t.wm { // tell downstream it is active again
+			return t.broadcast(ctx, element{kind: elemWatermark, wm: t.wm})
+		}
+	}
+	return t.advance(ctx, c.wm)
 }
 
 // sourceEnded sends the final watermark and tells the coordinator; the
@@ -600,6 +621,9 @@ func (t *task) onTick(ctx context.Context) error {
 	}
 	if t.src == nil || t.srcEnded {
 		return nil
+	}
+	if _, ok := t.input.(Clocked); ok {
+		return nil // its watermark comes with its reads (applyClock)
 	}
 	now := t.nowMs()
 	if t.wmGen.becameIdle(now) {
