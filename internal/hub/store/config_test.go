@@ -58,7 +58,11 @@ func testWriteConfigVersions(t *testing.T) {
 		{cw("a4", "n1", "streams: []\n", t0.Add(4*time.Second)), 4, "v1", 2},
 		{cw("b2", "n2", "streams: [a]\n", t0.Add(5*time.Second)), 2, "v2", 2},
 		{ConfigWrite{IntentID: "b3", NodeID: "n2", Version: "v1", Now: t0.Add(6 * time.Second)}, 3, "v1", 3},
-		{func() ConfigWrite { w := cw("a5", "n1", "streams: []\n", t0.Add(7*time.Second)); w.Format = "json"; return w }(), 5, "v4", 3},
+		{func() ConfigWrite {
+			w := cw("a5", "n1", "streams: []\n", t0.Add(7*time.Second))
+			w.Format = "json"
+			return w
+		}(), 5, "v4", 3},
 	}
 	for _, st := range steps {
 		res := mustWriteConfig(t, s, st.w)
