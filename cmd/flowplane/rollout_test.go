@@ -245,6 +245,18 @@ func TestRolloutFleet(t *testing.T) {
 			}
 			// One content, one version: the Hub's node view and the node's own API say v1 too.
 			sameVersion(t, h, nodes[id], id, "v1")
+			// The stream's view carries its definition in v1: references as written, no value.
+			waitLong(t, id+" tokened's configuration", 20*time.Second, func() bool {
+				var s wire.Stream
+				if _, err := h.try("GET", "/nodes/"+id+"/streams/tokened", "", &s); err != nil || s.Configuration == nil {
+					return false
+				}
+				def, _ := json.Marshal(s.Configuration.Definition)
+				if s.Configuration.ConfigVersion != "v1" || !strings.Contains(string(def), "${secret:ROLLOUT_TOKEN}") || strings.Contains(string(def), rolloutSecret) {
+					t.Fatalf("%s tokened's configuration %s %s", id, s.Configuration.ConfigVersion, def)
+				}
+				return true
+			})
 			// The node runs the new stream, with the secret resolved.
 			waitLong(t, id+" runs tokened", 20*time.Second, func() bool {
 				var s wire.Stream
