@@ -471,8 +471,10 @@ func TestConsole(t *testing.T) {
     pipeline: {processors: []}
     output: {type: http, url: %q, headers: {Authorization: "Bearer s3cret-literal"}}
 `, sink.URL)
+		// node-b was drained above: active again, it validates and applies.
+		h.call(t, "DELETE", "/nodes/node-b/maintenance", "", http.StatusOK, nil)
 		var r wire.Rollout
-		h.call(t, "POST", "/rollouts", `{"configuration": `+jsonDoc(doc)+`, "node_ids": ["node-a", "node-b"], "gate_timeout_ms": 30000}`, http.StatusCreated, &r)
+		h.call(t, "POST", "/rollouts", `{"configuration": `+jsonDoc(doc)+`, "node_ids": ["node-a", "node-b"], "batch_size": 2, "gate_timeout_ms": 30000}`, http.StatusCreated, &r)
 		r = h.waitRollout(t, r.RolloutID, wire.RolloutSucceeded, 60*time.Second)
 		want := r.Nodes[0].VersionTarget
 		for _, n := range r.Nodes {
