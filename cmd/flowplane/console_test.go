@@ -178,6 +178,13 @@ const screenshotHeight = 900
 // $FLOWPLANE_SCREENSHOTS; without it (CI), nothing is taken.
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
+	b.screenshotAt(name, "")
+}
+
+// screenshotAt is screenshot with the element of the CSS selector at the
+// top of the viewport ("": the page's top).
+func (b *browser) screenshotAt(name, selector string) {
+	b.t.Helper()
 	if b.shot == "" {
 		return
 	}
@@ -190,7 +197,11 @@ func (b *browser) screenshot(name string) {
 			if _, err := chromedp.EmulateViewport(w, screenshotHeight)(ctx, t); err != nil {
 				return nil, err
 			}
-			if _, err := chromedp.Evaluate[any](`window.scrollTo(0, 0)`)(ctx, t); err != nil {
+			scroll := `window.scrollTo(0, 0)`
+			if selector != "" {
+				scroll = fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "start"})`, selector)
+			}
+			if _, err := chromedp.Evaluate[any](scroll)(ctx, t); err != nil {
 				return nil, err
 			}
 			// One relayout at the new width.
@@ -494,10 +505,12 @@ func TestConsole(t *testing.T) {
 		// The stream's page shows its definition, the literal password masked.
 		b.goTo("#/nodes/node-a/streams/billing", "stream")
 		b.waitJS("the stream's configuration", `(document.querySelector('[data-field=stream-configuration]')||{}).innerText?.includes("billing")`)
+		// The node reports the stream running the Hub's version too.
+		b.waitJS("the observed config version "+want, fmt.Sprintf(`(document.querySelector('[data-side=observed] dd[data-field="config version"]')||{}).innerText === %q`, want))
 		if text, _ := eval[string](b, `document.querySelector('main').innerText`); strings.Contains(text, "s3cret-literal") {
 			t.Fatal("the stream's page shows a literal password")
 		}
-		b.screenshot("stream-configuration")
+		b.screenshotAt("stream-configuration", "section.card:has([data-field=stream-configuration])")
 	})
 
 }
