@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +24,8 @@ import (
 // The console test drives the Hub's web console in Debian's Chromium
 // (headless, through chromedp) against a real Hub and two real Agents, all
 // child processes, and checks what a person sees against what the operator
-// API says. Screenshots of every page go to $CONSOLE_SCREENSHOTS, or to a
-// directory the test names in its log.
+// API says. With $FLOWPLANE_SCREENSHOTS set, screenshots of every page at
+// 1400 and 800 px go there.
 
 // chromiumPath finds Chromium: $CHROMIUM, then the usual names.
 func chromiumPath(t *testing.T) string {
@@ -42,8 +47,13 @@ type browser struct {
 	t    *testing.T
 	ctx  context.Context
 	base string // the Hub's URL
-	shot string // screenshot directory
+	shot string // screenshot directory; "" takes none
 }
+
+// screenshotsEnv names the directory the console tests save screenshots
+// of every page to (docs/console: see docs/console.md); unset, they take
+// none.
+const screenshotsEnv = "FLOWPLANE_SCREENSHOTS"
 
 func newBrowser(t *testing.T, base string) *browser {
 	t.Helper()
@@ -62,14 +72,13 @@ func newBrowser(t *testing.T, base string) *browser {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
-	dir := os.Getenv("CONSOLE_SCREENSHOTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "flowplane-console-screenshots")
+	dir := os.Getenv(screenshotsEnv)
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("console screenshots in %s", dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("console screenshots in %s", dir)
 	return &browser{t: t, ctx: ctx, base: base, shot: dir}
 }
 
@@ -158,20 +167,103 @@ func (b *browser) confirm(label string) {
 	b.run("confirm "+label, chromedp.Click(chromedp.CSS(`dialog[open] [data-confirm-ok]`)))
 }
 
-// screenshot saves the whole page as name.png.
+// screenshotWidths are the widths of the console's screenshots: a
+// desktop window and a narrow one. Each is cropped to the viewport height.
+var screenshotWidths = []int64{1400, 800}
+
+const screenshotHeight = 900
+
+// screenshot saves the page as name-<width>.png at every width of
+// screenshotWidths, cropped to the top screenshotHeight pixels, into
+// $FLOWPLANE_SCREENSHOTS; without it (CI), nothing is taken.
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
+	b.screenshotAt(name, "")
+}
+
+// screenshotAt is screenshot with the element of the CSS selector at the
+// top of the viewport ("": the page's top).
+func (b *browser) screenshotAt(name, selector string) {
+	b.t.Helper()
+	if b.shot == "" {
+		return
+	}
 	// Let charts and live data settle.
 	time.Sleep(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	for _, w := range screenshotWidths {
+		png, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) ([]byte, error) {
+			if _, err := chromedp.EmulateViewport(w, screenshotHeight)(ctx, t); err != nil {
+				return nil, err
+			}
+			scroll := `window.scrollTo(0, 0)`
+			if selector != "" {
+				scroll = fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "start"})`, selector)
+			}
+			if _, err := chromedp.Evaluate[any](scroll)(ctx, t); err != nil {
+				return nil, err
+			}
+			// One relayout at the new width.
+			if _, err := chromedp.Evaluate[any](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))`, chromedp.EvalAwaitPromise)(ctx, t); err != nil {
+				return nil, err
+			}
+			return chromedp.CaptureScreenshot()(ctx, t)
+		})
+		if err != nil {
+			b.t.Fatalf("screenshot %s at %d px: %v", name, w, err)
+		}
+		if err := os.WriteFile(filepath.Join(b.shot, fmt.Sprintf("%s-%d.png", name, w)), compressPNG(b.t, png), 0o644); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	b.run("window size back", chromedp.EmulateViewport(1400, 1000))
+}
+
+// compressPNG re-encodes a PNG at the best compression, and with a palette
+// when it has at most 256 colours (a console page mostly has), which keeps
+// the files in docs/console small.
+func compressPNG(t *testing.T, b []byte) []byte {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
-		b.t.Fatalf("screenshot %s: %v", name, err)
+		t.Fatalf("decode screenshot: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(b.shot, name+".png"), png, 0o644); err != nil {
-		b.t.Fatal(err)
+	bounds := img.Bounds()
+	var pal color.Palette
+	index := map[color.Color]uint8{}
+	paletted := image.NewPaletted(bounds, nil)
+	ok := true
+	for y := bounds.Min.Y; y < bounds.Max.Y && ok; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			c := color.NRGBAModel.Convert(img.At(x, y))
+			i, seen := index[c]
+			if !seen {
+				if len(pal) == 256 {
+					ok = false
+					break
+				}
+				i = uint8(len(pal))
+				index[c] = i
+				pal = append(pal, c)
+			}
+			paletted.Pix[paletted.PixOffset(x, y)] = i
+		}
 	}
+	var out bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	src := img
+	if ok {
+		paletted.Palette = pal
+		src = paletted
+	}
+	if err := enc.Encode(&out, src); err != nil {
+		t.Fatalf("encode screenshot: %v", err)
+	}
+	if out.Len() > len(b) {
+		return b
+	}
+	return out.Bytes()
 }
 
 // markDocument sets a mark on window that a reload would erase.
@@ -260,6 +352,9 @@ func TestConsole(t *testing.T) {
 		b.screenshot("stream-applying")
 		thaw()
 		b.waitJS("in_sync again", `document.querySelector('[data-convergence=in_sync]')`)
+		// The write's notice ends with its condition: no "Convergence
+		// pending" once the stream is in_sync at the write's generation.
+		b.waitJS("the converged notice", `document.querySelector('[data-notice] [data-converged]') && !document.querySelector('main').innerText.includes("Convergence pending")`)
 		b.checkNotReloaded("convergence")
 		s := h.stream(t, "node-a", "desired")
 		if s.Desired.State != "stopped" || s.Observed.State != "stopped" || s.Convergence != wire.ConvergenceInSync {
@@ -316,6 +411,15 @@ func TestConsole(t *testing.T) {
 			t.Fatalf("operation %s is %q at the Hub, want cancelled", w.OperationID, op.State)
 		}
 		b.screenshot("operation")
+		// The phantom node's Facts card counts the streams its table lists.
+		b.goTo("#/nodes/node-offline", "node")
+		b.waitJS("its streams table", `document.querySelector('table[data-table=node-streams] tbody tr')`)
+		facts, _ := eval[string](b, `document.querySelector('dd[data-field=streams]').innerText`)
+		rows, _ := eval[int](b, `document.querySelectorAll('table[data-table=node-streams] tbody tr').length`)
+		if facts != "1" || rows != 1 {
+			t.Fatalf("phantom node: Facts streams %q, table rows %d; want 1 and 1", facts, rows)
+		}
+		b.screenshot("node-phantom")
 	})
 
 	t.Run("every page", func(t *testing.T) {
@@ -365,6 +469,48 @@ func TestConsole(t *testing.T) {
 		b.goTo("#/nodes/node-a/streams/desired", "stream")
 		h.waitInSync(t, "node-a", "desired", w.Generation)
 		b.waitJS("in_sync at the new generation", `document.querySelector('[data-convergence=in_sync]') && document.body.innerText.includes("running")`)
+	})
+
+	t.Run("one configuration numbering", func(t *testing.T) {
+		b.t = t
+		// One content rolled out to both nodes: one version, shown alike on
+		// the rollout's page and on each node's page.
+		sink := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		defer sink.Close()
+		doc := fleetDoc("base="+generateInput) + fmt.Sprintf(`  - id: billing
+    input: {type: generate, context: '{"n": 1}', interval: 1s}
+    pipeline: {processors: []}
+    output: {type: http, url: %q, headers: {Authorization: "Bearer s3cret-literal"}}
+`, sink.URL)
+		// node-b was drained above: active again, it validates and applies.
+		h.call(t, "DELETE", "/nodes/node-b/maintenance", "", http.StatusOK, nil)
+		var r wire.Rollout
+		h.call(t, "POST", "/rollouts", `{"configuration": `+jsonDoc(doc)+`, "node_ids": ["node-a", "node-b"], "batch_size": 2, "gate_timeout_ms": 30000}`, http.StatusCreated, &r)
+		r = h.waitRollout(t, r.RolloutID, wire.RolloutSucceeded, 60*time.Second)
+		want := r.Nodes[0].VersionTarget
+		for _, n := range r.Nodes {
+			if n.VersionTarget != want || n.VersionBefore == "" {
+				t.Fatalf("rollout node %+v: want target %s like the others and a version before", n, want)
+			}
+		}
+		b.goTo("#/rollouts/"+r.RolloutID, "rollout")
+		for _, id := range []string{"node-a", "node-b"} {
+			b.waitJS(id+"'s target", fmt.Sprintf(`(document.querySelector('[data-versions=%q] [data-version-target]')||{}).innerText === %q`, id, want))
+		}
+		b.screenshot("rollout")
+		for _, id := range []string{"node-a", "node-b"} {
+			b.goTo("#/nodes/"+id, "node")
+			b.waitJS(id+" runs "+want, fmt.Sprintf(`(document.querySelector('dd[data-field=configuration] [data-config-version]')||{}).innerText === %q`, want))
+		}
+		// The stream's page shows its definition, the literal password masked.
+		b.goTo("#/nodes/node-a/streams/billing", "stream")
+		b.waitJS("the stream's configuration", `(document.querySelector('[data-field=stream-configuration]')||{}).innerText?.includes("billing")`)
+		// The node reports the stream running the Hub's version too.
+		b.waitJS("the observed config version "+want, fmt.Sprintf(`(document.querySelector('[data-side=observed] dd[data-field="config version"]')||{}).innerText === %q`, want))
+		if text, _ := eval[string](b, `document.querySelector('main').innerText`); strings.Contains(text, "s3cret-literal") {
+			t.Fatal("the stream's page shows a literal password")
+		}
+		b.screenshotAt("stream-configuration", "section.card:has([data-field=stream-configuration])")
 	})
 
 }

@@ -138,6 +138,27 @@ func procLogs(c *exec.Cmd) string {
 }
 
 // getJSONStatus GETs url into v; an error for anything but 200.
+// sameVersion checks that node id runs the Hub's configuration version
+// want by the Hub's node view (config_version, config_source hub) and by
+// the node's own API (GET /configuration's hub_version).
+func sameVersion(t *testing.T, h *fleetHub, n *fleetNode, id, want string) {
+	t.Helper()
+	var last string
+	waitLong(t, id+" shows "+want, 20*time.Second, func() bool {
+		var v wire.NodeView
+		_, err := h.try("GET", "/nodes/"+id, "", &v)
+		var own struct {
+			ID         string `json:"id"`
+			HubVersion string `json:"hub_version"`
+		}
+		_, err2 := getJSONStatus(n.base()+"/configuration", &own)
+		last = fmt.Sprintf("hub view %s (%s, node's %s) %v; node's API %+v %v", v.ConfigVersion, v.ConfigSource, v.NodeConfigVersion, err, own, err2)
+		return err == nil && err2 == nil && v.ConfigVersion == want && v.ConfigSource == wire.ConfigSourceHub &&
+			v.NodeConfigVersion == own.ID && own.HubVersion == want
+	})
+	t.Logf("%s: %s", id, last)
+}
+
 func getJSONStatus(url string, v any) (int, error) {
 	resp, err := fleetHTTP.Get(url)
 	if err != nil {
@@ -211,7 +232,9 @@ func TestRolloutFleet(t *testing.T) {
 		}
 		first = h.waitRollout(t, first.RolloutID, wire.RolloutSucceeded, 60*time.Second)
 		for _, rn := range first.Nodes {
-			if rn.Phase != wire.RolloutNodePassed || rn.VersionTarget != "v1" {
+			// Each node ran its --config file before: version_before is its own id, labelled so.
+			if rn.Phase != wire.RolloutNodePassed || rn.VersionTarget != "v1" || rn.NodeVersionBefore == "" ||
+				rn.VersionBefore != wire.NodeVersionLabel+rn.NodeVersionBefore {
 				t.Fatalf("node %+v", rn)
 			}
 		}
@@ -220,6 +243,20 @@ func TestRolloutFleet(t *testing.T) {
 			if c.Convergence != wire.ConvergenceInSync || c.Desired == nil || c.Desired.ConfigVersion != "v1" || c.Reported == nil || c.Reported.HubVersion != "v1" {
 				t.Fatalf("%s configuration %+v", id, c)
 			}
+			// One content, one version: the Hub's node view and the node's own API say v1 too.
+			sameVersion(t, h, nodes[id], id, "v1")
+			// The stream's view carries its definition in v1: references as written, no value.
+			waitLong(t, id+" tokened's configuration", 20*time.Second, func() bool {
+				var s wire.Stream
+				if _, err := h.try("GET", "/nodes/"+id+"/streams/tokened", "", &s); err != nil || s.Configuration == nil {
+					return false
+				}
+				def, _ := json.Marshal(s.Configuration.Definition)
+				if s.Configuration.ConfigVersion != "v1" || !strings.Contains(string(def), "${secret:ROLLOUT_TOKEN}") || strings.Contains(string(def), rolloutSecret) {
+					t.Fatalf("%s tokened's configuration %s %s", id, s.Configuration.ConfigVersion, def)
+				}
+				return true
+			})
 			// The node runs the new stream, with the secret resolved.
 			waitLong(t, id+" runs tokened", 20*time.Second, func() bool {
 				var s wire.Stream
@@ -285,6 +322,13 @@ func TestRolloutFleet(t *testing.T) {
 		for _, id := range ids {
 			if c := h.nodeConfig(t, id); !slices.Contains(wave1, id) && (c.Desired.ConfigVersion != "v1" || c.Reported.HubVersion != "v1") {
 				t.Fatalf("%s changed: %+v", id, c)
+			}
+		}
+		// The broken content is v3 on every node it reached (node-5 alone
+		// had v2): numbered once for the fleet; each ran v1 before.
+		for _, rn := range r.Nodes {
+			if slices.Contains(wave1, rn.NodeID) && (rn.VersionTarget != "v3" || rn.VersionBefore != "v1") {
+				t.Fatalf("wave 1 node %+v: want v1 -> v3", rn)
 			}
 		}
 		h.call(t, "POST", "/rollouts/"+r.RolloutID+"/actions", `{"action": "rollback"}`, http.StatusOK, &r)

@@ -12,7 +12,8 @@ import (
 // sequence number): every stream's observed state with the generation and
 // action id of the Hub desire last applied to it (desires; 0 and none when
 // the Hub never commanded the stream), and a small bounded set of node
-// metrics, and the configuration the node runs (conf).
+// metrics, and the configuration the node runs (conf; each stream's
+// config_version is the Hub's version of it when conf names one).
 func snapshot(n Node, desires map[string]Desire, conf *wire.ReportConfiguration, bootID string) wire.Report {
 	views := n.Streams()
 	rep := wire.Report{
@@ -22,12 +23,19 @@ func snapshot(n Node, desires map[string]Desire, conf *wire.ReportConfiguration,
 		Configuration:        conf,
 		Metrics:              map[string]float64{},
 	}
+	// A stream's configuration version is in the Hub's numbering while the
+	// node runs a Hub apply (the same content is the same version on every
+	// node), else the node's own id.
+	streamVersion := rep.ConfigurationVersion
+	if conf != nil && conf.HubVersion != "" && conf.NodeVersion == rep.ConfigurationVersion {
+		streamVersion = conf.HubVersion
+	}
 	var running, failed, stopped, completed, received, sent, errs float64
 	for _, v := range views {
 		d := desires[v.ID]
 		c := v.Observed.Counters
 		rep.Streams = append(rep.Streams, wire.ReportStream{
-			ID: v.ID, State: v.Observed.State, Generation: d.Generation, ConfigVersion: rep.ConfigurationVersion, ActionID: d.ActionID,
+			ID: v.ID, State: v.Observed.State, Generation: d.Generation, ConfigVersion: streamVersion, ActionID: d.ActionID,
 			// The node redacts resolved secret values from errors.
 			LastError: v.Observed.LastError, LastErrorAt: v.Observed.LastErrorAt,
 			Counters: &c,

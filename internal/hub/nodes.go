@@ -25,10 +25,11 @@ type NodeView = wire.NodeView
 func nodeView(n fleet.Node) NodeView {
 	v := NodeView{NodeID: n.NodeID, Status: n.Status, Mode: n.Mode, Version: n.Version,
 		ProtocolVersion: n.ProtocolVersion, BootID: n.BootID, Capabilities: n.Capabilities,
-		DataAddress: n.DataAddress, DataFingerprint: n.DataFingerprint, ConfigVersion: n.ConfigVersion, RegisteredAt: wire.At(n.RegisteredAt),
+		DataAddress: n.DataAddress, DataFingerprint: n.DataFingerprint, RegisteredAt: wire.At(n.RegisteredAt),
 		LeaseTTLMS: n.LeaseTTL.Milliseconds(), SessionExpiresAt: wire.At(n.SessionExpiresAt),
 		LastReportAt: wire.At(n.ReportedAt), ReportSeq: n.ReportSeq, Restarts: n.Restarts, Streams: len(n.Observed),
 		QueuedCommands: n.Queued, InFlight: n.Active, Metrics: n.Metrics}
+	v.ConfigVersion, v.ConfigSource, v.NodeConfigVersion = runningConfig(n)
 	if n.Online {
 		v.LeaseExpiresAt = wire.At(n.LeaseUntil)
 	}
@@ -38,12 +39,35 @@ func nodeView(n fleet.Node) NodeView {
 	return v
 }
 
+// runningConfig is the configuration node n runs, as NodeView shows it:
+// the Hub's version when the node's latest configuration report names the
+// Hub apply it runs and is about the version it reports running, else the
+// node's own id; and the node's own id.
+func runningConfig(n fleet.Node) (version, source, nodeVersion string) {
+	if n.ConfigVersion == "" {
+		return "", "", ""
+	}
+	if c := n.Configuration; c != nil && c.HubVersion != "" && c.NodeVersion == n.ConfigVersion {
+		return c.HubVersion, wire.ConfigSourceHub, n.ConfigVersion
+	}
+	return n.ConfigVersion, wire.ConfigSourceNode, n.ConfigVersion
+}
+
 // nodeViews lists registered nodes and, as unknown, the nodes that only
-// have desired state, by id.
+// have desired state, by id. A view's streams count agrees with the
+// node's GET /streams list (a node only desired lists its desired ones).
 func (h *Hub) nodeViews(ctx context.Context) ([]NodeView, error) {
 	states, err := h.st.ResourceStates(ctx, "")
 	if err != nil {
 		return nil, err
+	}
+	// streams counts a node's streams as GET /streams lists them: those
+	// it reports and those only desired, once each.
+	desired := map[string][]store.ResourceState{}
+	for _, rs := range states {
+		if rs.Kind == store.KindStream {
+			desired[rs.NodeID] = append(desired[rs.NodeID], rs)
+		}
 	}
 	nodes := h.fleet.Nodes()
 	out := make([]NodeView, 0, len(nodes))
@@ -51,7 +75,9 @@ func (h *Hub) nodeViews(ctx context.Context) ([]NodeView, error) {
 		if n.RegisteredAt.IsZero() {
 			continue
 		}
-		out = append(out, nodeView(n))
+		v := nodeView(n)
+		v.Streams = streamSegment{desired: desired[n.NodeID], node: &n}.count()
+		out = append(out, v)
 	}
 	known := map[string]bool{}
 	for _, v := range out {
@@ -60,7 +86,8 @@ func (h *Hub) nodeViews(ctx context.Context) ([]NodeView, error) {
 	for _, rs := range states {
 		if !known[rs.NodeID] {
 			known[rs.NodeID] = true
-			out = append(out, NodeView{NodeID: rs.NodeID, Status: "unknown", Mode: wire.NodeModeActive, Capabilities: []string{}})
+			out = append(out, NodeView{NodeID: rs.NodeID, Status: "unknown", Mode: wire.NodeModeActive, Capabilities: []string{},
+				Streams: len(desired[rs.NodeID])})
 		}
 	}
 	slices.SortFunc(out, func(a, b NodeView) int { return cmpString(a.NodeID, b.NodeID) })

@@ -630,7 +630,8 @@ func TestConfigVersionApplyState(t *testing.T) {
 	th.waitRollout(t, ro.RolloutID, "succeeded", func(r wire.Rollout) bool { return r.State == wire.RolloutSucceeded },
 		func() { n1.applyAll(t, 100*time.Millisecond) })
 	n1.failApply = true
-	ro = th.createRollout(t, rolloutBody([]string{"n1"}, `,"batch_size":1`))
+	// Another content: the same one would be v1 again (one content, one version).
+	ro = th.createRollout(t, strings.Replace(rolloutBody([]string{"n1"}, `,"batch_size":1`), "hello", "hello again", 1))
 	validate(t, n1)
 	th.waitRollout(t, ro.RolloutID, "failed", func(r wire.Rollout) bool { return r.State == wire.RolloutFailed },
 		func() { n1.applyAll(t, 100*time.Millisecond) })

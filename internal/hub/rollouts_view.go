@@ -37,6 +37,10 @@ func (h *Hub) rolloutView(ctx context.Context, ro store.Rollout) wire.Rollout {
 		rn := wire.RolloutNode{NodeID: n.NodeID, Wave: n.Wave, Phase: n.Phase, VersionBefore: n.VersionBefore,
 			NodeVersionBefore: n.NodeVersionBefore, VersionTarget: n.VersionTarget, OperationID: n.OperationID,
 			Convergence: conv[n.NodeID], UpdatedAt: wire.At(n.UpdatedAt)}
+		if rn.VersionBefore == "" && n.NodeVersionBefore != "" {
+			// The node ran no Hub apply then: its own id, labelled so.
+			rn.VersionBefore = wire.NodeVersionLabel + n.NodeVersionBefore
+		}
 		if n.FailureCode != "" {
 			rn.Failure = &wire.Failure{Class: failureClassRollout, Code: n.FailureCode, Message: n.FailureMsg}
 		}

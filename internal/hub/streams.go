@@ -213,6 +213,7 @@ func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
 	if errors.Is(err, store.ErrNotFound) {
 		// A stream a node reports without a desired state still has a view.
 		if o, ok := h.observedOnly(nodeID, streamID); ok {
+			o.Configuration = h.streamConfiguration(r.Context(), nodeID, streamID)
 			return httpapi.WriteJSON(w, http.StatusOK, o)
 		}
 		return httpapi.NotFound(CodeStreamNotFound, "that node neither reports nor is desired to run that stream")
@@ -221,7 +222,9 @@ func (h *Hub) getStream(w http.ResponseWriter, r *http.Request) error {
 		return problemFor(err, anyResource)
 	}
 	w.Header().Set("ETag", httpapi.ETag(rs.Generation))
-	return httpapi.WriteJSON(w, http.StatusOK, h.streamView(rs, h.opts.Now()))
+	v := h.streamView(rs, h.opts.Now())
+	v.Configuration = h.streamConfiguration(r.Context(), nodeID, streamID)
+	return httpapi.WriteJSON(w, http.StatusOK, v)
 }
 
 // observedOnly is the view of a stream a node reports but nobody desired:

@@ -21,8 +21,20 @@ func TestUnmanageStream(t *testing.T) {
 			t.Fatalf("desired: %d %s", r.status, r.body)
 		}
 	}
+	if r := th.do(t, "PUT", APIPrefix+"/nodes/typo-node/streams/s2/desired-state", `{"state":"stopped"}`, bearer...); r.status != http.StatusAccepted {
+		t.Fatalf("desired s2: %d %s", r.status, r.body)
+	}
 	if nodes := operatorGet[wire.Page[NodeView]](t, th, "/nodes"); nodes.Total != 1 {
 		t.Fatalf("the phantom node is not listed: %+v", nodes)
+	}
+	// Its streams count agrees with its streams list (the console's Facts
+	// card and its table).
+	n := operatorGet[NodeView](t, th, "/nodes/typo-node")
+	if list := operatorGet[wire.Page[wire.Stream]](t, th, "/streams?node_id=typo-node"); n.Streams != 2 || list.Total != 2 {
+		t.Fatalf("phantom node streams %d, its list %d; want 2 and 2", n.Streams, list.Total)
+	}
+	if r := th.do(t, "DELETE", APIPrefix+"/nodes/typo-node/streams/s2/desired-state", "", bearer...); r.status != http.StatusNoContent {
+		t.Fatalf("unmanage s2: %d %s", r.status, r.body)
 	}
 	tests := []struct {
 		name     string

@@ -47,6 +47,11 @@ type ConfigDocument struct {
 	Content string `json:"content"`
 }
 
+// NodeVersionLabel prefixes a node's own configuration version id where
+// Hub version ids are shown too ("node:v2"), so that neither is taken for
+// the other.
+const NodeVersionLabel = "node:"
+
 // ConfigDiffSide is one side of a configuration_diff: a version's id (a
 // Hub version id, or "node:<id>" for the node's own) and its text.
 type ConfigDiffSide struct {
@@ -224,10 +229,13 @@ type RolloutCreateRequest struct {
 
 // RolloutNode is one node's progress in a rollout.
 type RolloutNode struct {
-	NodeID            string   `json:"node_id"`
-	Wave              int      `json:"wave"` // 1-based
-	Phase             string   `json:"phase"`
-	VersionBefore     string   `json:"version_before,omitempty"`      // Hub version it ran before ("" for none)
+	NodeID string `json:"node_id"`
+	Wave   int    `json:"wave"` // 1-based
+	Phase  string `json:"phase"`
+	// VersionBefore is what the node reported running when its apply was
+	// written: the Hub version of the Hub apply it ran, else its own id
+	// labelled NodeVersionLabel ("node:v2"); "" when it reported nothing.
+	VersionBefore     string   `json:"version_before,omitempty"`
 	NodeVersionBefore string   `json:"node_version_before,omitempty"` // the node's own id of it
 	VersionTarget     string   `json:"version_target,omitempty"`      // Hub version the rollout applied
 	Convergence       string   `json:"convergence,omitempty"`

@@ -51,6 +51,16 @@ type Stream struct {
 	Convergence     string         `json:"convergence"`
 	Authority       string         `json:"authority,omitempty"`
 	LatestOperation *Operation     `json:"latest_operation,omitempty"`
+	// Configuration is the stream's definition in the Hub version its node
+	// runs (GET of one stream only; absent when the node runs its own).
+	Configuration *StreamConfiguration `json:"configuration,omitempty"`
+}
+
+// StreamConfiguration is one stream's section of a node's configuration,
+// literal credentials masked and secret references as written.
+type StreamConfiguration struct {
+	ConfigVersion string         `json:"config_version"` // the Hub version it comes from
+	Definition    map[string]any `json:"definition"`
 }
 
 // DesiredStateResponse is the 202 body of a desired-state write or action.

@@ -193,6 +193,9 @@ type Node struct {
 	ReportSeq     int64
 	ReportedAt    time.Time // the latest report, accepted or saying nothing new
 	ConfigVersion string    // of the latest accepted report
+	// Configuration is the configuration object of the latest report that
+	// carried one, or the stored one until a report came (nil: none known).
+	Configuration *wire.ReportConfiguration
 	Observed      []store.ObservedStream
 	Counters      map[string]wire.StreamCounters
 	Metrics       map[string]float64
@@ -209,7 +212,21 @@ func (n *node) snapshot() Node {
 		RegisteredAt: n.node.RegisteredAt, SessionExpiresAt: n.node.SessionExpiresAt, Restarts: n.node.Restarts,
 		Status: n.status(), Online: n.online, Observing: n.observing(), LeaseTTL: n.leaseTTL, LeaseUntil: n.leaseUntil,
 		ReportSeq: n.reportSeq, ReportedAt: n.reportedAt, ConfigVersion: n.cfgVersion, Observed: n.observed,
-		Counters: n.counters, Metrics: n.metrics, Queued: len(n.queue), Active: n.active, Pollers: n.pollers}
+		Counters: n.counters, Metrics: n.metrics, Queued: len(n.queue), Active: n.active, Pollers: n.pollers,
+		Configuration: n.configuration()}
+}
+
+// configuration is n's latest configuration object, a copy. f.mu is held.
+func (n *node) configuration() *wire.ReportConfiguration {
+	switch {
+	case n.cfg != nil:
+		c := *n.cfg
+		return &c
+	case n.node.Config != nil:
+		c := n.node.Config.ReportConfiguration
+		return &c
+	}
+	return nil
 }
 
 // Node returns a copy of node id, and whether the fleet knows it (a node

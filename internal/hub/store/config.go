@@ -19,8 +19,14 @@ import (
 //	  version ('' for a rollback to a node-local version).
 //	config_versions (node_id, seq INTEGER, format, content, sha256, source,
 //	  rollout_id, actor, correlation_id, created_at; PRIMARY KEY (node_id,
-//	  seq)): version id "v<seq>", per node, increasing from 1. Content is
-//	  the text as given, secret references kept; never a resolved value.
+//	  seq)): version id "v<seq>". Content is the text as given, secret
+//	  references kept; never a resolved value.
+//	config_contents (seq PRIMARY KEY, format, sha256, created_at; UNIQUE
+//	  (format, sha256); migration 0013): the fleet-wide numbering. One
+//	  content has one seq on every node it is applied to, the next past
+//	  every seq used when it is first seen; config_versions holds its text
+//	  once per node that got it. Versions written before 0013 keep their
+//	  per-node numbers and have no row here.
 //	nodes: + config_node_version, config_hub_version, config_generation
 //	  (the report's wire.ReportConfiguration), config_reported_at.
 //	rollouts (rollout_id PRIMARY KEY, revision, state, format, content,
@@ -48,7 +54,9 @@ const KindConfigCommand = "configuration_command"
 // (another writer saved the rollout since it was read).
 var ErrRolloutConflict = errors.New("rollout changed since it was read")
 
-// ConfigVersion is one configuration the Hub keeps for a node.
+// ConfigVersion is one configuration the Hub keeps for a node. Its
+// Version is fleet-wide: the same content is the same version on every
+// node (see config_contents).
 type ConfigVersion struct {
 	NodeID        string
 	Version       string // "v<n>"

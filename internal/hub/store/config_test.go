@@ -35,9 +35,11 @@ func mustWriteConfig(t *testing.T, s *Store, w ConfigWrite) ConfigWriteResult {
 	return res
 }
 
-// TestWriteConfigVersions: each write with content makes the node's next
-// version, v1, v2 ... per node, independent across nodes; a write of an
-// existing version makes none; every write bumps the node's generation.
+// TestWriteConfigVersions: a content has one version id fleet-wide: a
+// new content takes the next number past every one used, the same content
+// keeps its number on the same node and on another one; a write of an
+// existing version makes none, also on a node that never had it; every
+// write bumps the node's generation.
 func TestWriteConfigVersions(t *testing.T) { backends(t, testWriteConfigVersions) }
 
 func testWriteConfigVersions(t *testing.T) {
@@ -51,9 +53,16 @@ func testWriteConfigVersions(t *testing.T) {
 	}{
 		{cw("a1", "n1", "streams: []\n", t0), 1, "v1", 1},
 		{cw("a2", "n1", "streams: [a]\n", t0.Add(time.Second)), 2, "v2", 2},
-		{cw("b1", "n2", "streams: [b]\n", t0.Add(2*time.Second)), 1, "v1", 1},
+		{cw("b1", "n2", "streams: [b]\n", t0.Add(2*time.Second)), 1, "v3", 1},
 		{ConfigWrite{IntentID: "a3", NodeID: "n1", Version: "v1", Now: t0.Add(3 * time.Second)}, 3, "v1", 2},
-		{cw("a4", "n1", "streams: []\n", t0.Add(4*time.Second)), 4, "v3", 3},
+		{cw("a4", "n1", "streams: []\n", t0.Add(4*time.Second)), 4, "v1", 2},
+		{cw("b2", "n2", "streams: [a]\n", t0.Add(5*time.Second)), 2, "v2", 2},
+		{ConfigWrite{IntentID: "b3", NodeID: "n2", Version: "v1", Now: t0.Add(6 * time.Second)}, 3, "v1", 3},
+		{func() ConfigWrite {
+			w := cw("a5", "n1", "streams: []\n", t0.Add(7*time.Second))
+			w.Format = "json"
+			return w
+		}(), 5, "v4", 3},
 	}
 	for _, st := range steps {
 		res := mustWriteConfig(t, s, st.w)
@@ -82,9 +91,17 @@ func testWriteConfigVersions(t *testing.T) {
 		v.SHA256 != sha256Hex("streams: [a]\n") {
 		t.Errorf("n1 v2 = %+v, %v", v, err)
 	}
+	// The same version on n2 has the same text, kept with n2's write.
+	if w, err := s.GetConfigVersion(ctx, "n2", "v2"); err != nil || w.Content != v.Content || w.SHA256 != v.SHA256 ||
+		w.CorrelationID != "corr-b2" || w.NodeID != "n2" {
+		t.Errorf("n2 v2 = %+v, %v", w, err)
+	}
+	if w, err := s.GetConfigVersion(ctx, "n2", "v1"); err != nil || w.Content != "streams: []\n" || w.Format != "yaml" {
+		t.Errorf("n2 v1 (applied by id from n1) = %+v, %v", w, err)
+	}
 	// Newest first, paged.
 	page, err := s.ConfigVersions(ctx, "n1", Paging{Page: 1, PageSize: 2})
-	if err != nil || page.Total != 3 || len(page.Items) != 2 || page.Items[0].Version != "v3" || page.Items[1].Version != "v2" {
+	if err != nil || page.Total != 3 || len(page.Items) != 2 || page.Items[0].Version != "v4" || page.Items[1].Version != "v2" {
 		t.Errorf("page 1 = %+v, %v", page, err)
 	}
 	page, err = s.ConfigVersions(ctx, "n1", Paging{Page: 2, PageSize: 2})
@@ -97,17 +114,61 @@ func testWriteConfigVersions(t *testing.T) {
 	if _, err := s.ConfigVersions(ctx, "n1", Paging{Page: 0, PageSize: 10}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("page 0: %v", err)
 	}
-	// Same content, same digest; the digest is of the content.
+	// Same text in another format, another content: same digest, another version.
 	v1, _ := s.GetConfigVersion(ctx, "n1", "v1")
-	v3, _ := s.GetConfigVersion(ctx, "n1", "v3")
-	if v1.SHA256 != v3.SHA256 || v1.SHA256 == v.SHA256 {
-		t.Errorf("digests v1 %s v2 %s v3 %s", v1.SHA256, v.SHA256, v3.SHA256)
+	v4, _ := s.GetConfigVersion(ctx, "n1", "v4")
+	if v1.SHA256 != v4.SHA256 || v1.SHA256 == v.SHA256 || v4.Format != "json" {
+		t.Errorf("digests v1 %s v2 %s v4 %s (%s)", v1.SHA256, v.SHA256, v4.SHA256, v4.Format)
+	}
+	// An id no node has is not found, on any node.
+	if _, err := s.WriteConfig(ctx, ConfigWrite{IntentID: "c1", NodeID: "n3", Version: "v9", Now: t0}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown version: %v", err)
 	}
 	// The audit row names the action and the version, never the content.
 	audit, err := s.ListAudit(ctx, AuditFilter{NodeID: "n1"}, Paging{Page: 1, PageSize: 10})
-	if err != nil || len(audit.Items) != 4 || audit.Items[0].Action != "configuration_apply" ||
-		audit.Items[0].ResourceType != KindConfiguration || audit.Items[0].Message != "v3" {
+	if err != nil || len(audit.Items) != 5 || audit.Items[0].Action != "configuration_apply" ||
+		audit.Items[0].ResourceType != KindConfiguration || audit.Items[0].Message != "v4" {
 		t.Errorf("audit = %+v, %v", audit.Items, err)
+	}
+}
+
+// TestConfigVersionsPastLegacy: versions written before the fleet-wide
+// numbering keep their per-node numbers, and a new content is numbered
+// past all of them, so that no node holds two texts under one id.
+func TestConfigVersionsPastLegacy(t *testing.T) { backends(t, testConfigVersionsPastLegacy) }
+
+func testConfigVersionsPastLegacy(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	// As 0007 numbered them: v1..v3 of n1, v1 of n2, no config_contents row.
+	err := s.write(ctx, func(ctx context.Context, q querier) error {
+		for _, r := range []struct {
+			node string
+			seq  int
+			text string
+		}{{"n1", 1, "a: 1\n"}, {"n1", 2, "a: 2\n"}, {"n1", 3, "a: 3\n"}, {"n2", 1, "b: 1\n"}} {
+			if _, err := q.ExecContext(ctx, `INSERT INTO config_versions (node_id, seq, format, content, sha256, source,
+				created_at) VALUES (?,?,?,?,?,?,?)`, r.node, r.seq, "yaml", r.text, sha256Hex(r.text), wire.ConfigSourceAPI, ms(t0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := mustWriteConfig(t, s, cw("x1", "n2", "a: 1\n", t0)); res.Version != "v4" {
+		t.Errorf("a legacy content on another node: %s, want v4", res.Version)
+	}
+	if res := mustWriteConfig(t, s, cw("x2", "n1", "a: 1\n", t0)); res.Version != "v4" {
+		t.Errorf("the same content on its legacy node: %s, want v4 (fleet-wide from now on)", res.Version)
+	}
+	// n2's legacy v1 is its own: not offered to other nodes.
+	if _, err := s.WriteConfig(ctx, ConfigWrite{IntentID: "x3", NodeID: "n3", Version: "v1", Now: t0}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a legacy per-node version on another node: %v", err)
+	}
+	if v, err := s.GetConfigVersion(ctx, "n2", "v1"); err != nil || v.Content != "b: 1\n" {
+		t.Errorf("n2 v1 = %+v, %v", v, err)
 	}
 }
 
@@ -127,7 +188,7 @@ func testWriteConfigRefused(t *testing.T) {
 		{"if-match stale", func() ConfigWrite { w := cw("x", "n1", "a: 1\n", t0); w.IfMatch = p(0); return w }(), ErrGenerationConflict},
 		{"if-match new node", func() ConfigWrite { w := cw("x", "n2", "a: 1\n", t0); w.IfMatch = p(1); return w }(), ErrGenerationConflict},
 		{"version absent", ConfigWrite{IntentID: "x", NodeID: "n1", Version: "v2", Now: t0}, ErrNotFound},
-		{"version of another node", ConfigWrite{IntentID: "x", NodeID: "n2", Version: "v1", Now: t0}, ErrNotFound},
+		{"version no node has", ConfigWrite{IntentID: "x", NodeID: "n2", Version: "v3", Now: t0}, ErrNotFound},
 		{"version malformed", ConfigWrite{IntentID: "x", NodeID: "n1", Version: "v01", Now: t0}, ErrNotFound},
 		{"version not an id", ConfigWrite{IntentID: "x", NodeID: "n1", Version: "1", Now: t0}, ErrNotFound},
 		{"nothing to apply", ConfigWrite{IntentID: "x", NodeID: "n1", Now: t0}, ErrInvalid},

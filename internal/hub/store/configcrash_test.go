@@ -50,8 +50,9 @@ func TestCrashConfigChild(t *testing.T) {
 }
 
 // TestCrashConfig kills a child writing configurations with SIGKILL at a
-// random point: per node, versions v1..n and generations 1..n are on disk
-// without gaps, each version made by the intent of its generation, and
+// random point: per node, generations 1..n and n versions are on disk
+// without gaps, each version made by the intent of its generation; the
+// fleet-wide numbers are 1..N once each, every one with its content; and
 // every write the child saw return is there with its content.
 func TestCrashConfig(t *testing.T) {
 	if testing.Short() {
@@ -86,8 +87,9 @@ func TestCrashConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if int64(page.Total) != gen || page.Items[0].Version != versionID(gen) {
-			t.Errorf("%s: %d versions, newest %s, generation %d", node, page.Total, page.Items[0].Version, gen)
+		if int64(page.Total) != gen || page.Items[0].Version != nc.Desired.ConfigVersion {
+			t.Errorf("%s: %d versions, newest %s, generation %d desiring %s", node, page.Total, page.Items[0].Version, gen,
+				nc.Desired.ConfigVersion)
 		}
 		if n := count(t, s, "SELECT COUNT(DISTINCT generation) FROM intents WHERE node_id = ? AND generation BETWEEN 1 AND ?",
 			node, gen); int64(n) != gen {
@@ -96,12 +98,17 @@ func TestCrashConfig(t *testing.T) {
 		if n := count(t, s, "SELECT COUNT(*) FROM intents WHERE node_id = ?", node); int64(n) != gen {
 			t.Errorf("%s: %d intents, want %d", node, n, gen)
 		}
-		// Generation g desired version vg, written by its intent.
+		// Each generation desired the version its intent's write made.
 		if n := count(t, s, `SELECT COUNT(*) FROM intents i JOIN config_versions v ON v.node_id = i.node_id
-			AND 'v' || v.seq = i.config_version WHERE i.node_id = ? AND i.config_version = 'v' || i.generation
+			AND 'v' || v.seq = i.config_version WHERE i.node_id = ?
 			AND v.content = 'written-by: ' || i.id || char(10)`, node); int64(n) != gen {
 			t.Errorf("%s: %d intents match their version, want %d", node, n, gen)
 		}
+	}
+	versions := count(t, s, "SELECT COUNT(*) FROM config_versions")
+	if n := count(t, s, "SELECT COUNT(*) FROM config_contents c JOIN config_versions v ON v.seq = c.seq AND v.sha256 = c.sha256"); n != versions ||
+		count(t, s, "SELECT COUNT(*) FROM config_contents") != versions || count(t, s, "SELECT MAX(seq) FROM config_contents") != versions {
+		t.Errorf("fleet-wide numbers: %d versions, %d matching contents", versions, n)
 	}
 	for _, p := range printed {
 		in, err := s.GetIntent(ctx, p.id)

@@ -14,7 +14,7 @@ import (
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
-// versionID is the id of a node's configuration version seq.
+// versionID is the id of configuration version seq.
 func versionID(seq int64) string { return "v" + strconv.FormatInt(seq, 10) }
 
 // versionSeq parses a version id "v<n>" (n >= 1, no leading zero).
@@ -55,8 +55,9 @@ func (w ConfigWrite) check() error {
 }
 
 // WriteConfig commits w in one transaction: If-Match against the node's
-// configuration generation, the new version when Content is set (or a
-// check that Version exists: ErrNotFound otherwise), the resources row
+// configuration generation, the content's fleet-wide version when Content
+// is set (see insertConfigVersion; or a check that Version exists for the
+// node or fleet-wide: ErrNotFound otherwise), the resources row
 // (generation+1, state applied, config_version), superseding pending
 // apply intents of the node's configuration, the intent (operation
 // configuration_apply, kind configuration, resource_id configuration,
@@ -102,7 +103,11 @@ func writeConfig(ctx context.Context, q querier, w ConfigWrite) (ConfigWriteResu
 			return res, err
 		}
 	case w.Version != "":
-		if _, err := getConfigVersion(ctx, q, w.NodeID, w.Version); err != nil {
+		_, err := getConfigVersion(ctx, q, w.NodeID, w.Version)
+		if errors.Is(err, ErrNotFound) {
+			err = fleetConfigVersion(ctx, q, w)
+		}
+		if err != nil {
 			return res, err
 		}
 		res.Version = w.Version
@@ -139,25 +144,71 @@ func writeConfig(ctx context.Context, q querier, w ConfigWrite) (ConfigWriteResu
 	return res, nil
 }
 
-// insertConfigVersion stores w's content as the node's next version and
-// returns its id.
+// insertConfigVersion gives w's content its fleet-wide version (the one
+// config_contents holds for its format and SHA-256, or the next number
+// past every one used) and keeps the text for w's node unless the node
+// has that version already. It returns the version's id.
 func insertConfigVersion(ctx context.Context, q querier, w ConfigWrite) (string, error) {
+	sum := sha256.Sum256([]byte(w.Content))
+	hash := hex.EncodeToString(sum[:])
 	var seq int64
-	if err := q.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) + 1 FROM config_versions WHERE node_id = ?", w.NodeID).
-		Scan(&seq); err != nil {
+	err := q.QueryRowContext(ctx, "SELECT seq FROM config_contents WHERE format = ? AND sha256 = ?", w.Format, hash).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Past the per-node numbers of versions older than config_contents
+		// too, so that no node holds two texts under one id.
+		err = q.QueryRowContext(ctx, `SELECT MAX(m) + 1 FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM config_contents
+			UNION ALL SELECT COALESCE(MAX(seq), 0) FROM config_versions) AS used`).Scan(&seq)
+		if err != nil {
+			return "", err
+		}
+		_, err = q.ExecContext(ctx, "INSERT INTO config_contents (seq, format, sha256, created_at) VALUES (?,?,?,?)",
+			seq, w.Format, hash, ms(w.Now))
+	}
+	if err != nil {
 		return "", err
+	}
+	return versionID(seq), keepConfigVersion(ctx, q, w, seq, w.Format, w.Content, hash)
+}
+
+// keepConfigVersion stores a text as version seq of w's node, unless the
+// node has that version already (the same content applied again keeps
+// its version; the intent and the audit record each apply).
+func keepConfigVersion(ctx context.Context, q querier, w ConfigWrite, seq int64, format, content, hash string) error {
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM config_versions WHERE node_id = ? AND seq = ?", w.NodeID, seq).Scan(&one)
+	if err == nil || !errors.Is(err, sql.ErrNoRows) {
+		return err
 	}
 	source := w.Source
 	if source == "" {
 		source = wire.ConfigSourceAPI
 	}
-	sum := sha256.Sum256([]byte(w.Content))
-	if _, err := q.ExecContext(ctx, `INSERT INTO config_versions (node_id, seq, format, content, sha256, source, rollout_id,
-		actor, actor_kind, correlation_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)`, w.NodeID, seq, w.Format, w.Content,
-		hex.EncodeToString(sum[:]), source, w.RolloutID, w.Actor, w.ActorKind, w.CorrelationID, ms(w.Now)); err != nil {
-		return "", err
+	_, err = q.ExecContext(ctx, `INSERT INTO config_versions (node_id, seq, format, content, sha256, source, rollout_id,
+		actor, actor_kind, correlation_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)`, w.NodeID, seq, format, content,
+		hash, source, w.RolloutID, w.Actor, w.ActorKind, w.CorrelationID, ms(w.Now))
+	return err
+}
+
+// fleetConfigVersion makes the fleet-wide version id of another node
+// one of w's node too: an apply by id of a version the Hub numbered
+// fleet-wide (config_contents) that this node never had. Any other id
+// the node does not have is ErrNotFound.
+func fleetConfigVersion(ctx context.Context, q querier, w ConfigWrite) error {
+	notFound := fmt.Errorf("configuration version %q of node %q: %w", w.Version, w.NodeID, ErrNotFound)
+	seq, ok := versionSeq(w.Version)
+	if !ok {
+		return notFound
 	}
-	return versionID(seq), nil
+	var format, content, hash string
+	err := q.QueryRowContext(ctx, `SELECT v.format, v.content, v.sha256 FROM config_contents c JOIN config_versions v
+		ON v.seq = c.seq AND v.format = c.format AND v.sha256 = c.sha256 WHERE c.seq = ? LIMIT 1`, seq).Scan(&format, &content, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound
+	}
+	if err != nil {
+		return err
+	}
+	return keepConfigVersion(ctx, q, w, seq, format, content, hash)
 }
 
 // WriteConfigCommand commits an intent of kind KindConfigCommand

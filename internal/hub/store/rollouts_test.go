@@ -146,7 +146,8 @@ func testSaveRollout(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	wantNodes := []rollout.Node{
-		{NodeID: "n1", Wave: 1, Phase: wire.RolloutNodeApplying, Generation: 1, OperationID: "i1", VersionTarget: "v1",
+		// One content, one version on both nodes (fleet-wide numbering).
+		{NodeID: "n1", Wave: 1, Phase: wire.RolloutNodeApplying, Generation: 1, OperationID: "i1", VersionTarget: "v2",
 			AppliedAt: now, UpdatedAt: now},
 		{NodeID: "n2", Wave: 1, Phase: wire.RolloutNodeApplying, VersionBefore: "v1", NodeVersionBefore: "v9", Generation: 2,
 			OperationID: "i2", VersionTarget: "v2", AppliedAt: now, UpdatedAt: now},
@@ -197,7 +198,7 @@ func testSaveRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	n1, n2 := res.Rollout.Nodes[0], res.Rollout.Nodes[1]
-	if res.Rollout.Revision != 3 || n1.Generation != 2 || n1.OperationID != "b1" || n1.VersionTarget != "v1" ||
+	if res.Rollout.Revision != 3 || n1.Generation != 2 || n1.OperationID != "b1" || n1.VersionTarget != "v2" ||
 		n2.Generation != 3 || n2.OperationID != "b2" || n2.VersionTarget != "v2" {
 		t.Errorf("after rollback = %+v", res.Rollout)
 	}

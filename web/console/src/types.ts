@@ -56,7 +56,10 @@ export interface NodeView {
   boot_id?: string;
   capabilities?: string[];
   data_address?: string;
+  /** The Hub's version when config_source is "hub", else the node's own id. */
   config_version?: string;
+  config_source?: "hub" | "node";
+  node_config_version?: string;
   registered_at?: string;
   lease_ttl_ms?: number;
   lease_expires_at?: string;
@@ -97,6 +100,8 @@ export interface StreamView {
   };
   convergence: Convergence;
   convergence_reason?: string;
+  /** The stream's definition in the Hub version its node runs, literal credentials masked (one stream's GET only). */
+  configuration?: { config_version: string; definition: Record<string, unknown> };
   latest_operation?: Operation;
 }
 

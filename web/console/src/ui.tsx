@@ -160,6 +160,8 @@ export interface ActionState {
   notice: { kind: "ok" | "error" | "warn"; text: ComponentChildren; conflict?: boolean } | null;
   run: (f: () => Promise<ComponentChildren>) => Promise<void>;
   clear: () => void;
+  /** settle replaces the notice once what it waited for happened (a write converged). */
+  settle: (text: ComponentChildren) => void;
 }
 
 /**
@@ -193,7 +195,7 @@ export function useAction(): ActionState {
       setBusy(false);
     }
   };
-  return { busy, notice, run, clear: () => setNotice(null) };
+  return { busy, notice, run, clear: () => setNotice(null), settle: (text) => setNotice({ kind: "ok", text }) };
 }
 
 /** ActionNotice shows useAction's outcome; a conflict gets a Reload button. */

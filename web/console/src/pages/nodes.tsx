@@ -99,7 +99,7 @@ function Nodes(props: PageProps) {
                   class: "num",
                   render: (n) => <a href={href("/streams", { node_id: n.node_id })} title={`Streams of ${n.node_id}`}>{num(n.streams ?? 0)}</a>,
                 },
-                { key: "config_version", label: "Config version", render: (n) => n.config_version ?? "" },
+                { key: "config_version", label: "Config version", render: (n) => <ConfigVersion node={n} /> },
                 { key: "last_report", label: "Last report", render: (n) => <Time at={n.last_report_at} /> },
                 { key: "queued", label: "Queued", class: "num", render: (n) => num(n.queued_commands ?? 0) },
                 { key: "in_flight", label: "In flight", class: "num", render: (n) => num(n.in_flight ?? 0) },
@@ -317,6 +317,29 @@ function ModeResult(props: { node: NodeView }) {
   );
 }
 
+/**
+ * ConfigVersion is the configuration a node runs: the Hub's version when
+ * it runs a Hub apply (the same content is the same version on every
+ * node), else the node's own id, said so (a local apply or its --config
+ * file: the Hub's numbering does not cover it).
+ */
+function ConfigVersion(props: { node: NodeView }) {
+  const n = props.node;
+  if (!n.config_version) return <></>;
+  if (n.config_source === "node") {
+    return (
+      <span data-config-version={n.config_version} data-config-source="node" title="The node's own version id: it does not run a configuration the Hub applied">
+        node's {n.config_version}
+      </span>
+    );
+  }
+  return (
+    <span data-config-version={n.config_version} data-config-source={n.config_source ?? "hub"} title={n.node_config_version ? `The Hub's version; the node's own id of it: ${n.node_config_version}` : undefined}>
+      {n.config_version}
+    </span>
+  );
+}
+
 function NodeFacts(props: { node: NodeView }) {
   const n = props.node;
   const metrics = Object.entries(n.metrics ?? {}).sort(([a], [b]) => a.localeCompare(b));
@@ -341,7 +364,7 @@ function NodeFacts(props: { node: NodeView }) {
               "configuration",
               n.config_version ? (
                 <a href={href("/configuration/" + enc(n.node_id))} title="The node's configuration: desired against reported">
-                  {n.config_version}
+                  <ConfigVersion node={n} />
                 </a>
               ) : (
                 <a href={href("/configuration/" + enc(n.node_id))}>not reported</a>

@@ -602,11 +602,17 @@ function NodesTable(props: { r: Rollout; query: URLSearchParams }) {
               key: "versions",
               label: "Before → target",
               render: (n) => {
-                const before = n.version_before ?? (n.node_version_before ? `node's ${n.node_version_before}` : "");
+                // version_before is a Hub version, or the node's own id labelled "node:" (a diff takes Hub versions only).
+                const hubBefore = n.version_before && !n.version_before.startsWith("node:") ? n.version_before : "";
+                const own = n.node_version_before ?? n.version_before?.replace(/^node:/, "");
+                const before = hubBefore || (own ? `node's ${own}` : "");
                 if (!n.version_target) return <span class="muted">{before || "—"}</span>;
                 return (
-                  <a href={href("/configuration/" + enc(n.node_id), n.version_before ? { from: n.version_before, to: n.version_target } : { to: n.version_target })}>
-                    {before || "—"} → {n.version_target}
+                  <a
+                    data-versions={n.node_id}
+                    href={href("/configuration/" + enc(n.node_id), hubBefore ? { from: hubBefore, to: n.version_target } : { to: n.version_target })}
+                  >
+                    {before || "—"} → <span data-version-target>{n.version_target}</span>
                   </a>
                 );
               },

@@ -3,6 +3,7 @@
 // state and convergence side by side, with its actions, throughput and
 // latest events.
 
+import { useEffect, useState } from "preact/hooks";
 import { call, enc, get, url, type Page } from "../api";
 import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
@@ -223,10 +224,24 @@ function StreamDetail(props: PageProps) {
   );
   const rates = useHistory(path + "/history", { received: "received", sent: "sent", errors: "errors" });
   const action = useAction();
+  // awaited is the generation of the last write accepted here, until the
+  // stream converges at it: then its "Convergence pending" notice ends.
+  const [awaited, setAwaited] = useState<number | null>(null);
+  useEffect(() => {
+    const v = res.data?.view;
+    if (awaited === null || !v || (v.desired?.generation ?? 0) < awaited || v.convergence !== "in_sync") return;
+    setAwaited(null);
+    action.settle(
+      <span data-converged={awaited}>
+        Converged: {id} on {nodeID} is in_sync at generation {awaited}.
+      </span>,
+    );
+  }, [res.data, awaited]);
 
   const write = (label: string, send: (etag: string | undefined) => Promise<WriteReply>) =>
     action.run(async () => {
       const r = await send(res.data?.etag ?? undefined);
+      setAwaited(r.generation);
       res.reload();
       events.reload();
       return <Accepted label={label} reply={r} />;
@@ -278,6 +293,9 @@ function StreamDetail(props: PageProps) {
       </PageHeader>
       <ActionNotice action={action} reload={res.reload} />
       <Loaded res={res}>{(d) => <StreamFacts view={d.view} />}</Loaded>
+      <Section title="Configuration">
+        <Loaded res={res}>{(d) => <StreamDefinition view={d.view} />}</Loaded>
+      </Section>
       <Section title="Throughput">
         <LineChart label={`Messages per second, ${id} on ${nodeID}`} unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
@@ -286,6 +304,27 @@ function StreamDetail(props: PageProps) {
           {(p) => <EventsTable rows={p.items} />}
         </Loaded>
       </Section>
+    </>
+  );
+}
+
+/** StreamDefinition is the stream's section of its node's configuration, as the Hub masks it. */
+function StreamDefinition(props: { view: StreamView }) {
+  const c = props.view.configuration;
+  if (!c) {
+    return (
+      <p class="muted">
+        The node runs a configuration of its own (its --config file or a local apply), not one the Hub applied: the Hub does not hold its text. See{" "}
+        <a href={href("/configuration/" + enc(props.view.node_id))}>the node's configuration</a>.
+      </p>
+    );
+  }
+  return (
+    <>
+      <p class="muted">
+        As defined in version <a href={href("/configuration/" + enc(props.view.node_id))}>{c.config_version}</a>, literal credentials masked, secret references as written.
+      </p>
+      <pre data-field="stream-configuration">{JSON.stringify(c.definition, null, 2)}</pre>
     </>
   );
 }
