@@ -9,8 +9,8 @@ import (
 	"github.com/flowplane/flowplane/internal/tap"
 )
 
-// tapBuffer is the number of samples a tap holds for its reader: a
-// second at a rate of 64, more than a reader that keeps up needs.
+// tapBuffer is the number of samples a tap holds for its reader: enough
+// for a reader that keeps up, small enough that a slow one costs little.
 const tapBuffer = tap.DefaultBuffer
 
 // TapStream attaches a tap to stream id after p.Stage (after the last
