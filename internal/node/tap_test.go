@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowplane/flowplane/internal/node"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -149,4 +150,40 @@ func TestTapSlowClient(t *testing.T) {
 	eventually(t, "the stream still runs", func() (bool, string) {
 		return received() > before, "no message since the dropped event"
 	})
+}
+
+// TestTapJob taps a job's source and its sink: each tap sees what passes
+// its operator; an operator the job lacks is a 400 naming the ones it has.
+func TestTapJob(t *testing.T) {
+	h := newHarness(t, doc("", genStream("s", "s"))+"jobs:"+countJob("counts", ""))
+	h.waitJob(t, "counts", "running", func(v node.JobView) bool { return v.State == "running" && v.RecordsOut > 0 })
+	for _, tt := range []struct {
+		query, stage, holds string
+	}{
+		{"operator=src", "src", `"k"`},
+		{"", "out", `"n"`}, // the default: the first sink, given the counts
+	} {
+		res := h.expect(t, 200, "GET", "/jobs/counts/tap?duration=1500ms&rate=50&"+tt.query, "")
+		var msgs int
+		for _, ev := range parseSSE(res.Body) {
+			if ev.Event != wire.TapEventMessage {
+				continue
+			}
+			var m wire.TapMessage
+			if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Stage != tt.stage || !strings.Contains(m.Payload, tt.holds) {
+				t.Fatalf("tap %q: message %+v", tt.query, m)
+			}
+			msgs++
+		}
+		if msgs == 0 {
+			t.Fatalf("tap %q: no message:\n%s", tt.query, res.Body)
+		}
+	}
+	p := problem(t, h.expect(t, 400, "GET", "/jobs/counts/tap?operator=nope", ""), "invalid_query")
+	if !strings.Contains(p.Message, "src, counts, out") {
+		t.Errorf("problem %q does not name the job's operators", p.Message)
+	}
 }
