@@ -338,6 +338,21 @@ func TestConsole(t *testing.T) {
 		b.screenshot("fleet")
 	})
 
+	t.Run("live tail", func(t *testing.T) {
+		b.t = t
+		b.goTo("#/nodes/node-a/streams/desired", "stream")
+		b.waitJS("in_sync", `document.querySelector('[data-convergence=in_sync]')`)
+		b.run("start the tail", chromedp.Click(chromedp.CSS(`button[data-tail=start]`)))
+		b.waitJS("tapped messages", `document.querySelectorAll('[data-tail=row]').length >= 2`)
+		row, _ := eval[string](b, `document.querySelector('[data-tail=row]').innerText`)
+		if !strings.Contains(row, `"n":`) || !strings.Contains(row, "processor") && !strings.Contains(row, "input") {
+			t.Fatalf("tail row %q: want a sampled message of the stream", row)
+		}
+		b.screenshot("stream-tail")
+		b.run("stop the tail", chromedp.Click(chromedp.CSS(`button[data-tail=stop]`)))
+		b.waitJS("stopped", `document.querySelector('button[data-tail=start]')`)
+	})
+
 	t.Run("stop a stream and watch it converge", func(t *testing.T) {
 		b.t = t
 		b.goTo("#/nodes/node-a/streams/desired", "stream")

@@ -18,7 +18,8 @@ const (
 	Viewer Role = "viewer"
 	// Operator also runs the lifecycle: stream and job desired state and
 	// actions, checkpoints and savepoints, drain and maintenance,
-	// cancelling operations, and the read-only node checks (validate, diff).
+	// cancelling operations, the read-only node checks (validate, diff),
+	// and live taps of the data.
 	Operator Role = "operator"
 	// Admin also changes what runs: job create, upgrade and rollback,
 	// configuration apply and rollback, rollouts, forgetting nodes, tokens.
@@ -61,6 +62,9 @@ const (
 	NodeOperate     Permission = "node.operate"
 	OperationCancel Permission = "operation.cancel"
 	Check           Permission = "check"
+	// Tap opens a live tap: it shows the data itself (redacted), so a
+	// viewer, who reads only state, does not have it.
+	Tap Permission = "tap"
 
 	JobAdmin           Permission = "job.admin"
 	ConfigurationAdmin Permission = "configuration.admin"
@@ -71,15 +75,15 @@ const (
 
 // Permissions are every permission, in the order of the roles that grant
 // them.
-var Permissions = []Permission{Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check,
+var Permissions = []Permission{Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check, Tap,
 	JobAdmin, ConfigurationAdmin, RolloutAdmin, NodeAdmin, TokenAdmin}
 
 // grants is what each role may do, its own grants and those of the roles
 // below it.
 var grants = map[Role][]Permission{
 	Viewer:   {Read},
-	Operator: {Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check},
-	Admin: {Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check,
+	Operator: {Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check, Tap},
+	Admin: {Read, StreamOperate, JobOperate, NodeOperate, OperationCancel, Check, Tap,
 		JobAdmin, ConfigurationAdmin, RolloutAdmin, NodeAdmin, TokenAdmin},
 }
 

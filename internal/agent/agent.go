@@ -227,6 +227,9 @@ func New(o Options) (*Agent, error) {
 	}
 	a := &Agent{o: o, log: log, st: st, b: newBackoff(o.MinBackoff, o.MaxBackoff, o.Rand), credential: cred}
 	a.caps = capabilities(o.Node.System().Capabilities, o.DataAddress, o.Engine != nil, o.Policy)
+	if _, ok := o.Node.(Tapper); ok {
+		a.caps = append(a.caps, wire.CapabilityTap)
+	}
 	a.c = &client{
 		urls: o.HubURLs, bases: bases, nodeToken: o.NodeToken, httpc: o.HTTPClient, log: log, now: o.Now,
 		backoff: a.b, timeout: o.RequestTimeout, ttl: o.SessionTTL, leaseTTL: o.LeaseTTL,
@@ -319,7 +322,7 @@ func (a *Agent) Status() node.AgentStatus {
 func (a *Agent) Run(ctx context.Context) error {
 	a.log.Info("agent starting", "hubs", len(a.o.HubURLs), "hub_url", redactURL(a.o.HubURLs[0]), "node_id", a.o.NodeID)
 	a.reapply(ctx)
-	loops := []func(context.Context){a.heartbeats, a.rep.run, a.poll, a.watchEvents}
+	loops := []func(context.Context){a.heartbeats, a.rep.run, a.poll, a.watchEvents, a.pollTaps}
 	if a.jrep != nil {
 		changes, stop := a.o.Engine.JobChanges()
 		defer stop()

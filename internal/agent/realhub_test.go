@@ -250,7 +250,7 @@ func TestRealHub(t *testing.T) {
 	registers := rh.proxy.count("/api/v1/agent/register", 200)
 	replaceSession(t, rh.url, dir)
 	eventually(t, "a transparent re-register", func() bool {
-		return rh.proxy.count("/api/v1/agent/register", 200) > registers && rh.proxy.count("/api/v1/agent/commands", 401)+rh.proxy.count("/api/v1/agent/heartbeat", 401)+rh.proxy.count("/api/v1/agent/report", 401) > 0
+		return rh.proxy.count("/api/v1/agent/register", 200) > registers && rh.proxy.count("/api/v1/agent/commands", 401)+rh.proxy.count("/api/v1/agent/heartbeat", 401)+rh.proxy.count("/api/v1/agent/report", 401)+rh.proxy.count("/api/v1/agent/taps", 401) > 0
 	})
 	if s := tn.stream(t, "b"); !s.Observed.StartedAt.Equal(startedB.Time) || s.Observed.State != "running" {
 		t.Errorf("a re-register touched stream b: %+v", s.Observed)

@@ -137,7 +137,7 @@ Exit status: 0 done (converged), 1 failed, 2 usage error, 3 --wait timed out.`,
 	ctl.PersistentFlags().StringVar(&a.ctxFlag, "context", "", "context to use instead of the current one")
 	ctl.AddCommand(a.loginCommand(), a.contextCommand(), a.getCommand(), a.describeCommand(),
 		a.streamCommand(), a.nodeCommand(), a.jobCommand(), a.configCommand(), a.rolloutCommand(),
-		a.eventsCommand(), a.completionCommand(root))
+		a.eventsCommand(), a.tapCommand(), a.completionCommand(root))
 	root.AddCommand(ctl)
 	root.SetFlagErrorFunc(flagError)
 	ctl.SetFlagErrorFunc(flagError)

@@ -15,6 +15,7 @@ import (
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/stream"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // Options configure an engine.
@@ -99,6 +100,8 @@ type instance struct {
 
 	rt  *stream.Stream
 	wal stoppableWAL
+	// taps outlive the runs: a tap stays attached across restarts.
+	taps tap.Set
 }
 
 func (in *instance) config() config.Stream { return in.conf }
@@ -217,6 +220,7 @@ func (e *Engine) start(in *instance) error {
 		StopTimeout: e.opts.StopTimeout,
 		Logger:      log,
 		Metrics:     e.streamMetrics,
+		Taps:        &in.taps,
 	}
 	if w != nil {
 		sc.WAL = w

@@ -14,6 +14,7 @@ import (
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // ErrJobNotFound is returned for an unknown job id.
@@ -45,6 +46,8 @@ type jobInstance struct {
 	split *split
 
 	plan *job.Plan
+	// taps outlive the runs: a tap stays attached across restarts.
+	taps tap.Set
 	rt   *kernel.Job
 }
 
@@ -121,6 +124,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		Metrics:   e.jobMetrics,
 		StateRoot: e.stateRoot(),
 		Recovery:  recovery,
+		Taps:      &ji.taps,
 	}
 	if ji.hub {
 		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore

@@ -55,46 +55,28 @@ func ServeSSE(w http.ResponseWriter, r *http.Request, l *Log, f Filter, keepAliv
 		keepAlive = DefaultKeepAlive
 	}
 	ctx := r.Context()
-	rc := http.NewResponseController(w)
-	// A stream outlives any write timeout of the server; not every writer
-	// supports deadlines, and those that do not have none to lift.
-	_ = rc.SetWriteDeadline(time.Time{})
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-
+	sse := StartSSE(w)
 	sub := l.Subscribe(ctx, afterID, f)
 	keep := time.NewTimer(keepAlive)
 	defer keep.Stop()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	buf.WriteString("retry: 2000\n\n")
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
 		d, ok, wait := sub.poll()
 		if ok {
-			writeDelivery(&buf, enc, d)
-			if buf.Len() < sseFlushSize {
+			writeDelivery(sse, d)
+			if sse.Buffered() < sseFlushSize {
 				continue
 			}
 		}
-		if buf.Len() > 0 {
-			if _, err := w.Write(buf.Bytes()); err != nil {
+		if sse.Buffered() > 0 {
+			if err := sse.Flush(); err != nil {
+				if errors.Is(err, http.ErrNotSupported) {
+					return err
+				}
 				return nil // the client went away
 			}
-			if err := rc.Flush(); err != nil {
-				if errors.Is(err, http.ErrNotSupported) {
-					return fmt.Errorf("eventlog: server-sent events: %w", err)
-				}
-				return nil
-			}
-			buf.Reset()
 			keep.Reset(keepAlive)
 		}
 		if ok {
@@ -103,11 +85,94 @@ func ServeSSE(w http.ResponseWriter, r *http.Request, l *Log, f Filter, keepAliv
 		select {
 		case <-wait:
 		case <-keep.C:
-			buf.WriteString(": keep-alive\n\n")
+			sse.KeepAlive()
 		case <-ctx.Done():
 			return nil
 		}
 	}
+}
+
+// SSE writes a Server-Sent Events response in the framing of API.md
+// "Events" (see ServeSSE): StartSSE sends the headers and the retry line,
+// Event and KeepAlive buffer blocks, Flush sends them. ServeSSE streams an
+// event log with it; other streams of events (a live tap) use it for the
+// same framing. Not safe for concurrent use.
+type SSE struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// StartSSE answers 200 with the headers of an event stream and buffers
+// the "retry: 2000" line; nothing is sent before the first Flush.
+func StartSSE(w http.ResponseWriter) *SSE {
+	s := &SSE{w: w, rc: http.NewResponseController(w)}
+	// A stream outlives any write timeout of the server; not every writer
+	// supports deadlines, and those that do not have none to lift.
+	_ = s.rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false)
+	s.buf.WriteString("retry: 2000\n\n")
+	return s
+}
+
+// Event buffers one block: "id: <id>" when id is not empty, "event:
+// <kind>", and "data: " v as one line of JSON. A v JSON cannot carry is
+// sent as null.
+func (s *SSE) Event(id, kind string, v any) {
+	s.event(id, kind, func() error { return s.enc.Encode(v) }, nil)
+}
+
+func (s *SSE) event(id, kind string, encode, fallback func() error) {
+	if id != "" {
+		s.buf.WriteString("id: ")
+		s.buf.WriteString(sseField(id))
+		s.buf.WriteString("\n")
+	}
+	s.buf.WriteString("event: ")
+	s.buf.WriteString(sseField(kind))
+	s.buf.WriteString("\ndata: ")
+	// The encoder writes nothing on failure and ends the record with the
+	// line's newline.
+	if encode() != nil {
+		if fallback == nil || fallback() != nil {
+			s.buf.WriteString("null\n")
+		}
+	}
+	s.buf.WriteString("\n")
+}
+
+// KeepAlive buffers the keep-alive comment.
+func (s *SSE) KeepAlive() { s.buf.WriteString(": keep-alive\n\n") }
+
+// Buffered returns the number of bytes not yet sent.
+func (s *SSE) Buffered() int { return s.buf.Len() }
+
+// Flush sends what is buffered. It returns an error wrapping
+// http.ErrNotSupported if the writer cannot flush, and another error once
+// the client went away.
+func (s *SSE) Flush() error {
+	if s.buf.Len() == 0 {
+		return nil
+	}
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+		return err
+	}
+	if err := s.rc.Flush(); err != nil {
+		if errors.Is(err, http.ErrNotSupported) {
+			return fmt.Errorf("eventlog: server-sent events: %w", err)
+		}
+		return err
+	}
+	s.buf.Reset()
+	return nil
 }
 
 // startID returns the id a stream starts after, or Live.
@@ -133,26 +198,19 @@ func startID(r *http.Request, f Filter) (int64, error) {
 	return Live, nil
 }
 
-// writeDelivery appends one SSE block to buf.
-func writeDelivery(buf *bytes.Buffer, enc *json.Encoder, d Delivery) {
+// writeDelivery buffers one SSE block.
+func writeDelivery(sse *SSE, d Delivery) {
 	if d.Resync {
-		fmt.Fprintf(buf, "event: resync\ndata: {\"oldest_id\": %d}\n\n", d.OldestID)
+		fmt.Fprintf(&sse.buf, "event: resync\ndata: {\"oldest_id\": %d}\n\n", d.OldestID)
 		return
 	}
 	ev := d.Event
-	buf.WriteString("id: ")
-	buf.WriteString(strconv.FormatInt(ev.ID, 10))
-	buf.WriteString("\nevent: ")
-	buf.WriteString(sseField(ev.Kind))
-	buf.WriteString("\ndata: ")
 	// Encoding fails only for Data holding what JSON cannot carry (a NaN,
-	// a channel); the event still goes out, without it. The encoder writes
-	// nothing on failure and ends the record with the line's newline.
-	if enc.Encode(ev) != nil {
+	// a channel); the event still goes out, without it.
+	sse.event(strconv.FormatInt(ev.ID, 10), ev.Kind, func() error { return sse.enc.Encode(ev) }, func() error {
 		ev.Data = nil
-		_ = enc.Encode(ev)
-	}
-	buf.WriteString("\n")
+		return sse.enc.Encode(ev)
+	})
 }
 
 // sseField keeps a field on its line: a line break would end it early.

@@ -50,6 +50,10 @@ func (h *Hub) agentRoutes(p string) []httpapi.Route {
 	commands.Query = []httpapi.Param{{Name: "wait_ms", Type: "integer", Description: "Wait up to this long for a command (0 to 30000)."}}
 	result := doc("Report a command attempt's outcome", wire.CommandResult{}, nil)
 	result.Status, result.Problems = http.StatusNoContent, []int{http.StatusNotFound, http.StatusConflict}
+	taps := doc("Long-poll the live taps waiting for the node", nil, wire.Page[wire.TapRequest]{})
+	taps.Query = commands.Query
+	samples := doc("Push a live tap's sampled messages (410 once nobody reads it)", wire.TapBatch{}, nil)
+	samples.Status, samples.Problems = http.StatusNoContent, []int{http.StatusGone}
 	return []httpapi.Route{
 		{Method: "POST", Pattern: p + "/agent/register", Handler: h.postRegister, Auth: register, NoIdempotencyKey: true, Doc: reg},
 		{Method: "POST", Pattern: p + "/agent/heartbeat", Handler: h.postHeartbeat, Auth: session, NoIdempotencyKey: true,
@@ -57,6 +61,8 @@ func (h *Hub) agentRoutes(p string) []httpapi.Route {
 		{Method: "POST", Pattern: p + "/agent/report", Handler: h.postReport, Auth: session, NoIdempotencyKey: true, Doc: report},
 		{Method: "POST", Pattern: p + "/agent/job-observations", Handler: h.postJobObservations, Auth: session, NoIdempotencyKey: true, Doc: jobs},
 		{Method: "GET", Pattern: p + "/agent/commands", Handler: h.getCommands, Auth: session, Doc: commands},
+		{Method: "GET", Pattern: p + "/agent/taps", Handler: h.getAgentTaps, Auth: session, Doc: taps},
+		{Method: "POST", Pattern: p + "/agent/taps/{id}/samples", Handler: h.postAgentTapSamples, Auth: session, NoIdempotencyKey: true, Doc: samples},
 		{Method: "POST", Pattern: p + "/agent/commands/{id}/result", Handler: h.postCommandResult, Auth: session, NoIdempotencyKey: true, Doc: result},
 	}
 }

@@ -52,6 +52,8 @@ var routePermissions = map[string]access.Permission{
 	"GET /nodes/{node_id}/streams/{id}/history":   access.Read,
 	"GET /jobs/{id}/history":                      access.Read,
 
+	"GET /nodes/{node_id}/streams/{id}/tap":              access.Tap,
+	"GET /nodes/{node_id}/jobs/{id}/tap":                 access.Tap,
 	"PUT /nodes/{node_id}/streams/{id}/desired-state":    access.StreamOperate,
 	"DELETE /nodes/{node_id}/streams/{id}/desired-state": access.StreamOperate,
 	"POST /nodes/{node_id}/streams/{id}/actions/restart": access.StreamOperate,
@@ -174,6 +176,10 @@ func (h *Hub) resourceFunc(method, pattern string) func(*http.Request) access.Re
 		return func(r *http.Request) access.Resource { return access.Resource{Rollout: r.PathValue("id")} }
 	case p == "/rollouts" && method != http.MethodGet:
 		return func(*http.Request) access.Resource { return access.Resource{Rollout: "*"} }
+	case strings.HasPrefix(p, "/nodes/{node_id}/jobs/{id}"):
+		return func(r *http.Request) access.Resource {
+			return access.Resource{Node: r.PathValue("node_id"), Job: r.PathValue("id")}
+		}
 	case strings.HasPrefix(p, "/nodes/{node_id}/streams/{id}"):
 		return func(r *http.Request) access.Resource {
 			return access.Resource{Node: r.PathValue("node_id"), Stream: r.PathValue("id")}

@@ -84,6 +84,8 @@ type Hub struct {
 	opts Options
 	log  *slog.Logger
 	st   *store.Store
+	// taps relays live taps between operators and Agents (tap.go).
+	taps *tapRelay
 	// history is the bounded rate history of the fleet, nodes, streams
 	// and jobs; historyLoop feeds it.
 	history *history.Recorder
@@ -197,7 +199,7 @@ func open(ctx context.Context, o Options) (*Hub, error) {
 	}
 	h := &Hub{opts: o, log: o.Logger, st: st, startedAt: o.Now(), snapshot: st.Snapshot,
 		prefix: o.Settings.prefix(), limits: o.Limits, keepAlive: o.KeepAlive, tls: tlsConf,
-		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), peers: newPeerWork(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
+		fleet: fleet.New(o.Now), admission: newAdmission(o.Settings), nodeEvents: newBuckets(nodeEventRate, nodeEventBurst), peers: newPeerWork(), taps: newTapRelay(), nudgec: make(chan struct{}, 1), pumpc: make(chan struct{}, 1), conv: newConvergeWork(),
 		history: history.New(history.DefaultSize, history.DefaultMaxSeries),
 		closing: make(chan struct{}), mutualTLS: o.Settings.ClientCA != "", nodeTokenDigest: sha256.Sum256([]byte(o.Settings.NodeToken))}
 	st.SetEventSink(h.committed)

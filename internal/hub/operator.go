@@ -111,6 +111,7 @@ func (h *Hub) routes() []httpapi.Route {
 	routes = append(routes, h.configRoutes(p)...)
 	routes = append(routes, h.rolloutRoutes(p)...)
 	routes = append(routes, h.historyRoutes(p)...)
+	routes = append(routes, h.tapRoutes(p)...)
 	routes = append(routes, httpapi.Route{Method: "GET", Pattern: p + "/auth/whoami", Handler: h.getWhoami,
 		Doc: httpapi.Doc{Summary: "Who the request's credential authenticates as: principal, kind, roles, scopes, expiry", Tag: tagSystem, Response: Whoami{}}})
 	for i, rt := range routes {

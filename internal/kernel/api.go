@@ -14,6 +14,7 @@ import (
 	"github.com/flowplane/flowplane/internal/operator"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // State is a job's observed state (API.md): starting, running, stopping,
@@ -78,6 +79,11 @@ type Options struct {
 	// used to name build problems by their index in sources[], sinks[] and
 	// operators[]; without it they are named by plan order.
 	Spec *config.Job
+	// Taps, when set, is offered the records each operator of this node's
+	// tasks emits (a sink: the records it is given), at the point named by
+	// the operator's id; the caller keeps it across restarts. Without a
+	// tap attached it costs one atomic load per operator call.
+	Taps *tap.Set
 
 	// Test hooks: nil means operator.New, operator.NewKey and a sleep on a
 	// timer.

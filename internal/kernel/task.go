@@ -135,6 +135,7 @@ func (t *task) push(ctx context.Context, o *chainOp, recs []operator.Record) err
 	o.in.add(len(recs))
 	if o.sink != nil {
 		t.recordsOut.Add(int64(len(recs)))
+		t.offer(o, recs)
 	}
 	if o.op == nil {
 		o.out = append(o.out, recs...)
@@ -144,10 +145,20 @@ func (t *task) push(ctx context.Context, o *chainOp, recs []operator.Record) err
 	return t.drain(ctx, o)
 }
 
+// offer hands recs, at o, to the job's taps.
+func (t *task) offer(o *chainOp, recs []operator.Record) {
+	taps := t.r.j.opts.Taps
+	if taps.Attached() == 0 {
+		return
+	}
+	taps.OfferValues(o.pop.ID, len(recs), func(i int) any { return recs[i].Value })
+}
+
 // drain passes on what o emitted.
 func (t *task) drain(ctx context.Context, o *chainOp) error {
 	if out := o.out; len(out) > 0 {
 		o.emt.add(len(out))
+		t.offer(o, out)
 		if len(o.routers) > 0 {
 			t.recordsOut.Add(int64(len(out)))
 		}

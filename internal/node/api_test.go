@@ -132,6 +132,8 @@ func TestRouteTable(t *testing.T) {
 		"GET /jobs":                  {path: "/jobs", status: 200, check: wantItems(1)},
 		"GET /jobs/{id}":             {path: "/jobs/j", status: 200, check: wantField("authority", "node")},
 		"GET /jobs/{id}/plan":        {path: "/jobs/j/plan", status: 200, check: wantField("job_id", "j")},
+		"GET /jobs/{id}/tap":         {path: "/jobs/j/tap?duration=1s", status: 200, check: wantEnd},
+		"GET /streams/{id}/tap":      {path: "/streams/a/tap?duration=1s", status: 200, check: wantEnd},
 		"GET /jobs/{id}/checkpoints": {path: "/jobs/j/checkpoints", status: 200, check: wantItems(0)},
 		"GET /jobs/{id}/savepoints":  {path: "/jobs/j/savepoints", status: 200, check: wantItems(0)},
 		// Queued in this order on the job, one after the other.
@@ -255,6 +257,9 @@ func TestAuth(t *testing.T) {
 		if rt.Pattern == "/operations/{id}" || rt.Pattern == "/configuration/rollback/{id}" || rt.Pattern == "/config/rollback/{id}" {
 			path = concrete(rt.Pattern, map[string]string{"id": "v1"})
 		}
+		if strings.HasSuffix(rt.Pattern, "/tap") {
+			path += "?duration=1s" // a tap answers until its duration passed
+		}
 		t.Run(rt.Method+" "+rt.Pattern, func(t *testing.T) {
 			if rt.Public {
 				h.expect(t, 200, rt.Method, path, "", "Authorization", "")
@@ -331,5 +336,13 @@ func TestCORS(t *testing.T) {
 	foreign := h.expect(t, 200, "GET", "/streams", "", "Origin", other)
 	if got := foreign.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Errorf("other origin got Access-Control-Allow-Origin %q", got)
+	}
+}
+
+// wantEnd checks that a tap's event stream ended with its end event.
+func wantEnd(t *testing.T, r response) {
+	t.Helper()
+	if !strings.Contains(string(r.Body), "event: end\n") {
+		t.Errorf("the tap did not end:\n%.500s", r.Body)
 	}
 }

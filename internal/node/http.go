@@ -152,6 +152,7 @@ func (s *server) routes(hc config.HealthCheck) []httpapi.Route {
 		{Method: "POST", Pattern: "/streams/{id}/start", Handler: s.postAction(OpStart), Doc: action("Start")},
 		{Method: "POST", Pattern: "/streams/{id}/stop", Handler: s.postAction(OpStop), Doc: action("Stop")},
 		{Method: "POST", Pattern: "/streams/{id}/restart", Handler: s.postAction(OpRestart), Doc: action("Restart")},
+		{Method: "GET", Pattern: "/streams/{id}/tap", Handler: s.getStreamTap, Doc: tapDoc(TapStream, "stage")},
 	}
 	routes = append(routes, s.jobRoutes()...)
 	routes = append(routes, []httpapi.Route{

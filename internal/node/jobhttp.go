@@ -110,6 +110,7 @@ func (s *server) jobRoutes() []httpapi.Route {
 		{Method: "GET", Pattern: "/jobs", Handler: s.getJobs, Doc: httpapi.Doc{Summary: "The jobs", Tag: tagJobs, Paged: true, Response: wire.Page[JobView]{}}},
 		{Method: "GET", Pattern: "/jobs/{id}", Handler: s.getJob, Doc: httpapi.Doc{Summary: "One job: state, tasks, records, watermark lag, checkpoints, restarts, last error",
 			Tag: tagJobs, Response: JobView{}, Problems: []int{http.StatusNotFound}}},
+		{Method: "GET", Pattern: "/jobs/{id}/tap", Handler: s.getJobTap, Doc: tapDoc(TapJob, "operator")},
 		{Method: "GET", Pattern: "/jobs/{id}/plan", Handler: s.getJobPlan, Doc: httpapi.Doc{Summary: "The job's plan explained", Tag: tagJobs,
 			Response: engine.JobExplanation{}, Problems: []int{http.StatusNotFound}}},
 		{Method: "GET", Pattern: "/jobs/{id}/checkpoints", Handler: s.getJobArtifacts(wire.ArtifactCheckpoint), Doc: artifacts(wire.ArtifactCheckpoint)},

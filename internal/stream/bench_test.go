@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // benchInput hands out n batches cut from one read-only template and
@@ -70,30 +71,60 @@ func (touchProc) Process(_ context.Context, b message.Batch) ([]message.Batch, e
 // BenchmarkStream measures the runtime's own cost: one op is one batch
 // through input -> 2 processors -> output, so ns/op is the per-batch
 // overhead (for batch 1, nearly all of it is the runtime).
+//
+// tap=none runs without a tap.Set (as before taps existed), tap=idle with a
+// set and no tap attached (the cost of the hooks: an atomic load per stage
+// and batch), tap=attached with one tap after the last processor at the
+// default rate whose samples are read.
 func BenchmarkStream(b *testing.B) {
 	for _, size := range []int{1000, 1} {
 		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("batch=%d/threads=%d", size, threads), func(b *testing.B) {
-				in := newBenchInput(b.N, size)
-				out := &dropOutput{}
-				s, err := New(Config{ID: "bench", Input: in, Output: out, ThreadNum: threads,
-					Processors: []component.Processor{touchProc{}, touchProc{}}, Metrics: NewMetrics(nil)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := time.Now()
-				if err := s.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				el := time.Since(start)
-				b.StopTimer()
-				if got := out.msgs.Load(); got != int64(b.N*size) || in.acked.Load() != int64(b.N) {
-					b.Fatalf("delivered %d messages, acked %d batches", got, in.acked.Load())
-				}
-				b.ReportMetric(float64(b.N*size)/el.Seconds(), "msgs/s")
-			})
+			for _, mode := range []string{"none", "idle", "attached"} {
+				b.Run(fmt.Sprintf("batch=%d/threads=%d/tap=%s", size, threads, mode), func(b *testing.B) {
+					benchStream(b, size, threads, mode)
+				})
+			}
 		}
 	}
+}
+
+func benchStream(b *testing.B, size, threads int, mode string) {
+	in := newBenchInput(b.N, size)
+	out := &dropOutput{}
+	var taps *tap.Set
+	if mode != "none" {
+		taps = &tap.Set{}
+	}
+	if mode == "attached" {
+		tp := tap.New(tap.ProcessorPoint(1), tap.DefaultRate, 0, nil)
+		defer taps.Attach(tp)()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for {
+				select {
+				case <-tp.C():
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	s, err := New(Config{ID: "bench", Input: in, Output: out, ThreadNum: threads, Taps: taps,
+		Processors: []component.Processor{touchProc{}, touchProc{}}, Metrics: NewMetrics(nil)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := s.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	if got := out.msgs.Load(); got != int64(b.N*size) || in.acked.Load() != int64(b.N) {
+		b.Fatalf("delivered %d messages, acked %d batches", got, in.acked.Load())
+	}
+	b.ReportMetric(float64(b.N*size)/el.Seconds(), "msgs/s")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // Errors callers branch on.
@@ -161,6 +162,11 @@ type Config struct {
 	WALMemoryBytes int64
 	Logger         *slog.Logger
 	Metrics        *Metrics // optional
+	// Taps, when set, is offered what passes each stage (tap.PointInput,
+	// tap.ProcessorPoint(i) by configured index, tap.PointOutput); the
+	// caller keeps it across restarts. Without a tap attached it costs
+	// one atomic load per stage and batch.
+	Taps *tap.Set
 }
 
 // withDefaults validates c and fills zero fields.

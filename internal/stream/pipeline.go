@@ -11,6 +11,7 @@ import (
 	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // ErrProcessorPanic wraps the value of a panic raised by a processor; the
@@ -188,6 +189,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 				p.failed(sl, i, err, orig, scratch)
 				return
 			}
+			p.s.offerProcessed(i+p.s.staged, out)
 			batches = out
 			continue
 		}
@@ -201,6 +203,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 				p.failed(sl, i, err, orig, scratch)
 				return
 			}
+			p.s.offerProcessed(i+p.s.staged, out)
 			next = append(next, out...)
 		}
 		if useA {
@@ -307,6 +310,7 @@ func (p *pipeline) deliver(sl *slot) {
 		if s.m != nil {
 			s.m.sentOut.Add(float64(n))
 		}
+		s.cfg.Taps.Offer(tap.PointOutput, b)
 	}
 	p.ack(sl.ack, nil)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // abandonDrainTimeout bounds how long, after the stop deadline, the stream
@@ -70,6 +71,7 @@ func (p *pipeline) readLoop() {
 		if s.m != nil {
 			s.m.received.Add(float64(n))
 		}
+		s.cfg.Taps.Offer(tap.PointInput, b)
 		if s.cfg.WAL != nil {
 			p.walEnqueue(b, ack)
 		} else {
@@ -136,6 +138,9 @@ func (p *pipeline) bufferLoop() {
 		if b.Len() == 0 {
 			p.ack(ack, nil)
 			continue
+		}
+		if s.staged > 0 {
+			s.cfg.Taps.Offer(s.procPoints[0], b) // what the leading Batcher made
 		}
 		p.submit(b, ack)
 	}

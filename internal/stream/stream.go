@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tap"
 )
 
 // State is the lifecycle state of a stream.
@@ -60,6 +63,8 @@ type Stream struct {
 	walQueue atomic.Pointer[walQueue]
 
 	staged int // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+	// procPoints names the tap point after each configured processor.
+	procPoints []string
 
 	dropLog logSampler // paces "batch dropped" lines
 
@@ -98,6 +103,10 @@ func New(cfg Config) (*Stream, error) {
 	}
 	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
 	s.staged = staged
+	s.procPoints = make([]string, staged+len(cfg.Processors))
+	for i := range s.procPoints {
+		s.procPoints[i] = tap.ProcessorPoint(i)
+	}
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID, cfg.WAL != nil, len(cfg.Temporaries) > 0)
 	}
@@ -178,6 +187,17 @@ func (s *Stream) recordError(k kind, err error) {
 	s.lastErr = string(k) + ": " + err.Error()
 	s.lastErrAt = now
 	s.mu.Unlock()
+}
+
+// offerProcessed offers what configured processor i made to the taps
+// after it.
+func (s *Stream) offerProcessed(i int, bs []message.Batch) {
+	if s.cfg.Taps.Attached() == 0 {
+		return
+	}
+	for _, b := range bs {
+		s.cfg.Taps.Offer(s.procPoints[i], b)
+	}
 }
 
 func (s *Stream) recordRetry(k kind) {

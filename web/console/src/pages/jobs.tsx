@@ -11,6 +11,7 @@ import { Dag, edgeLabel, type Plan } from "../dag";
 import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href, setQuery } from "../router";
+import { LiveTail } from "../tail";
 import type { Convergence, HubEvent, Operation } from "../types";
 import { CONVERGENCES } from "../types";
 import {
@@ -360,6 +361,7 @@ function JobPage(props: PageProps) {
         <Loaded res={plan}>{(p) => <PlanView plan={p} kinds={kinds} />}</Loaded>
       </Section>
       {detail.data ? <Placement job={detail.data.job} page={pageOf(new URLSearchParams({ page: q.get("task_page") ?? "1" }))} /> : null}
+      {detail.data ? <JobTail job={detail.data.job} /> : null}
       <Section title="Checkpoints">
         <Loaded res={checkpoints}>
           {(cp) => (
@@ -457,6 +459,15 @@ function Actions(props: { job: JobDetail; etag?: string; reload: () => void }) {
 }
 
 // ---------------------------------------------------------------- sections
+
+/** JobTail taps the job on its (first) node, after its first sink. */
+function JobTail(props: { job: JobDetail }) {
+  const j = props.job;
+  const nodes = j.placement.nodes?.length ? j.placement.nodes : [j.placement.node_id || j.node_id];
+  const node = nodes[0];
+  if (!node) return null;
+  return <LiveTail path={"/nodes/" + enc(node) + "/jobs/" + enc(j.id)} what={`job ${j.id} on ${node}, at its first sink`} />;
+}
 
 function DesiredObserved(props: { job: JobDetail }) {
   const j = props.job;

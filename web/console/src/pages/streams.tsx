@@ -8,6 +8,7 @@ import { call, enc, get, url, type Page } from "../api";
 import { useHistory } from "../metrics";
 import type { PageDef, PageProps } from "../page";
 import { href } from "../router";
+import { LiveTail } from "../tail";
 import { CONVERGENCES, STREAM_STATES, type HubEvent, type Operation, type StreamView } from "../types";
 import {
   ActionNotice,
@@ -299,6 +300,7 @@ function StreamDetail(props: PageProps) {
       <Section title="Throughput">
         <LineChart label={`Messages per second, ${id} on ${nodeID}`} unit="msg/s" series={rates.series} windowMs={rates.windowMs} />
       </Section>
+      <LiveTail path={path} what={`${id} on ${nodeID}, after its last processor`} />
       <Section title="Latest events" actions={<a href={href("/events", { node_id: nodeID, resource_id: id })}>All events of this stream</a>}>
         <Loaded res={events} empty={(p) => (p.items.length === 0 ? "No event about this stream in the Hub's retained log yet." : null)}>
           {(p) => <EventsTable rows={p.items} />}
