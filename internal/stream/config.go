@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 )
@@ -161,6 +163,10 @@ type Config struct {
 	WALMemoryBytes int64
 	Logger         *slog.Logger
 	Metrics        *Metrics // optional
+	// Tracer, when set, traces every batch: a span per batch with spans
+	// for its input, each processor and its output (trace.go), the parent
+	// taken from the traceparent of its messages. Nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // withDefaults validates c and fills zero fields.

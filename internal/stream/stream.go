@@ -59,7 +59,8 @@ type Stream struct {
 	ran      atomic.Bool // Run was called
 	walQueue atomic.Pointer[walQueue]
 
-	staged int // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+	staged int       // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+	names  spanNames // with cfg.Tracer only
 
 	dropLog logSampler // paces "batch dropped" lines
 
@@ -98,6 +99,9 @@ func New(cfg Config) (*Stream, error) {
 	}
 	s := &Stream{cfg: cfg, log: cfg.Logger, state: StateStarting, dropLog: logSampler{interval: time.Second}}
 	s.staged = staged
+	if cfg.Tracer != nil {
+		s.names = newSpanNames(cfg, staged)
+	}
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID, cfg.WAL != nil, len(cfg.Temporaries) > 0)
 	}

@@ -1,0 +1,105 @@
+package stream
+
+import (
+	"context"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tracing"
+)
+
+// maxLinks bounds the links a batch span keeps to the other traces its
+// messages arrived with.
+const maxLinks = 16
+
+// batchTrace is the trace of one batch in flight: its span and the context
+// the spans of its stages (and the headers outputs write) descend from.
+// The zero value is tracing off: every method then does nothing.
+type batchTrace struct {
+	ctx  context.Context
+	span trace.Span
+}
+
+// spanNames are the names of the stage spans, made once per stream so
+// that a traced batch does not format them.
+type spanNames struct {
+	batch      string
+	processors []string
+}
+
+func newSpanNames(cfg Config, staged int) spanNames {
+	n := spanNames{batch: "stream " + cfg.ID, processors: make([]string, len(cfg.Processors))}
+	for i := range cfg.Processors {
+		n.processors[i] = "processors[" + strconv.Itoa(i+staged) + "]"
+	}
+	return n
+}
+
+// processor is the span name of processor i of cfg.Processors.
+func (n spanNames) processor(i int) string {
+	if i < len(n.processors) {
+		return n.processors[i]
+	}
+	return ""
+}
+
+// startTrace begins the trace of batch b as it enters the pipeline, and
+// its input span, which ends once the batch holds a slot (the wait is the
+// stream's back-pressure on the input). The parent is the first valid
+// traceparent among the messages' metadata; other traces the batch
+// gathered become links, so each of them leads to it.
+func (p *pipeline) startTrace(b message.Batch) (batchTrace, trace.Span) {
+	t := p.s.cfg.Tracer
+	var first trace.SpanContext
+	var links []trace.Link
+	for i := range b.Messages {
+		sc := tracing.Remote(b.Messages[i].Meta.Fields)
+		switch {
+		case !sc.IsValid():
+		case !first.IsValid():
+			first = sc
+		case len(links) < maxLinks && sc.TraceID() != first.TraceID() &&
+			(len(links) == 0 || links[len(links)-1].SpanContext.TraceID() != sc.TraceID()):
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	parent := p.hard
+	if first.IsValid() {
+		parent = trace.ContextWithRemoteSpanContext(parent, first)
+	}
+	ctx, span := t.Start(parent, p.s.names.batch,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithLinks(links...),
+		trace.WithAttributes(
+			attribute.String("flowplane.stream", p.s.cfg.ID),
+			attribute.Int("messaging.batch.message_count", b.Len()),
+		))
+	_, in := t.Start(ctx, "input")
+	return batchTrace{ctx: ctx, span: span}, in
+}
+
+// stage starts the span of one stage of a traced batch and returns the
+// context the stage runs with; off, it returns base and a nil span.
+func (p *pipeline) stage(bt batchTrace, base context.Context, name string) (context.Context, trace.Span) {
+	if bt.span == nil {
+		return base, nil
+	}
+	return p.s.cfg.Tracer.Start(bt.ctx, name)
+}
+
+// endSpan ends a stage or batch span, marking it failed with err; a nil
+// span (tracing off) is left alone.
+func endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
