@@ -121,6 +121,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		Metrics:   e.jobMetrics,
 		StateRoot: e.stateRoot(),
 		Recovery:  recovery,
+		Tracer:    e.opts.Tracer,
 	}
 	if ji.hub {
 		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore

@@ -3,9 +3,14 @@ package engine_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -16,7 +21,12 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/flowplane/flowplane/internal/component"
+	"github.com/flowplane/flowplane/internal/config"
+	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/engine"
+	"github.com/flowplane/flowplane/internal/job"
+	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/tracing"
 )
 
@@ -224,5 +234,238 @@ func TestSamplingRatio(t *testing.T) {
 				t.Errorf("ratio 0 exported %d spans", len(all))
 			}
 		})
+	}
+}
+
+// consumeOne reads the first record of topic on the cluster at addr.
+func consumeOne(t *testing.T, addr, topic string) *kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		if recs := fs.Records(); len(recs) > 0 {
+			return recs[0]
+		}
+	}
+	t.Fatalf("no record on %s", topic)
+	return nil
+}
+
+// TestTraceparentFromHTTPToKafka: the traceparent of a request to the
+// http input becomes the parent of the batch's span, and the record the
+// kafka output writes carries the same trace in its headers, its parent
+// being the batch's output span.
+func TestTraceparentFromHTTPToKafka(t *testing.T) {
+	c := startCollector(t)
+	p := c.provider(t, tracing.ProtocolHTTP, 0) // the incoming sampled parent decides
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	broker := kc.ListenAddrs()[0]
+	addr := "127.0.0.1:" + strconv.Itoa(loopbackPort(t))
+	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second, Tracer: p.Tracer()})
+	t.Cleanup(func() { e.Shutdown(context.Background()) })
+	doc := `streams:
+  - id: ingest
+    input: {type: http, address: "` + addr + `", path: /in}
+    pipeline: {processors: [{type: json}]}
+    output: {type: kafka, brokers: ["` + broker + `"], topic: {type: value, value: out}}
+`
+	if err := e.Apply(context.Background(), materialize(t, doc)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stream running", e.Ready)
+	const (
+		traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		spanID  = "00f067aa0ba902b7"
+	)
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/in", strings.NewReader(`{"order": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("traceparent", "00-"+traceID+"-"+spanID+"-01")
+	req.Header.Set("tracestate", "vendor=x")
+	var resp *http.Response
+	waitFor(t, "the http input to take the request", func() bool {
+		r, err := http.DefaultClient.Do(req.Clone(context.Background()))
+		if err == nil {
+			resp = r
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST answered %d", resp.StatusCode)
+	}
+	rec := consumeOne(t, broker, "out")
+	hdr := map[string]string{}
+	for _, h := range rec.Headers {
+		hdr[h.Key] = string(h.Value)
+	}
+	e.Shutdown(context.Background())
+	flush(t, p)
+
+	var batch, output span
+	for _, s := range c.spans() {
+		switch s.name {
+		case "stream ingest":
+			batch = s
+		case "output":
+			output = s
+		}
+	}
+	if batch.traceID != traceID || batch.parent != spanID {
+		t.Errorf("batch span in trace %q under %q, want trace %s under the request's span %s", batch.traceID, batch.parent, traceID, spanID)
+	}
+	if output.parent != batch.spanID || output.traceID != traceID {
+		t.Errorf("output span %+v is not beneath the batch span %s", output, batch.spanID)
+	}
+	if want := "00-" + traceID + "-" + output.spanID + "-01"; hdr["traceparent"] != want {
+		t.Errorf("record header traceparent %q, want %q (the output span)", hdr["traceparent"], want)
+	}
+	if hdr["tracestate"] != "vendor=x" {
+		t.Errorf("record header tracestate %q, want the request's vendor=x", hdr["tracestate"])
+	}
+}
+
+// TestTraceAcrossASplitJob: one trace follows a record from an HTTP
+// request into a job's source on node a, across the data plane to its
+// sink on node b, and into the headers of the Kafka record b writes; each
+// node exports its own spans, with its own service.instance.id.
+func TestTraceAcrossASplitJob(t *testing.T) {
+	c := startCollector(t)
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	broker := kc.ListenAddrs()[0]
+	addr := "127.0.0.1:" + strconv.Itoa(loopbackPort(t))
+	spec := config.Job{
+		ID: "split", Version: 1, Parallelism: 1, MaxParallelism: 8,
+		Operators: []config.Operator{
+			{ID: "src", Kind: "source"},
+			// At another parallelism than the source, the sink is not
+			// chained to it: the edge can cross nodes.
+			{ID: "out", Kind: "sink", Parallelism: 2},
+		},
+		Edges: []config.Edge{{From: "src", To: "out"}},
+		Sources: []config.Source{{OperatorID: "src", InputType: "http", Config: map[string]any{
+			"address": addr, "path": "/in",
+		}}},
+		Sinks: []config.Sink{{OperatorID: "out", OutputType: "kafka", Config: map[string]any{
+			"brokers": []any{broker}, "topic": map[string]any{"type": "value", "value": "out"},
+		}}},
+	}
+	plan, ps := job.Build("jobs[0]", spec)
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	taskNodes := map[string]string{}
+	for _, tk := range plan.Tasks {
+		taskNodes[tk.ID] = "b"
+		if strings.HasPrefix(tk.ID, "src") {
+			taskNodes[tk.ID] = "a"
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srvs := map[string]*dataplane.Server{}
+	peers := map[string]dataplane.Peer{}
+	for _, id := range []string{"a", "b"} {
+		srv, err := dataplane.Listen(dataplane.Options{Addr: "127.0.0.1:0", NodeID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Close() })
+		srvs[id] = srv
+		peers[id] = dataplane.Peer{Addr: srv.Addr(), Fingerprint: srv.Fingerprint()}
+	}
+	providers := map[string]*tracing.Provider{}
+	var dones []<-chan error
+	for _, id := range []string{"a", "b"} {
+		p, err := tracing.New(context.Background(), tracing.Options{
+			Endpoint: c.grpc, Protocol: tracing.ProtocolGRPC, SamplingRatio: 0, ServiceName: "flowplane-test", NodeID: id,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		providers[id] = p
+		mesh, err := srvs[id].Join(plan.JobID, testDataSecret, peers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := kernel.Build("jobs[0]", plan, kernel.Options{
+			Registry: component.Default, Spec: &spec, StateRoot: t.TempDir(), Tracer: p.Tracer(),
+			Split: &kernel.Split{Self: id, TaskNodes: taskNodes, Mesh: mesh},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		dones = append(dones, done)
+		go func() {
+			done <- j.Run(ctx)
+			j.Close()
+			mesh.Close()
+		}()
+	}
+	const (
+		traceID = "0af7651916cd43dd8448eb211c80319c"
+		spanID  = "b7ad6b7169203331"
+	)
+	waitFor(t, "the job's http source to take a request", func() bool {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/in", strings.NewReader(`{"order": 7}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("traceparent", "00-"+traceID+"-"+spanID+"-01")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	rec := consumeOne(t, broker, "out")
+	cancel()
+	for _, d := range dones {
+		<-d
+	}
+	for _, id := range []string{"a", "b"} {
+		flush(t, providers[id])
+	}
+
+	var src, sink span
+	for _, s := range c.spans() {
+		switch s.name {
+		case "job split src#0":
+			src = s
+		case "job split out#0", "job split out#1":
+			sink = s
+		}
+	}
+	if src.traceID != traceID || src.parent != spanID || src.instance != "a" {
+		t.Errorf("source span %+v: want trace %s under the request's span %s, from node a", src, traceID, spanID)
+	}
+	if sink.traceID != traceID || sink.parent != src.spanID || sink.instance != "b" {
+		t.Errorf("sink span %+v: want trace %s under the source span %s, from node b", sink, traceID, src.spanID)
+	}
+	var tp string
+	for _, h := range rec.Headers {
+		if h.Key == "traceparent" {
+			tp = string(h.Value)
+		}
+	}
+	if want := "00-" + traceID + "-" + sink.spanID + "-01"; tp != want {
+		t.Errorf("record header traceparent %q, want %q (node b's sink span)", tp, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 // ErrProcessorPanic wraps the value of a panic raised by a processor; the
@@ -131,13 +132,13 @@ func (p *pipeline) submit(b message.Batch, ack message.AckFunc) bool {
 		select {
 		case sl = <-p.free:
 		case <-p.hard.Done():
-			endSpan(in, ErrStopTimeout)
-			endSpan(bt.span, ErrStopTimeout)
+			tracing.End(in, ErrStopTimeout)
+			tracing.End(bt.span, ErrStopTimeout)
 			p.abandon(ack)
 			return false
 		}
 	}
-	endSpan(in, nil)
+	tracing.End(in, nil)
 	sl.in, sl.ack, sl.trace = b, ack, bt
 	p.s.inFlight.Add(1)
 	if p.s.m != nil {
@@ -252,7 +253,7 @@ func (p *pipeline) toOutput(sl *slot, batches []message.Batch, orig []message.Me
 func (p *pipeline) runStage(sl *slot, i int, pr component.Processor, b message.Batch) ([]message.Batch, error) {
 	ctx, span := p.stage(sl.trace, p.hard, p.s.names.processor(i))
 	out, err := p.run(ctx, pr, b)
-	endSpan(span, err)
+	tracing.End(span, err)
 	return out, err
 }
 
@@ -324,7 +325,7 @@ func (p *pipeline) deliver(sl *slot) {
 			continue
 		}
 		if !p.write(ctx, s.cfg.Output, kindOutput, b) {
-			endSpan(span, ErrStopTimeout)
+			tracing.End(span, ErrStopTimeout)
 			p.abandon(sl.ack)
 			return
 		}
@@ -333,7 +334,7 @@ func (p *pipeline) deliver(sl *slot) {
 			s.m.sentOut.Add(float64(n))
 		}
 	}
-	endSpan(span, nil)
+	tracing.End(span, nil)
 	p.ack(sl.ack, nil)
 }
 
@@ -362,11 +363,11 @@ func (p *pipeline) deliverFailed(sl *slot) {
 	ctx, span := p.stage(sl.trace, p.hard, "error_output")
 	ok := p.write(ctx, s.cfg.ErrorOutput, kindErrorOutput, orig)
 	if !ok {
-		endSpan(span, ErrStopTimeout)
+		tracing.End(span, ErrStopTimeout)
 		p.abandon(sl.ack)
 		return
 	}
-	endSpan(span, nil)
+	tracing.End(span, nil)
 	s.sent.Add(uint64(orig.Len()))
 	if s.m != nil {
 		s.m.sentErr.Add(float64(orig.Len()))
@@ -380,7 +381,7 @@ func (p *pipeline) release(sl *slot) {
 		if p.hard.Err() != nil && err == nil {
 			err = ErrStopTimeout
 		}
-		endSpan(sl.trace.span, err)
+		tracing.End(sl.trace.span, err)
 		sl.trace = batchTrace{}
 	}
 	sl.in, sl.ack, sl.out, sl.orig, sl.err = message.Batch{}, nil, nil, nil, nil

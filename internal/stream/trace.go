@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowplane/flowplane/internal/message"
@@ -89,17 +88,4 @@ func (p *pipeline) stage(bt batchTrace, base context.Context, name string) (cont
 		return base, nil
 	}
 	return p.s.cfg.Tracer.Start(bt.ctx, name)
-}
-
-// endSpan ends a stage or batch span, marking it failed with err; a nil
-// span (tracing off) is left alone.
-func endSpan(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/textproto"
 
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -52,6 +53,19 @@ func Remote(meta map[string]string) trace.SpanContext {
 		}
 	}
 	return trace.SpanContextFromContext(w3c.Extract(context.Background(), fields(meta)))
+}
+
+// End ends span, marking it failed with err when err is not nil; a nil
+// span (tracing off) is left alone.
+func End(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // Headers returns the traceparent and tracestate values of the span in
