@@ -53,10 +53,16 @@ func TestBatchFrameTraceTrailer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	plain, err := encodeElement(element{kind: elemData, recs: recs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(plain.Payload) // where the trailer starts
 	for name, payload := range map[string][]byte{
 		"cut":         f.Payload[:len(f.Payload)-3],
-		"unknown tag": append(append([]byte{}, f.Payload[:len(f.Payload)-26-18]...), 0x02),
+		"unknown tag": append(append(append([]byte{}, f.Payload[:n]...), 0x02), f.Payload[n+1:]...),
 		"extra byte":  append(append([]byte{}, f.Payload...), 0),
+		"zero ids":    append(append(append([]byte{}, f.Payload[:n+1]...), make([]byte, 25)...), f.Payload[n+26:]...),
 	} {
 		if _, err := decodeElement(dataplane.Frame{Kind: dataplane.KindBatch, Payload: payload}); err == nil {
 			t.Errorf("%s: a damaged trailer decoded", name)
