@@ -21,8 +21,8 @@ import (
 // the span's context, so an output puts it in the headers it sends.
 
 // chainSpan starts the span of one batch through task t's chain and
-// returns the context to push it with; with tracing off or no parent to
-// follow it returns ctx and nil.
+// returns the context to push it with. The caller checked that the job is
+// traced; parent is the span to continue, invalid for a new trace.
 func (t *task) chainSpan(ctx context.Context, parent trace.SpanContext, n int) (context.Context, trace.Span) {
 	tr := t.r.j.opts.Tracer
 	if parent.IsValid() {
@@ -31,12 +31,15 @@ func (t *task) chainSpan(ctx context.Context, parent trace.SpanContext, n int) (
 	if t.spanName == "" {
 		t.spanName = "job " + t.r.j.plan.JobID + " " + t.spec.ID
 	}
-	return tr.Start(ctx, t.spanName,
-		trace.WithAttributes(
+	ctx, span := tr.Start(ctx, t.spanName)
+	if span.IsRecording() { // an unsampled batch does not pay for them
+		span.SetAttributes(
 			attribute.String("flowplane.job", t.r.j.plan.JobID),
 			attribute.String("flowplane.task", t.spec.ID),
 			attribute.Int("flowplane.records", n),
-		))
+		)
+	}
+	return ctx, span
 }
 
 // sourceParent is the span context the first traced message of b carries.

@@ -3,13 +3,19 @@ package stream
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 // benchInput hands out n batches cut from one read-only template and
@@ -67,33 +73,67 @@ func (touchProc) Process(_ context.Context, b message.Batch) ([]message.Batch, e
 	return []message.Batch{b}, nil
 }
 
+// benchTracer is a tracer sampling ratio of the batches, exporting by
+// OTLP/HTTP to a loopback receiver that accepts and discards.
+func benchTracer(b *testing.B, ratio float64) trace.Tracer {
+	b.Helper()
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(rcv.Close)
+	p, err := tracing.New(context.Background(), tracing.Options{
+		Endpoint: rcv.URL, Protocol: tracing.ProtocolHTTP, SamplingRatio: ratio, ServiceName: "bench",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p.Tracer()
+}
+
 // BenchmarkStream measures the runtime's own cost: one op is one batch
 // through input -> 2 processors -> output, so ns/op is the per-batch
-// overhead (for batch 1, nearly all of it is the runtime).
+// overhead (for batch 1, nearly all of it is the runtime). The trace=0.01
+// variants trace 1% of the batches (and make the spans' context for the
+// others), exporting to a loopback receiver; without the suffix tracing
+// is off.
 func BenchmarkStream(b *testing.B) {
-	for _, size := range []int{1000, 1} {
-		for _, threads := range []int{1, 2} {
-			b.Run(fmt.Sprintf("batch=%d/threads=%d", size, threads), func(b *testing.B) {
-				in := newBenchInput(b.N, size)
-				out := &dropOutput{}
-				s, err := New(Config{ID: "bench", Input: in, Output: out, ThreadNum: threads,
-					Processors: []component.Processor{touchProc{}, touchProc{}}, Metrics: NewMetrics(nil)})
-				if err != nil {
-					b.Fatal(err)
+	for _, traced := range []bool{false, true} {
+		for _, size := range []int{1000, 1} {
+			for _, threads := range []int{1, 2} {
+				name := fmt.Sprintf("batch=%d/threads=%d", size, threads)
+				if traced {
+					name += "/trace=0.01"
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				start := time.Now()
-				if err := s.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				el := time.Since(start)
-				b.StopTimer()
-				if got := out.msgs.Load(); got != int64(b.N*size) || in.acked.Load() != int64(b.N) {
-					b.Fatalf("delivered %d messages, acked %d batches", got, in.acked.Load())
-				}
-				b.ReportMetric(float64(b.N*size)/el.Seconds(), "msgs/s")
-			})
+				b.Run(name, func(b *testing.B) { benchStream(b, size, threads, traced) })
+			}
 		}
 	}
+}
+
+func benchStream(b *testing.B, size, threads int, traced bool) {
+	var tr trace.Tracer
+	if traced {
+		tr = benchTracer(b, 0.01)
+	}
+	in := newBenchInput(b.N, size)
+	out := &dropOutput{}
+	s, err := New(Config{ID: "bench", Input: in, Output: out, ThreadNum: threads,
+		Processors: []component.Processor{touchProc{}, touchProc{}}, Metrics: NewMetrics(nil), Tracer: tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if err := s.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	if got := out.msgs.Load(); got != int64(b.N*size) || in.acked.Load() != int64(b.N) {
+		b.Fatalf("delivered %d messages, acked %d batches", got, in.acked.Load())
+	}
+	b.ReportMetric(float64(b.N*size)/el.Seconds(), "msgs/s")
 }
