@@ -72,16 +72,16 @@ func loopbackPort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// provider is a tracer provider exporting to c over protocol at ratio.
-// Flush shuts it down, which exports everything queued.
-func (c *collector) provider(t *testing.T, protocol string, ratio float64) *tracing.Provider {
+// provider is node's tracer provider exporting to c over protocol at
+// ratio. flush shuts it down, which exports everything queued.
+func (c *collector) provider(t *testing.T, protocol string, ratio float64, node string) *tracing.Provider {
 	t.Helper()
 	ep := c.httpURL
 	if protocol == tracing.ProtocolGRPC {
 		ep = c.grpc
 	}
 	p, err := tracing.New(context.Background(), tracing.Options{
-		Endpoint: ep, Protocol: protocol, SamplingRatio: ratio, ServiceName: "flowplane-test", NodeID: "a",
+		Endpoint: ep, Protocol: protocol, SamplingRatio: ratio, ServiceName: "flowplane-test", NodeID: node,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestStreamSpansReachTheCollector(t *testing.T) {
 	for _, protocol := range []string{tracing.ProtocolHTTP, tracing.ProtocolGRPC} {
 		t.Run(protocol, func(t *testing.T) {
 			c := startCollector(t)
-			p := c.provider(t, protocol, 1)
+			p := c.provider(t, protocol, 1, "a")
 			const n = 3
 			runTraced(t, p, "streams:"+finiteStream("s", n))
 			flush(t, p)
@@ -217,7 +217,7 @@ func TestSamplingRatio(t *testing.T) {
 	}{{0, 0}, {1, 20}} {
 		t.Run(strconv.FormatFloat(tc.ratio, 'f', -1, 64), func(t *testing.T) {
 			c := startCollector(t)
-			p := c.provider(t, tracing.ProtocolHTTP, tc.ratio)
+			p := c.provider(t, tracing.ProtocolHTTP, tc.ratio, "a")
 			runTraced(t, p, "streams:"+finiteStream("s", 20))
 			flush(t, p)
 			got := 0
@@ -235,6 +235,18 @@ func TestSamplingRatio(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kafkaTopic starts an in-process Kafka cluster holding topic and returns
+// its broker's address.
+func kafkaTopic(t *testing.T, topic string) string {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return kc.ListenAddrs()[0]
 }
 
 // consumeOne reads the first record of topic on the cluster at addr.
@@ -263,13 +275,8 @@ func consumeOne(t *testing.T, addr, topic string) *kgo.Record {
 // being the batch's output span.
 func TestTraceparentFromHTTPToKafka(t *testing.T) {
 	c := startCollector(t)
-	p := c.provider(t, tracing.ProtocolHTTP, 0) // the incoming sampled parent decides
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	broker := kc.ListenAddrs()[0]
+	p := c.provider(t, tracing.ProtocolHTTP, 0, "a") // the incoming sampled parent decides
+	broker := kafkaTopic(t, "out")
 	addr := "127.0.0.1:" + strconv.Itoa(loopbackPort(t))
 	e := engine.New(engine.Options{StateDir: t.TempDir(), StopTimeout: 5 * time.Second, Tracer: p.Tracer()})
 	t.Cleanup(func() { e.Shutdown(context.Background()) })
@@ -342,12 +349,7 @@ func TestTraceparentFromHTTPToKafka(t *testing.T) {
 // node exports its own spans, with its own service.instance.id.
 func TestTraceAcrossASplitJob(t *testing.T) {
 	c := startCollector(t)
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	broker := kc.ListenAddrs()[0]
+	broker := kafkaTopic(t, "out")
 	addr := "127.0.0.1:" + strconv.Itoa(loopbackPort(t))
 	spec := config.Job{
 		ID: "split", Version: 1, Parallelism: 1, MaxParallelism: 8,
@@ -392,12 +394,7 @@ func TestTraceAcrossASplitJob(t *testing.T) {
 	providers := map[string]*tracing.Provider{}
 	var dones []<-chan error
 	for _, id := range []string{"a", "b"} {
-		p, err := tracing.New(context.Background(), tracing.Options{
-			Endpoint: c.grpc, Protocol: tracing.ProtocolGRPC, SamplingRatio: 0, ServiceName: "flowplane-test", NodeID: id,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := c.provider(t, tracing.ProtocolGRPC, 0, id)
 		providers[id] = p
 		mesh, err := srvs[id].Join(plan.JobID, testDataSecret, peers)
 		if err != nil {
