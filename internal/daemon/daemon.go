@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics := telemetry.NewRegistry()
 	// The tracer provider is shut down (flushing its queue) after the
 	// engine stopped, so the last batches' spans are exported.
-	tracer, err := newTracer(ctx, fileCfg.Tracing, nodeID)
+	tracer, err := newTracer(fileCfg.Tracing, nodeID)
 	if err != nil {
 		log.Error("start-up failed", "err", err)
 		return ErrFailed
@@ -283,11 +283,13 @@ const tracerFlushTimeout = 5 * time.Second
 
 // newTracer builds the tracer provider of the tracing section; nil (which
 // is tracing off to every caller) when it is not enabled.
-func newTracer(ctx context.Context, t config.Tracing, nodeID string) (*tracing.Provider, error) {
+func newTracer(t config.Tracing, nodeID string) (*tracing.Provider, error) {
 	if !t.Enabled {
 		return nil, nil
 	}
-	return tracing.New(ctx, tracing.Options{
+	// Not the node's context: the exporter must outlive the signal that
+	// stops the node, to flush after the engine stopped.
+	return tracing.New(context.Background(), tracing.Options{
 		Endpoint: t.Endpoint, Protocol: t.Protocol, SamplingRatio: t.SamplingRatio,
 		ServiceName: t.ServiceName, NodeID: nodeID,
 	})
