@@ -25,8 +25,10 @@ type batchTrace struct {
 	ctx  context.Context
 	span trace.Span
 	// recording: the batch was sampled. An unsampled batch makes no stage
-	// spans (they would not be recorded either), only carries its context
-	// to the output's headers, so that downstream keeps the decision.
+	// spans (they would not be recorded either); one with an unsampled
+	// parent still carries that context to the output's headers, so that
+	// downstream keeps the decision. (An unsampled root has no span at
+	// all: tracing.Provider's tracer decides roots before the SDK.)
 	recording bool
 }
 

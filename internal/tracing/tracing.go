@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
@@ -34,10 +35,10 @@ type Options struct {
 	Endpoint string
 	// Protocol is ProtocolHTTP (OTLP/HTTP protobuf) or ProtocolGRPC.
 	Protocol string
-	// SamplingRatio is the fraction of batches without a sampled parent
-	// that are traced, from 0 to 1. A batch whose parent (an incoming
-	// traceparent) was sampled is traced whatever the ratio: the caller
-	// decided, and a trace across nodes must not lose its middle.
+	// SamplingRatio is the fraction of batches without a parent that are
+	// traced, from 0 to 1 (decided per batch). A batch whose parent (an
+	// incoming traceparent) was sampled is traced whatever the ratio: the
+	// caller decided, and a trace across nodes must not lose its middle.
 	SamplingRatio float64
 	// ServiceName is the resource's service.name.
 	ServiceName string
@@ -52,7 +53,8 @@ var ErrOptions = errors.New("tracing: invalid options")
 
 // Provider owns one OpenTelemetry tracer provider and its exporter.
 type Provider struct {
-	tp *sdktrace.TracerProvider
+	tp    *sdktrace.TracerProvider
+	ratio float64
 }
 
 // New builds a provider exporting to o.Endpoint. It does not connect:
@@ -104,10 +106,11 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SamplingRatio))),
+		// Roots reaching the SDK were chosen by rootSampler already.
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 	)
-	return &Provider{tp: tp}, nil
+	return &Provider{tp: tp, ratio: o.SamplingRatio}, nil
 }
 
 // Tracer returns the tracer of the runtime; nil for a nil Provider, which
@@ -116,7 +119,25 @@ func (p *Provider) Tracer() trace.Tracer {
 	if p == nil {
 		return nil
 	}
-	return p.tp.Tracer(ScopeName)
+	return &rootSampler{Tracer: p.tp.Tracer(ScopeName), ratio: p.ratio}
+}
+
+// rootSampler decides whether a new trace starts before the SDK is asked:
+// a root that is not sampled costs neither a span nor a context (Start
+// returns ctx and the no-op span), which is what keeps 1% sampling cheap
+// on the per-batch path. A span with a parent (an incoming traceparent, a
+// stage of a traced batch) goes to the SDK, whose parent-based sampler
+// follows the parent.
+type rootSampler struct {
+	trace.Tracer
+	ratio float64
+}
+
+func (r *rootSampler) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if r.ratio < 1 && !trace.SpanContextFromContext(ctx).IsValid() && rand.Float64() >= r.ratio {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return r.Tracer.Start(ctx, name, opts...)
 }
 
 // Shutdown exports what is queued and stops the provider; ctx bounds the
