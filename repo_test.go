@@ -141,6 +141,7 @@ func TestImportRules(t *testing.T) {
 		{"internal/policy", false, append([]string{"internal/engine", "internal/node", "internal/agent", "internal/hub"}, runtime...), "the remote policy decides over a configuration and runs nothing"},
 		{"internal/sandbox", false, []string{"internal"}, "the sandbox is a leaf: components, the kernel and the policy all use it"},
 		{"internal/testsuite", false, []string{"internal/hub", "internal/node", "internal/agent", "internal/daemon", "internal/ctl"}, "flowplane test runs a configuration in process and reaches no server"},
+		{"internal/tracing", false, []string{"internal"}, "tracing is a leaf: the runtime, the connectors and node boot all use it"},
 		{"internal/openapi", false, []string{"internal/hub", "internal/node", "internal/agent", "internal/engine"}, "openapi builds documents of any surface and knows none"},
 	}
 	for _, rule := range rules {
@@ -179,8 +180,9 @@ func TestImportRules(t *testing.T) {
 	}
 	for dep := range strings.FieldsSeq(string(bin)) {
 		if strings.HasPrefix(dep, "github.com/pb33f/") || dep == mod+"internal/openapi/openapitest" || dep == mod+"internal/pgtest" ||
-			strings.HasPrefix(dep, "github.com/zitadel/") || dep == mod+"internal/idp/testop" {
-			t.Errorf("the binary links %s: the OpenAPI validator, the test PostgreSQL server and the test OpenID Provider are for tests only", dep)
+			strings.HasPrefix(dep, "github.com/zitadel/") || dep == mod+"internal/idp/testop" ||
+			strings.HasPrefix(dep, "go.opentelemetry.io/collector/") {
+			t.Errorf("the binary links %s: the OpenAPI validator, the test PostgreSQL server, the test OpenID Provider and the OpenTelemetry Collector's receiver are for tests only", dep)
 		}
 	}
 

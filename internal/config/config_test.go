@@ -100,6 +100,12 @@ func TestBadConfigurations(t *testing.T) {
 			{"streams[0].input.address", "${env:FLOWPLANE_TEST_UNSET_ADDRESS}"},
 			{"streams[0].output.headers.Authorization", "${secret:FLOWPLANE_TEST_UNSET}"},
 		},
+		"tracing.bad.yaml": {
+			{"tracing.endpoint", "takes no credentials, query or fragment"},
+			{"tracing.protocol", "not one of"},
+			{"tracing.sampling_ratio", "maximum"},
+			{"tracing.service_name", "must not be empty"},
+		},
 		"syntax.bad.yaml": {
 			{"", "yaml:"},
 		},

@@ -94,6 +94,12 @@ func parseDefault(t reflect.Type, d string) any {
 			panic("config: bad default tag " + d)
 		}
 		return float64(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(d, 64)
+		if err != nil {
+			panic("config: bad default tag " + d)
+		}
+		return f
 	}
 	return d
 }

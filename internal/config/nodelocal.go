@@ -16,8 +16,12 @@ const NodeLocal = "health_check"
 // a Hub-delivered configuration.
 const RemotePolicySection = "remote_policy"
 
-// WithNodeLocal returns doc (format f) as a JSON document whose NodeLocal
-// and RemotePolicySection sections are the ones of local (format lf),
+// TracingSection is the top-level section of the node's tracing: node-local
+// as NodeLocal is, since the tracer provider lives as long as the process.
+const TracingSection = "tracing"
+
+// WithNodeLocal returns doc (format f) as a JSON document whose NodeLocal,
+// RemotePolicySection and TracingSection sections are the ones of local (format lf),
 // absent when local has none.
 // Every other section is doc's, as written (secret references kept), so
 // that materializing the result names the same paths as doc would.
@@ -38,7 +42,7 @@ func WithNodeLocal(doc []byte, f Format, local []byte, lf Format) ([]byte, error
 		return nil, err
 	}
 	lm, _ := lt.(map[string]any)
-	for _, sec := range []string{NodeLocal, RemotePolicySection} {
+	for _, sec := range []string{NodeLocal, RemotePolicySection, TracingSection} {
 		delete(m, sec)
 		if v, ok := lm[sec]; ok {
 			m[sec] = v

@@ -20,6 +20,9 @@ type Config struct {
 	// Tests are read by `flowplane test` (package testsuite), which checks
 	// their shape; a node ignores them.
 	Tests []map[string]any `json:"tests,omitempty" maxItems:"1024" doc:"Declarative tests of this configuration's streams and jobs, run by flowplane test (docs/testing.md); a node ignores them."`
+	// Tracing is node-local as well: the tracer provider lives as long as
+	// the process, and where spans go is the node operator's choice.
+	Tracing Tracing `json:"tracing" doc:"OpenTelemetry traces of streams and jobs, exported by OTLP; off by default; read from the node's own --config file only."`
 
 	redactor *Redactor // secret values: resolved references and literal credentials
 	taint    *Taint    // strings holding resolved values
@@ -72,6 +75,17 @@ type RemotePolicy struct {
 	OutboundAllow     []string `json:"outbound_allow" maxItems:"256" doc:"Hosts and CIDRs Hub-delivered components may connect to; empty allows any destination except link-local (169.254.0.0/16, fe80::/10) and cloud metadata addresses, which are refused unless listed here."`
 	JobControl        bool     `json:"job_control" default:"true" doc:"Run Hub job commands; false stops advertising job_control and refuses them with incompatible_capability."`
 	ConfigControl     bool     `json:"config_control" default:"true" doc:"Run Hub configuration commands; false stops advertising config_control and refuses them with incompatible_capability."`
+}
+
+// Tracing configures the export of spans (per batch through a stream's
+// input, processors and output; per chain and batch of a job) to an
+// OpenTelemetry collector.
+type Tracing struct {
+	Enabled       bool    `json:"enabled" default:"false" doc:"Trace streams and jobs and export the spans."`
+	Endpoint      string  `json:"endpoint,omitempty" doc:"Collector URL, http:// (plain) or https:// (TLS) with host and port: http://127.0.0.1:4318 for protocol http (path /v1/traces unless the URL names one), http://127.0.0.1:4317 for grpc. Required when enabled."`
+	Protocol      string  `json:"protocol" enum:"http|grpc" default:"http" doc:"OTLP transport: http (protobuf over HTTP) or grpc."`
+	SamplingRatio float64 `json:"sampling_ratio" default:"1" min:"0" max:"1" doc:"Fraction of batches traced, 0 to 1; a batch whose incoming traceparent is sampled is traced whatever the ratio."`
+	ServiceName   string  `json:"service_name" default:"flowplane" doc:"The service.name of the spans' resource."`
 }
 
 // TLS names a PEM certificate chain and its private key.

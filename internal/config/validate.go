@@ -23,6 +23,7 @@ func (c *Config) Validate(reg *component.Registry) []Problem {
 	var ps []Problem
 	ps = append(ps, c.HealthCheck.validate()...)
 	ps = append(ps, c.RemotePolicy.validate()...)
+	ps = append(ps, c.Tracing.validate()...)
 	ids := map[string]int{}
 	for i, s := range c.Streams {
 		p := "streams[" + itoa(i) + "]"
@@ -116,4 +117,25 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+func (t *Tracing) validate() []Problem {
+	const at0 = TracingSection
+	if !t.Enabled {
+		return nil
+	}
+	var ps []Problem
+	if t.Endpoint == "" {
+		ps = append(ps, at(at0+".endpoint", "required when tracing is enabled"))
+	} else if u, err := url.Parse(t.Endpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Port() == "" {
+		// Not echoed: a malformed URL may still hold a credential.
+		ps = append(ps, at(at0+".endpoint", "is not an http:// or https:// URL with a host and a port"))
+	} else if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		// Credentials in the URL would be logged by whoever prints it.
+		ps = append(ps, at(at0+".endpoint", "takes no credentials, query or fragment"))
+	}
+	if t.ServiceName == "" {
+		ps = append(ps, at(at0+".service_name", "must not be empty when tracing is enabled"))
+	}
+	return ps
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/secretref"
 	"github.com/flowplane/flowplane/internal/telemetry"
+	"github.com/flowplane/flowplane/internal/tracing"
 	"github.com/flowplane/flowplane/internal/wire"
 )
 
@@ -124,6 +125,20 @@ func Run(ctx context.Context, o Options) error {
 		return ErrFailed
 	}
 	metrics := telemetry.NewRegistry()
+	// The tracer provider is shut down (flushing its queue) after the
+	// engine stopped, so the last batches' spans are exported.
+	tracer, err := newTracer(fileCfg.Tracing, nodeID)
+	if err != nil {
+		log.Error("start-up failed", "err", err)
+		return ErrFailed
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), tracerFlushTimeout)
+		defer cancel()
+		if err := tracer.Shutdown(sctx); err != nil {
+			log.Warn("flush the traces", "err", err)
+		}
+	}()
 	// The data plane is closed last, after the engine stopped the jobs
 	// that use it.
 	dp, err := engine.ListenDataPlane(hc, nodeID, stateDir, log, metrics)
@@ -148,6 +163,7 @@ func Run(ctx context.Context, o Options) error {
 		Metrics:   metrics,
 		DataPlane: dp,
 		NodeID:    nodeID,
+		Tracer:    tracer.Tracer(),
 		// The Hub's work reaches files and destinations only as the
 		// remote policy allows, checked again at each use.
 		Remote: engine.Sandbox{FS: pol.FS(), Net: pol.Net()},
@@ -259,4 +275,22 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}
 	}
+}
+
+// tracerFlushTimeout bounds the export of the spans still queued when the
+// node stops: an unreachable collector must not hold the exit.
+const tracerFlushTimeout = 5 * time.Second
+
+// newTracer builds the tracer provider of the tracing section; nil (which
+// is tracing off to every caller) when it is not enabled.
+func newTracer(t config.Tracing, nodeID string) (*tracing.Provider, error) {
+	if !t.Enabled {
+		return nil, nil
+	}
+	// Not the node's context: the exporter must outlive the signal that
+	// stops the node, to flush after the engine stopped.
+	return tracing.New(context.Background(), tracing.Options{
+		Endpoint: t.Endpoint, Protocol: t.Protocol, SamplingRatio: t.SamplingRatio,
+		ServiceName: t.ServiceName, NodeID: nodeID,
+	})
 }

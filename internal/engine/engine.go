@@ -12,6 +12,8 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/kernel"
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/stream"
@@ -41,6 +43,9 @@ type Options struct {
 	DataPlane *DataPlane
 	// NodeID is this node's id: which tasks of a split job run here.
 	NodeID string
+	// Tracer, when set, traces the batches of every stream and job
+	// (the node's tracing section); nil is tracing off.
+	Tracer trace.Tracer
 	// Remote is the file system and network of the Hub's work: the
 	// components of a configuration applied with ApplyOptions.Remote and
 	// of Hub jobs reach files and destinations only through them (the
@@ -221,6 +226,7 @@ func (e *Engine) start(in *instance) error {
 		Logger:      log,
 		Metrics:     e.streamMetrics,
 		Taps:        &in.taps,
+		Tracer:      e.opts.Tracer,
 	}
 	if w != nil {
 		sc.WAL = w

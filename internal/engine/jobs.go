@@ -125,6 +125,7 @@ func (e *Engine) startJob(ji *jobInstance, recovery string) error {
 		StateRoot: e.stateRoot(),
 		Recovery:  recovery,
 		Taps:      &ji.taps,
+		Tracer:    e.opts.Tracer,
 	}
 	if ji.hub {
 		opts.FenceGeneration, opts.Restore = ji.generation, ji.restore

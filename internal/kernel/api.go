@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/config"
 	"github.com/flowplane/flowplane/internal/dataplane"
@@ -75,6 +77,9 @@ type Options struct {
 	// Split, when set, runs only this node's share of a job placed on
 	// several nodes; the others are reached over Split.Mesh.
 	Split *Split
+	// Tracer, when set, traces the job's batches per chain (trace.go);
+	// nil is tracing off.
+	Tracer trace.Tracer
 	// Spec is the job's configuration the plan was built from. It is only
 	// used to name build problems by their index in sources[], sinks[] and
 	// operators[]; without it they are named by plan order.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/operator"
 )
@@ -48,6 +50,7 @@ func encodeElement(e element, buf []byte) (dataplane.Frame, error) {
 				return dataplane.Frame{}, err
 			}
 		}
+		b = appendTrace(b, e.tc)
 		return dataplane.Frame{Kind: dataplane.KindBatch, Payload: b}, nil
 	case elemWatermark:
 		return dataplane.Frame{Kind: dataplane.KindWatermark, Payload: binary.BigEndian.AppendUint64(buf[:0], uint64(e.wm))}, nil
@@ -90,10 +93,14 @@ func decodeElement(f dataplane.Frame) (element, error) {
 			recs[i] = operator.Record{Time: t, Value: v}
 			p = rest
 		}
+		var tc *trace.SpanContext
 		if len(p) != 0 {
-			return element{}, errCorrupt
+			var err error
+			if tc, err = readTrace(p); err != nil {
+				return element{}, err
+			}
 		}
-		return element{kind: elemData, recs: recs}, nil
+		return element{kind: elemData, recs: recs, tc: tc}, nil
 	case dataplane.KindWatermark:
 		if len(p) != 8 {
 			return element{}, errCorrupt

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/operator"
 )
@@ -122,6 +124,10 @@ func FuzzDecodeElement(f *testing.F) {
 		fr, _ := encodeElement(element{kind: elemData, recs: []operator.Record{{Time: 5, Value: randValue(rnd, 0)}}}, nil)
 		f.Add(byte(fr.Kind), fr.Payload)
 	}
+	ts, _ := trace.ParseTraceState("v=1")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled, TraceState: ts})
+	fr, _ := encodeElement(element{kind: elemData, recs: []operator.Record{{Time: 5, Value: "x"}}, tc: &sc}, nil)
+	f.Add(byte(fr.Kind), fr.Payload)
 	f.Add(byte(dataplane.KindBarrier), []byte{4, 1})
 	f.Add(byte(dataplane.KindBatch), []byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add(byte(dataplane.KindBatch), append([]byte{1, 0}, make([]byte, 300)...))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/dataplane"
 	"github.com/flowplane/flowplane/internal/operator"
 )
@@ -48,6 +50,9 @@ type element struct {
 	recs []operator.Record // elemData; owned by the receiver
 	wm   int64             // elemWatermark
 	b    barrier           // elemBarrier
+	// tc is the span context an elemData batch continues (trace.go); nil
+	// with tracing off or when the sender had none.
+	tc *trace.SpanContext
 }
 
 func send(ctx context.Context, ch chan element, e element) error {

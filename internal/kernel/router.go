@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/job"
 	"github.com/flowplane/flowplane/internal/operator"
 )
@@ -39,6 +41,10 @@ type router struct {
 	key     keyer               // partitioned: the edge's key
 	maxPar  int                 // partitioned: the plan's max parallelism (key groups)
 	kbuf    []byte
+	// traced: record in tcs, for each partial batch, the span context
+	// current when its first record came (trace.go).
+	traced bool
+	tcs    []*trace.SpanContext
 }
 
 // connected reports whether sender subtask i of an edge at parallelism up
@@ -117,6 +123,9 @@ func (r *router) buffer(ctx context.Context, sub int, rec operator.Record) error
 	if r.bufs[sub] == nil {
 		r.bufs[sub] = make([]operator.Record, 0, batchSize)
 	}
+	if r.traced && len(r.bufs[sub]) == 0 {
+		r.tcs[sub] = spanOf(ctx)
+	}
 	r.bufs[sub] = append(r.bufs[sub], rec)
 	if len(r.bufs[sub]) >= batchSize {
 		return r.flushTo(ctx, sub)
@@ -131,6 +140,9 @@ func (r *router) flushTo(ctx context.Context, sub int) error {
 	}
 	e := element{kind: elemData, recs: r.bufs[sub]}
 	r.bufs[sub] = nil
+	if r.traced {
+		e.tc, r.tcs[sub] = r.tcs[sub], nil
+	}
 	return r.outs[sub].send(ctx, e)
 }
 

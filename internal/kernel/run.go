@@ -17,6 +17,7 @@ import (
 	"github.com/flowplane/flowplane/internal/sandbox"
 	"github.com/flowplane/flowplane/internal/state"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Recovery modes beyond the configuration's: none starts empty.
@@ -565,6 +566,9 @@ func (j *Job) assemble(r *attempt, inst *instances, restore *state.Manifest) err
 				continue
 			}
 			rt := &router{edge: e, outs: outs[i], bufs: make([][]operator.Record, pd), subtask: i, maxPar: p.MaxParallelism}
+			if r.j.opts.Tracer != nil {
+				rt.traced, rt.tcs = true, make([]*trace.SpanContext, pd)
+			}
 			for k := range outs[i] {
 				if outs[i][k] != nil {
 					rt.targets = append(rt.targets, k)

@@ -95,6 +95,8 @@ type task struct {
 	readerStop  context.CancelFunc
 	restoredTxn map[string][][]byte // by sink operator id
 
+	spanName string // of its chain spans, made at the first (trace.go)
+
 	// observed
 	status     atomic.Value // string
 	obsWM      atomic.Int64
@@ -405,7 +407,7 @@ func (t *task) onElement(ctx context.Context, ie inElem) (done bool, err error) 
 				return false, err
 			}
 		}
-		return false, t.push(ctx, in.feeds, e.recs)
+		return false, t.tracedPush(ctx, in.feeds, e)
 	case elemWatermark:
 		in.idle = false
 		if e.wm > in.wm {
@@ -559,7 +561,13 @@ func (t *task) sourceBatch(ctx context.Context, rr readResult) error {
 	if rr.pos != nil {
 		t.lastPos = rr.pos
 	}
-	if err := t.push(ctx, t.src, recs); err != nil {
+	var err error
+	if t.r.j.opts.Tracer != nil {
+		err = t.tracedSource(ctx, rr.b, recs)
+	} else {
+		err = t.push(ctx, t.src, recs)
+	}
+	if err != nil {
 		return err
 	}
 	if rr.ack != nil {

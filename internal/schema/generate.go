@@ -164,6 +164,9 @@ func (g *generator) field(f reflect.StructField) map[string]any {
 		case reflect.Int, reflect.Int64:
 			n, _ := strconv.Atoi(d)
 			s["default"] = n
+		case reflect.Float64:
+			f, _ := strconv.ParseFloat(d, 64)
+			s["default"] = f
 		default:
 			s["default"] = d
 		}

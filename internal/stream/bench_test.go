@@ -3,14 +3,20 @@ package stream
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/tap"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 // benchInput hands out n batches cut from one read-only template and
@@ -68,6 +74,25 @@ func (touchProc) Process(_ context.Context, b message.Batch) ([]message.Batch, e
 	return []message.Batch{b}, nil
 }
 
+// benchTracer is a tracer sampling ratio of the batches, exporting by
+// OTLP/HTTP to a loopback receiver that accepts and discards.
+func benchTracer(b *testing.B, ratio float64) trace.Tracer {
+	b.Helper()
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(rcv.Close)
+	p, err := tracing.New(context.Background(), tracing.Options{
+		Endpoint: rcv.URL, Protocol: tracing.ProtocolHTTP, SamplingRatio: ratio, ServiceName: "bench",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	return p.Tracer()
+}
+
 // BenchmarkStream measures the runtime's own cost: one op is one batch
 // through input -> 2 processors -> output, so ns/op is the per-batch
 // overhead (for batch 1, nearly all of it is the runtime).
@@ -75,20 +100,33 @@ func (touchProc) Process(_ context.Context, b message.Batch) ([]message.Batch, e
 // tap=none runs without a tap.Set (as before taps existed), tap=idle with a
 // set and no tap attached (the cost of the hooks: an atomic load per stage
 // and batch), tap=attached with one tap after the last processor at the
-// default rate whose samples are read.
+// default rate whose samples are read. The trace=0.01 variants (no taps)
+// trace 1% of the batches (and make the spans' context for the others),
+// exporting to a loopback receiver; without the suffix tracing is off.
 func BenchmarkStream(b *testing.B) {
-	for _, size := range []int{1000, 1} {
-		for _, threads := range []int{1, 2} {
-			for _, mode := range []string{"none", "idle", "attached"} {
-				b.Run(fmt.Sprintf("batch=%d/threads=%d/tap=%s", size, threads, mode), func(b *testing.B) {
-					benchStream(b, size, threads, mode)
-				})
+	for _, traced := range []bool{false, true} {
+		for _, size := range []int{1000, 1} {
+			for _, threads := range []int{1, 2} {
+				for _, mode := range []string{"none", "idle", "attached"} {
+					name := fmt.Sprintf("batch=%d/threads=%d/tap=%s", size, threads, mode)
+					if traced {
+						if mode != "none" {
+							continue
+						}
+						name = fmt.Sprintf("batch=%d/threads=%d/trace=0.01", size, threads)
+					}
+					b.Run(name, func(b *testing.B) { benchStream(b, size, threads, mode, traced) })
+				}
 			}
 		}
 	}
 }
 
-func benchStream(b *testing.B, size, threads int, mode string) {
+func benchStream(b *testing.B, size, threads int, mode string, traced bool) {
+	var tr trace.Tracer
+	if traced {
+		tr = benchTracer(b, 0.01)
+	}
 	in := newBenchInput(b.N, size)
 	out := &dropOutput{}
 	var taps *tap.Set
@@ -111,7 +149,7 @@ func benchStream(b *testing.B, size, threads int, mode string) {
 		}()
 	}
 	s, err := New(Config{ID: "bench", Input: in, Output: out, ThreadNum: threads, Taps: taps,
-		Processors: []component.Processor{touchProc{}, touchProc{}}, Metrics: NewMetrics(nil)})
+		Processors: []component.Processor{touchProc{}, touchProc{}}, Metrics: NewMetrics(nil), Tracer: tr})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/tap"
@@ -167,6 +169,10 @@ type Config struct {
 	// caller keeps it across restarts. Without a tap attached it costs
 	// one atomic load per stage and batch.
 	Taps *tap.Set
+	// Tracer, when set, traces every batch: a span per batch with spans
+	// for its input, each processor and its output (trace.go), the parent
+	// taken from the traceparent of its messages. Nil is tracing off.
+	Tracer trace.Tracer
 }
 
 // withDefaults validates c and fills zero fields.

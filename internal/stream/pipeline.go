@@ -8,10 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowplane/flowplane/internal/columnar"
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/tap"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 // ErrProcessorPanic wraps the value of a panic raised by a processor; the
@@ -30,6 +33,8 @@ type slot struct {
 	out  []message.Batch
 	orig []message.Message // copy of in.Messages taken before processing; kept on failure
 	err  error
+
+	trace batchTrace // zero with tracing off
 
 	one        [1]message.Batch
 	bufA, bufB []message.Batch // reused when processors fan out
@@ -114,6 +119,13 @@ func (s *Stream) startPipeline(stop, hard, ackCtx context.Context, fail func(err
 // submit hands a batch to the workers, waiting for a free slot. It returns
 // false when the stop deadline passed first; the batch is then abandoned.
 func (p *pipeline) submit(b message.Batch, ack message.AckFunc) bool {
+	var (
+		bt batchTrace
+		in trace.Span
+	)
+	if p.s.cfg.Tracer != nil {
+		bt, in = p.startTrace(b)
+	}
 	var sl *slot
 	select {
 	case sl = <-p.free:
@@ -121,11 +133,14 @@ func (p *pipeline) submit(b message.Batch, ack message.AckFunc) bool {
 		select {
 		case sl = <-p.free:
 		case <-p.hard.Done():
+			tracing.End(in, ErrStopTimeout)
+			tracing.End(bt.span, ErrStopTimeout)
 			p.abandon(ack)
 			return false
 		}
 	}
-	sl.in, sl.ack = b, ack
+	tracing.End(in, nil)
+	sl.in, sl.ack, sl.trace = b, ack, bt
 	p.s.inFlight.Add(1)
 	if p.s.m != nil {
 		p.s.m.inFlight.Inc()
@@ -184,7 +199,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 	useA := true
 	for i, pr := range procs {
 		if len(batches) == 1 {
-			out, err := p.run(pr, batches[0])
+			out, err := p.runStage(sl, i, pr, batches[0])
 			if err != nil {
 				p.failed(sl, i, err, orig, scratch)
 				return
@@ -198,7 +213,7 @@ func (p *pipeline) process(sl *slot, scratch *[]message.Message) {
 			next = sl.bufA[:0]
 		}
 		for _, b := range batches {
-			out, err := p.run(pr, b)
+			out, err := p.runStage(sl, i, pr, b)
 			if err != nil {
 				p.failed(sl, i, err, orig, scratch)
 				return
@@ -236,15 +251,24 @@ func (p *pipeline) toOutput(sl *slot, batches []message.Batch, orig []message.Me
 	return true
 }
 
+// runStage runs processor i over b, in a span of its own when the batch
+// is traced.
+func (p *pipeline) runStage(sl *slot, i int, pr component.Processor, b message.Batch) ([]message.Batch, error) {
+	ctx, span := p.stage(sl.trace, p.hard, p.s.names.processor(i))
+	out, err := p.run(ctx, pr, b)
+	tracing.End(span, err)
+	return out, err
+}
+
 // run calls one processor, first turning a table into messages for a
 // processor that does not read tables.
-func (p *pipeline) run(pr component.Processor, b message.Batch) ([]message.Batch, error) {
+func (p *pipeline) run(ctx context.Context, pr component.Processor, b message.Batch) ([]message.Batch, error) {
 	if b.Table != nil && !component.IsColumnar(pr) {
 		if err := columnar.Flatten(&b); err != nil {
 			return nil, fmt.Errorf("turning the table into messages: %w", err)
 		}
 	}
-	return safeProcess(p.hard, pr, b)
+	return safeProcess(ctx, pr, b)
 }
 
 func (p *pipeline) failed(sl *slot, i int, err error, orig []message.Message, scratch *[]message.Message) {
@@ -297,12 +321,14 @@ func (p *pipeline) deliver(sl *slot) {
 		p.deliverFailed(sl)
 		return
 	}
+	ctx, span := p.stage(sl.trace, p.hard, "output")
 	for _, b := range sl.out {
 		n := b.Len()
 		if n == 0 {
 			continue
 		}
-		if !p.write(s.cfg.Output, kindOutput, b) {
+		if !p.write(ctx, s.cfg.Output, kindOutput, b) {
+			tracing.End(span, ErrStopTimeout)
 			p.abandon(sl.ack)
 			return
 		}
@@ -312,6 +338,7 @@ func (p *pipeline) deliver(sl *slot) {
 		}
 		s.cfg.Taps.Offer(tap.PointOutput, b)
 	}
+	tracing.End(span, nil)
 	p.ack(sl.ack, nil)
 }
 
@@ -337,10 +364,14 @@ func (p *pipeline) deliverFailed(sl *slot) {
 	for i := range orig.Messages {
 		orig.Messages[i].SetMeta(message.MetaError, text)
 	}
-	if !p.write(s.cfg.ErrorOutput, kindErrorOutput, orig) {
+	ctx, span := p.stage(sl.trace, p.hard, "error_output")
+	ok := p.write(ctx, s.cfg.ErrorOutput, kindErrorOutput, orig)
+	if !ok {
+		tracing.End(span, ErrStopTimeout)
 		p.abandon(sl.ack)
 		return
 	}
+	tracing.End(span, nil)
 	s.sent.Add(uint64(orig.Len()))
 	if s.m != nil {
 		s.m.sentErr.Add(float64(orig.Len()))
@@ -349,6 +380,14 @@ func (p *pipeline) deliverFailed(sl *slot) {
 }
 
 func (p *pipeline) release(sl *slot) {
+	if sl.trace.span != nil {
+		err := sl.err
+		if p.hard.Err() != nil && err == nil {
+			err = ErrStopTimeout
+		}
+		tracing.End(sl.trace.span, err)
+		sl.trace = batchTrace{}
+	}
 	sl.in, sl.ack, sl.out, sl.orig, sl.err = message.Batch{}, nil, nil, nil, nil
 	sl.one[0] = message.Batch{}
 	clear(sl.bufA[:cap(sl.bufA)])
@@ -361,10 +400,11 @@ func (p *pipeline) release(sl *slot) {
 }
 
 // write calls out.Write until it accepts b, with backoff between attempts.
-// It returns false when the stop deadline ends the attempts.
-func (p *pipeline) write(out component.Output, k kind, b message.Batch) bool {
+// It returns false when the stop deadline ends the attempts. ctx is p.hard,
+// or a context beneath it holding the batch's output span.
+func (p *pipeline) write(ctx context.Context, out component.Output, k kind, b message.Batch) bool {
 	for attempt := 1; ; attempt++ {
-		err := out.Write(p.hard, b)
+		err := out.Write(ctx, b)
 		if err == nil {
 			return true
 		}

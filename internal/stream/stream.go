@@ -62,7 +62,8 @@ type Stream struct {
 	ran      atomic.Bool // Run was called
 	walQueue atomic.Pointer[walQueue]
 
-	staged int // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+	staged int       // leading processors run as a buffer stage (stage.go), not in cfg.Processors
+	names  spanNames // with cfg.Tracer only
 	// procPoints names the tap point after each configured processor.
 	procPoints []string
 
@@ -106,6 +107,9 @@ func New(cfg Config) (*Stream, error) {
 	s.procPoints = make([]string, staged+len(cfg.Processors))
 	for i := range s.procPoints {
 		s.procPoints[i] = tap.ProcessorPoint(i)
+	}
+	if cfg.Tracer != nil {
+		s.names = newSpanNames(cfg, staged)
 	}
 	if cfg.Metrics != nil {
 		s.m = cfg.Metrics.forStream(cfg.ID, cfg.WAL != nil, len(cfg.Temporaries) > 0)

@@ -20,6 +20,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/httpapi"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 func init() {
@@ -359,6 +360,7 @@ func (h *HTTP) ingest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	withTraceContext(b, r.Header)
 	if b.Len() == 0 {
 		release()
 		w.WriteHeader(http.StatusOK) // an empty array: nothing to accept
@@ -417,6 +419,23 @@ func (h *HTTP) batch(body []byte) (message.Batch, error) {
 		msgs[i] = h.message(e)
 	}
 	return message.Batch{Messages: msgs}, nil
+}
+
+// withTraceContext copies the request's W3C trace context (traceparent,
+// tracestate) into the metadata of every message of b, where a traced
+// stream takes its parent from and a job's source reads it.
+func withTraceContext(b message.Batch, h http.Header) {
+	tp := h.Get(tracing.TraceParent)
+	if tp == "" {
+		return
+	}
+	ts := h.Get(tracing.TraceState)
+	for i := range b.Messages {
+		b.Messages[i].SetMeta(tracing.TraceParent, tp)
+		if ts != "" {
+			b.Messages[i].SetMeta(tracing.TraceState, ts)
+		}
+	}
 }
 
 func (h *HTTP) message(b []byte) message.Message {

@@ -15,6 +15,7 @@ import (
 	"github.com/flowplane/flowplane/internal/connect/strexpr"
 	"github.com/flowplane/flowplane/internal/message"
 	"github.com/flowplane/flowplane/internal/sandbox"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 func init() {
@@ -189,12 +190,21 @@ func (o *Output) Connect(ctx context.Context) error {
 	return nil
 }
 
-// records turns a batch into records.
-func (o *Output) records(b message.Batch) ([]*kgo.Record, error) {
+// records turns a batch into records. When ctx holds a span (the batch is
+// traced), every record carries its W3C trace context as the headers
+// traceparent and tracestate, one shared header list for the batch.
+func (o *Output) records(ctx context.Context, b message.Batch) ([]*kgo.Record, error) {
 	recs := make([]*kgo.Record, 0, b.Len())
+	var hdrs []kgo.RecordHeader
+	if tp, ts, ok := tracing.Headers(ctx); ok {
+		hdrs = []kgo.RecordHeader{{Key: tracing.TraceParent, Value: []byte(tp)}}
+		if ts != "" {
+			hdrs = append(hdrs, kgo.RecordHeader{Key: tracing.TraceState, Value: []byte(ts)})
+		}
+	}
 	for i := range b.Messages {
 		m := &b.Messages[i]
-		r := &kgo.Record{Timestamp: m.Meta.Timestamp}
+		r := &kgo.Record{Timestamp: m.Meta.Timestamp, Headers: hdrs}
 		var err error
 		if r.Value, err = o.value(m); err != nil {
 			return nil, fmt.Errorf("kafka output: message %d: %w", i, err)
@@ -264,7 +274,7 @@ func (o *Output) Write(ctx context.Context, b message.Batch) error {
 	if o.conf.ExactlyOnce {
 		return o.writeEOS(ctx, b)
 	}
-	recs, err := o.records(b)
+	recs, err := o.records(ctx, b)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func (o *Output) eosID() string {
 
 // writeEOS writes b in one transaction.
 func (o *Output) writeEOS(ctx context.Context, b message.Batch) error {
-	recs, err := o.records(b)
+	recs, err := o.records(ctx, b)
 	if err != nil {
 		return err
 	}

@@ -175,7 +175,7 @@ func (o *Output) writeTxn(ctx context.Context, b message.Batch) error {
 	if t.failed != nil {
 		return fmt.Errorf("kafka output: an earlier write failed; the job must restart from its last checkpoint: %w", t.failed)
 	}
-	recs, err := o.records(b)
+	recs, err := o.records(ctx, b)
 	if err != nil {
 		return err
 	}

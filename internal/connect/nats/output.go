@@ -15,6 +15,7 @@ import (
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/connect/strexpr"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 func init() {
@@ -194,8 +195,9 @@ func (o *Output) Write(ctx context.Context, b message.Batch) error {
 	}
 	drain(o.down) // a disconnect that is over already
 	msgs := make([]*natsgo.Msg, b.Len())
+	tc := traceOf(ctx)
 	for i := range b.Messages {
-		m, err := o.build(&b.Messages[i])
+		m, err := o.build(&b.Messages[i], tc)
 		if err != nil {
 			return err
 		}
@@ -254,8 +256,19 @@ func (o *Output) publishErr(err error) error {
 	return fmt.Errorf("nats: publish: %w", err)
 }
 
-// build makes the NATS message of m.
-func (o *Output) build(m *message.Message) (*natsgo.Msg, error) {
+// traceContext is the W3C trace context a traced batch's messages carry
+// as headers; empty when the batch is not traced.
+type traceContext struct{ parent, state string }
+
+func traceOf(ctx context.Context) traceContext {
+	tp, ts, _ := tracing.Headers(ctx)
+	return traceContext{parent: tp, state: ts}
+}
+
+// build makes the NATS message of m, with the headers traceparent and
+// tracestate of tc when the batch is traced (after metadata_headers and
+// headers, so that a stale traceparent from the input does not win).
+func (o *Output) build(m *message.Message, tc traceContext) (*natsgo.Msg, error) {
 	subj, err := o.subject.String(m)
 	if err != nil {
 		return nil, err
@@ -290,6 +303,12 @@ func (o *Output) build(m *message.Message) (*natsgo.Msg, error) {
 			return nil, err
 		}
 		set(jetstream.MsgIDHeader, id)
+	}
+	if tc.parent != "" {
+		set(tracing.TraceParent, tc.parent)
+		if tc.state != "" {
+			set(tracing.TraceState, tc.state)
+		}
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowplane/flowplane/internal/component"
 	"github.com/flowplane/flowplane/internal/message"
+	"github.com/flowplane/flowplane/internal/tracing"
 )
 
 func init() {
@@ -229,6 +230,13 @@ func (o *HTTP) do(ctx context.Context, body []byte, contentType string) error {
 			continue
 		}
 		req.Header.Set(k, v)
+	}
+	// A traced batch's request carries the output span's W3C context.
+	if tp, ts, ok := tracing.Headers(ctx); ok {
+		req.Header.Set(tracing.TraceParent, tp)
+		if ts != "" {
+			req.Header.Set(tracing.TraceState, ts)
+		}
 	}
 	resp, err := o.client.Do(req)
 	if err != nil {
