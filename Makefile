@@ -12,7 +12,7 @@ PKGS := ./...
 # child processes.
 test:
 	CGO_ENABLED=0 $(GO) vet $(PKGS)
-	$(MAKE) -j2 --no-print-directory --output-sync=line test-root test-chart
+	$(MAKE) -j2 --no-print-directory test-root test-chart
 
 test-root:
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"log"
@@ -91,7 +92,24 @@ func NewServer(ln net.Listener, h http.Handler, o ServerOptions) (srv *http.Serv
 		ErrorLog:          o.ErrorLog,
 		TLSConfig:         o.TLSConfig,
 	}
+	closing := make(chan struct{})
+	var once sync.Once
+	srv.BaseContext = func(net.Listener) context.Context {
+		return context.WithValue(context.Background(), closingKey{}, (<-chan struct{})(closing))
+	}
+	srv.RegisterOnShutdown(func() { once.Do(func() { close(closing) }) })
 	return srv, lim
+}
+
+type closingKey struct{}
+
+// Closing returns a channel closed when the server of NewServer that
+// serves the request of ctx begins to shut down, or nil (never closed)
+// outside such a server. A response that streams for long (a tap, an event
+// stream) ends on it: Shutdown waits for every request in flight.
+func Closing(ctx context.Context) <-chan struct{} {
+	c, _ := ctx.Value(closingKey{}).(<-chan struct{})
+	return c
 }
 
 // bodyDeadline sets a read deadline of d on the connection while a

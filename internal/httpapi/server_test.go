@@ -341,3 +341,42 @@ func TestHijackedConnectionStaysCounted(t *testing.T) {
 		t.Fatalf("after the hijacker closed it: %+v, want 0 open", st)
 	}
 }
+
+// TestClosingEndsStreamsAtShutdown: a response that streams until
+// Closing's channel closes lets Shutdown finish; a request served outside
+// NewServer's server gets a nil channel.
+func TestClosingEndsStreamsAtShutdown(t *testing.T) {
+	if httpapi.Closing(context.Background()) != nil {
+		t.Fatal("Closing outside a server is not nil")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	srv, lim := httpapi.NewServer(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(started)
+		select {
+		case <-httpapi.Closing(r.Context()):
+		case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		}
+	}), httpapi.ServerOptions{})
+	served := make(chan error, 1)
+	go func() { served <- httpapi.Serve(srv, lim) }()
+	resp, err := http.Get("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a streaming response in flight: %v", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve returned %v", err)
+	}
+}

@@ -177,6 +177,7 @@ func (h *Hub) getAgentTaps(w http.ResponseWriter, r *http.Request) error {
 		case <-c:
 			reqs, _ = h.taps.take(node, time.Now())
 		case <-timer.C:
+		case <-h.closing: // shutting down: the Agent polls again elsewhere
 		case <-r.Context().Done():
 			return nil
 		}
@@ -248,6 +249,8 @@ func (h *Hub) serveTap(w http.ResponseWriter, r *http.Request, kind string) erro
 	case first = <-s.batches:
 	case <-start.C:
 		return httpapi.Unavailable("unavailable", "the node did not take the tap in time: try again")
+	case <-h.closing:
+		return httpapi.Unavailable("unavailable", "the Hub is shutting down: try again")
 	case <-ctx.Done():
 		return nil
 	}
@@ -292,6 +295,9 @@ func (h *Hub) serveTap(w http.ResponseWriter, r *http.Request, kind string) erro
 			sse.KeepAlive()
 		case <-deadline.C:
 			sse.Event("", wire.TapEventEnd, wire.TapEnd{Reason: wire.TapEndNode, TapCounts: wire.TapCounts{Dropped: h.taps.hubDropped(s)}})
+			done = true
+		case <-h.closing: // the Hub shuts down: a long tap must not hold it up
+			sse.Event("", wire.TapEventEnd, wire.TapEnd{Reason: wire.TapEndHub, TapCounts: wire.TapCounts{Dropped: h.taps.hubDropped(s)}})
 			done = true
 		case <-ctx.Done():
 			return nil

@@ -206,15 +206,31 @@ func (s *server) serveTap(w http.ResponseWriter, r *http.Request, kind string) e
 		return s.tapProblem(err)
 	}
 	defer sess.Close()
+	// The node shutting down ends the tap (with an end event): its
+	// server's Shutdown waits for every response in flight.
+	closing := httpapi.Closing(r.Context())
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	sse := eventlog.StartSSE(w)
-	err = sess.Run(r.Context(), func(event string, v any) error {
+	err = sess.Run(ctx, func(event string, v any) error {
 		sse.Event("", event, v)
 		return nil
 	}, sse.Flush)
 	if errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
-	return nil // the client went away
+	if err == nil && r.Context().Err() == nil && ctx.Err() != nil {
+		sse.Event("", wire.TapEventEnd, wire.TapEnd{Reason: wire.TapEndNode, TapCounts: sess.Counts()})
+		_ = sse.Flush()
+	}
+	return nil // the client went away, or the duration passed
 }
 
 // tapProblem maps an OpenTap error to its problem.

@@ -23,6 +23,7 @@ const (
 const (
 	TapEndDuration = "duration" // its duration passed
 	TapEndNode     = "node"     // the node stopped serving it (shut down, lost the Hub)
+	TapEndHub      = "hub"      // the Hub relaying it shut down
 )
 
 // TapMessage is one sampled message, secrets redacted: its payload as text
