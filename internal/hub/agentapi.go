@@ -465,14 +465,23 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
+// waitMS is an Agent long-poll's wait_ms query (0 when absent).
+func waitMS(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait_ms")
+	if v == "" {
+		return 0, nil
+	}
+	ms, err := strconv.Atoi(v)
+	if err != nil || ms < 0 || ms > wire.MaxWaitMS {
+		return 0, httpapi.BadRequest(httpapi.CodeInvalidQuery, fmt.Sprintf("wait_ms must be an integer from 0 to %d", wire.MaxWaitMS))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
 func (h *Hub) getCommands(w http.ResponseWriter, r *http.Request) error {
-	wait := time.Duration(0)
-	if v := r.URL.Query().Get("wait_ms"); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms < 0 || ms > wire.MaxWaitMS {
-			return httpapi.BadRequest(httpapi.CodeInvalidQuery, fmt.Sprintf("wait_ms must be an integer from 0 to %d", wire.MaxWaitMS))
-		}
-		wait = time.Duration(ms) * time.Millisecond
+	wait, err := waitMS(r)
+	if err != nil {
+		return err
 	}
 	cmds, parked := h.fleet.Poll(r.Context(), w, r, agentNode(r), wait)
 	if parked {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -160,13 +159,9 @@ func (t *tapRelay) hubDropped(s *tapSession) uint64 {
 
 // getAgentTaps long-polls the taps waiting for the Agent's node.
 func (h *Hub) getAgentTaps(w http.ResponseWriter, r *http.Request) error {
-	wait := time.Duration(0)
-	if v := r.URL.Query().Get("wait_ms"); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms < 0 || ms > wire.MaxWaitMS {
-			return httpapi.BadRequest(httpapi.CodeInvalidQuery, fmt.Sprintf("wait_ms must be an integer from 0 to %d", wire.MaxWaitMS))
-		}
-		wait = time.Duration(ms) * time.Millisecond
+	wait, err := waitMS(r)
+	if err != nil {
+		return err
 	}
 	node := agentNode(r)
 	reqs, c := h.taps.take(node, time.Now())
