@@ -9,6 +9,47 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { headers, url } from "./api";
 import type { HubEvent } from "./types";
 
+/** SSEFrame is one server-sent event: its id, name, data and retry field. */
+export interface SSEFrame {
+  id: string;
+  event: string;
+  data: string;
+  retry?: number;
+}
+
+/**
+ * sseFrames reads a text/event-stream body (API.md's framing) and yields
+ * each event once its blank line arrives; comments are skipped.
+ */
+export async function* sseFrames(body: NonNullable<Response["body"]>): AsyncGenerator<SSEFrame> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  let f: SSEFrame = { id: "", event: "", data: "" };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).replace(/\r$/, "");
+      buf = buf.slice(nl + 1);
+      if (line === "") {
+        yield f;
+        f = { id: "", event: "", data: "" };
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      const val = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+      if (field === "id") f.id = val;
+      else if (field === "event") f.event = val;
+      else if (field === "data") f.data = f.data ? f.data + "\n" + val : val;
+      else if (field === "retry" && /^\d+$/.test(val)) f.retry = Number(val);
+    }
+  }
+}
+
 export type LiveState = "connecting" | "live" | "reconnecting" | "paused";
 
 type Listener = (ev: HubEvent | null) => void; // null: resync, re-fetch everything
@@ -73,40 +114,16 @@ async function loop() {
       // Events missed while disconnected are replayed after Last-Event-ID;
       // a page re-fetches anyway, in case the Hub restarted with fewer.
       emit(null);
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = "";
-      let id = "";
-      let kind = "";
-      let data = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += value;
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).replace(/\r$/, "");
-          buf = buf.slice(nl + 1);
-          if (line === "") {
-            if (id) lastEventID = id;
-            if (kind === "resync") emit(null);
-            else if (data) {
-              try {
-                emit(JSON.parse(data) as HubEvent);
-              } catch {
-                /* a malformed record is skipped */
-              }
-            }
-            id = kind = data = "";
-            continue;
+      for await (const f of sseFrames(resp.body)) {
+        if (f.retry !== undefined) retry = f.retry;
+        if (f.id) lastEventID = f.id;
+        if (f.event === "resync") emit(null);
+        else if (f.data) {
+          try {
+            emit(JSON.parse(f.data) as HubEvent);
+          } catch {
+            /* a malformed record is skipped */
           }
-          if (line.startsWith(":")) continue;
-          const colon = line.indexOf(":");
-          const field = colon < 0 ? line : line.slice(0, colon);
-          const val = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-          if (field === "id") id = val;
-          else if (field === "event") kind = val;
-          else if (field === "data") data = data ? data + "\n" + val : val;
-          else if (field === "retry" && /^\d+$/.test(val)) retry = Number(val);
         }
       }
     } catch {

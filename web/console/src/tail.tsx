@@ -7,6 +7,7 @@
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import { headers, url } from "./api";
+import { sseFrames } from "./live";
 import { Section } from "./ui";
 
 const TAIL_MAX = 50;
@@ -54,39 +55,20 @@ export function LiveTail(props: { path: string; what: string }) {
         setRunning(false);
         return;
       }
-      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buf = "";
-      let kind = "";
-      let data = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += value;
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).replace(/\r$/, "");
-          buf = buf.slice(nl + 1);
-          if (line === "") {
-            if (data) {
-              try {
-                const v = JSON.parse(data);
-                if (kind === "message") {
-                  const row = { ...(v as TapMessage), n: ++n };
-                  setRows((rs) => [row, ...rs].slice(0, TAIL_MAX));
-                } else if (kind === "dropped") setDropped((v as { dropped: number }).dropped);
-                else if (kind === "end") {
-                  setDropped((v as { dropped: number }).dropped);
-                  setNote("The tap ended (" + (v as { reason: string }).reason + ").");
-                }
-              } catch {
-                /* a malformed event is skipped */
-              }
-            }
-            kind = data = "";
-            continue;
+      for await (const f of sseFrames(resp.body)) {
+        if (!f.data) continue;
+        try {
+          const v = JSON.parse(f.data);
+          if (f.event === "message") {
+            const row = { ...(v as TapMessage), n: ++n };
+            setRows((rs) => [row, ...rs].slice(0, TAIL_MAX));
+          } else if (f.event === "dropped") setDropped((v as { dropped: number }).dropped);
+          else if (f.event === "end") {
+            setDropped((v as { dropped: number }).dropped);
+            setNote("The tap ended (" + (v as { reason: string }).reason + ").");
           }
-          if (line.startsWith("event: ")) kind = line.slice(7);
-          else if (line.startsWith("data: ")) data = line.slice(6);
+        } catch {
+          /* a malformed event is skipped */
         }
       }
     } catch {
