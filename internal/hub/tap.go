@@ -338,11 +338,7 @@ func (h *Hub) tapRoutes(p string) []httpapi.Route {
 	doc := func(what, where, tag string) httpapi.Doc {
 		return httpapi.Doc{Summary: "Live tap: sampled messages of a node's " + what + " as server-sent events", Tag: tag,
 			Query: []httpapi.Param{
-				{Name: where, Description: map[string]string{
-					"stage":    "input, processor:<i> or output; default after the last processor.",
-					"operator": "An operator id of the job; default its first sink."}[where]},
-				{Name: "rate", Type: "integer", Description: fmt.Sprintf("Messages a second, 1 to %d; default %d.", tap.MaxRate, tap.DefaultRate)},
-				{Name: "duration", Description: "How long: a duration such as 90s or 5m, or whole seconds; at most 1h, default 60s."},
+				{Name: where, Description: tap.QueryDoc[where]}, {Name: "rate", Type: "integer", Description: tap.QueryDoc["rate"]}, {Name: "duration", Description: tap.QueryDoc["duration"]},
 			},
 			ResponseMedia: "text/event-stream", Problems: []int{http.StatusNotFound, http.StatusConflict, http.StatusBadGateway}}
 	}

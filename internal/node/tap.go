@@ -246,11 +246,7 @@ func (s *server) tapProblem(err error) error {
 func tapDoc(what, where string) httpapi.Doc {
 	return httpapi.Doc{Summary: "Live tap: sampled messages of a " + what + " as server-sent events", Tag: map[string]string{TapStream: tagStreams, TapJob: tagJobs}[what],
 		Query: []httpapi.Param{
-			{Name: where, Description: map[string]string{
-				"stage":    "input, processor:<i> or output; default after the last processor.",
-				"operator": "An operator id of the job; default its first sink."}[where]},
-			{Name: "rate", Type: "integer", Description: fmt.Sprintf("Messages a second, 1 to %d; default %d.", tap.MaxRate, tap.DefaultRate)},
-			{Name: "duration", Description: "How long: a duration such as 90s or 5m, or whole seconds; at most 1h, default 60s."},
+			{Name: where, Description: tap.QueryDoc[where]}, {Name: "rate", Type: "integer", Description: tap.QueryDoc["rate"]}, {Name: "duration", Description: tap.QueryDoc["duration"]},
 		},
 		ResponseMedia: "text/event-stream", Problems: []int{http.StatusNotFound}}
 }

@@ -153,3 +153,13 @@ func StreamPoint(stage string, processors int) (string, error) {
 	}
 	return stage, nil
 }
+
+// QueryDoc describes the query parameters of a tap route (stage for a
+// stream's, operator for a job's), for the API documents of the node and
+// the Hub alike.
+var QueryDoc = map[string]string{
+	"stage":    "input, processor:<i> or output; default after the last processor.",
+	"operator": "An operator id of the job; default its first sink.",
+	"rate":     fmt.Sprintf("Messages a second, 1 to %d; default %d.", MaxRate, DefaultRate),
+	"duration": "How long: a duration such as 90s or 5m, or whole seconds; at most 1h, default 60s.",
+}
