@@ -126,7 +126,9 @@ func TestHubConsoleManage(t *testing.T) {
 	b.confirm("Start")
 	b.waitJS("the retry announced", `[...document.querySelectorAll('[data-notice=warn]')].some(e => e.innerText.includes("runs again once the Hub is back"))`)
 	h.start(t)
-	b.waitJS("the action carried out", `document.querySelector('[data-notice=ok] [data-accepted]')`)
+	// Accepted, or already converged: the settled notice replaces the
+	// accepted one as soon as the stream is in_sync.
+	b.waitJS("the action carried out", `document.querySelector('[data-notice=ok] [data-accepted], [data-notice=ok] [data-converged]')`)
 	if s := h.stream(t, "node-a", "desired"); s.Desired.State != "running" {
 		t.Fatalf("the retried Start: %+v", s.Desired)
 	}

@@ -38,7 +38,7 @@ func newRecordingProxy(t *testing.T, target string) *recordingProxy {
 				continue
 			}
 			go func() {
-				_, _ = io.Copy(io.MultiWriter(out, p), in)
+				_, _ = io.Copy(io.MultiWriter(p, out), in) // recorded before forwarded: the test reads the record once the receiver has the frame
 				_ = out.Close()
 			}()
 			go func() {
